@@ -1,0 +1,3 @@
+from premath.cli import main
+
+main()

@@ -1,0 +1,28 @@
+"""`premath` command line: click groups, one module per group, loaded on first use."""
+
+import click
+
+from premath import __version__
+from premath.cli._root import CONTEXT_SETTINGS, RootGroup
+
+COMMAND_GROUPS = {
+    "harness-session": "premath.cli.harness_session:harness_session",
+    "harness-feature": "premath.cli.harness_feature:harness_feature",
+    "harness-trajectory": "premath.cli.harness_trajectory:harness_trajectory",
+    "demo": "premath.cli.demo:demo",
+}
+
+
+@click.group(
+    cls=RootGroup,
+    lazy_subcommands=COMMAND_GROUPS,
+    context_settings=CONTEXT_SETTINGS,
+    no_args_is_help=True,
+)
+@click.version_option(__version__, "--version", "-V", prog_name="premath")
+def cli() -> None:
+    """Harness runtime for coding agents: artifacts, issue memory, gated loops, harness runs."""
+
+
+def main() -> None:
+    cli.main()

@@ -1,0 +1,34 @@
+"""The one source of wall-clock time, so tests can freeze it."""
+
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now(self) -> datetime:
+        """An aware UTC datetime."""
+        ...
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+class FrozenClock:
+    """A clock that only moves when told to (tests)."""
+
+    def __init__(self, at: datetime) -> None:
+        self._at = at.astimezone(UTC)
+
+    def now(self) -> datetime:
+        return self._at
+
+    def advance(self, seconds: float) -> None:
+        self._at += timedelta(seconds=seconds)
+
+
+def epoch_ns() -> int:
+    """Wall-clock nanoseconds, for ids and stamps that need nanosecond precision."""
+    return time.time_ns()

@@ -1,0 +1,1 @@
+"""Bytes on disk: canonical encodings, atomic writes, append-only JSONL and lock markers."""

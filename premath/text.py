@@ -1,0 +1,35 @@
+"""String normalisation shared by every reference artifact (harness-cli.md §0.4)."""
+
+from collections.abc import Iterable
+
+# Rust's `str::trim` strips the Unicode White_Space property; Python's `str.strip()` also strips
+# U+001C..U+001F, which Rust keeps, so the set is spelled out.
+RUST_WHITE_SPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+def rust_trim(value: str) -> str:
+    return value.strip(RUST_WHITE_SPACE)
+
+
+def clean_optional(value: str | None) -> str | None:
+    """Trimmed value, or None when nothing is left."""
+    if value is None:
+        return None
+    trimmed = rust_trim(value)
+    return trimmed or None
+
+
+def normalize_refs(values: Iterable[str]) -> list[str]:
+    """Trimmed, non-empty, unique, sorted by code point (a Rust BTreeSet<String>)."""
+    return sorted({trimmed for trimmed in map(rust_trim, values) if trimmed})
+
+
+def id_token(value: str, empty: str) -> str:
+    """The reference's id token: ASCII alphanumerics lowercased, `-`/`_` kept, others `_`."""
+    chars = (
+        ch.lower() if ch.isascii() and ch.isalnum() else ch if ch in "-_" else "_" for ch in value
+    )
+    return "".join(chars).strip("_") or empty

@@ -1,0 +1,36 @@
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import settings
+
+from premath.cli._root import AppContext
+from premath.clock import FrozenClock
+from tests.support.cli import Outcome, invoke
+
+settings.register_profile("ci", deadline=None, print_blob=True)
+settings.register_profile("dev", deadline=None)
+settings.load_profile("ci")
+
+T0 = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def clock() -> FrozenClock:
+    return FrozenClock(T0)
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    """Run the test inside an empty folder: our default paths are relative, like the reference's."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def cli_run(workdir, clock):
+    """`cli_run("harness-session", "read", "--json")` in the test's folder with a frozen clock."""
+
+    def run(*args: str, stdin: str | None = None) -> Outcome:
+        return invoke(*args, app=AppContext(clock=clock, lock_timeout_s=2.0), stdin=stdin)
+
+    return run
