@@ -10,6 +10,10 @@ COMMAND_GROUPS = {
     "harness-feature": "premath.cli.harness_feature:harness_feature",
     "harness-trajectory": "premath.cli.harness_trajectory:harness_trajectory",
     "demo": "premath.cli.demo:demo",
+    "harness": "premath.cli.harness:harness",
+    "harness-loop": "premath.cli.harness_loop:harness_loop",
+    "harness-kpi": "premath.cli.harness_kpi:harness_kpi",
+    "harness-policy": "premath.cli.harness_policy:harness_policy",
 }
 
 

@@ -1,10 +1,10 @@
 """The CLI's one exit point: commands return a Reply; this module writes streams and exits.
 
-| outcome          | stdout                                      | stderr               | exit |
-| Reply            | the document (`--json`) or its text         | nothing              | reply.exit_code |
-| click usage error| with `--json`: {"error": {"code": "usage_error"}} | click's usage text | 2 |
-| PremathError     | with `--json`: {"error": {"code": exc.code}}  | `error: <message>` | exc.exit_code |
-| anything else    | with `--json`: code `internal_error`          | `error: internal error: ...` | 1 |
+- a Reply: stdout gets the document (`--json`) or its text; exit `reply.exit_code`;
+- a click usage error: click's text on stderr; exit 2;
+- a PremathError: `error: <message>` on stderr; exit `exc.exit_code` (1, or 2 for usage);
+- anything else: `error: internal error: ...` on stderr; exit 1.
+With `--json`, each failure also prints `{"error": {"code": ..., "message": ...}}` on stdout.
 
 JSON mode comes from the `--json` token in the arguments, the one rule that also covers usage
 errors raised before any command runs.
@@ -158,7 +158,9 @@ def run_command(invoke: Callable[[], Any], json_mode: bool) -> int:
         exc.show()
         return 2
     except click.ClickException as exc:
-        _emit_error("usage_error" if exc.exit_code == 2 else "io_error", exc.format_message(), json_mode)
+        _emit_error(
+            "usage_error" if exc.exit_code == 2 else "io_error", exc.format_message(), json_mode
+        )
         exc.show()
         return exc.exit_code
     except click.Abort:
@@ -172,10 +174,12 @@ def run_command(invoke: Callable[[], Any], json_mode: bool) -> int:
         return exc.exit_code
     except BrokenPipeError:
         return 1
-    except Exception as exc:  # noqa: BLE001 - the one place a bug becomes a message, not a traceback
+    except Exception as exc:
         if os.environ.get("PREMATH_DEBUG") == "1":
             raise
-        message = f"internal error: {type(exc).__name__}: {exc} (set PREMATH_DEBUG=1 for a traceback)"
+        message = (
+            f"internal error: {type(exc).__name__}: {exc} (set PREMATH_DEBUG=1 for a traceback)"
+        )
         _emit_error("internal_error", message, json_mode)
         sys.stderr.write(f"error: {message}\n")
         return 1

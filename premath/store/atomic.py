@@ -3,14 +3,16 @@
 Trade-offs: the temp file lives in the target's folder (same filesystem, so `os.replace` is
 atomic) and is created with O_EXCL and mode 0o666, so the umask gives the same file mode as the
 reference's plain `fs::write`. The folder is fsynced after the rename so the new name survives a
-power cut; a crash before the rename leaves the old file and, at worst, nothing else: the temp
-file is unlinked on any exception, and its name says which process made it.
+power cut. The temp file is unlinked on any exception; a SIGKILL between create and rename can
+still leave one, so its name carries the writer's pid and the next write sweeps those of dead
+writers: users commit `.premath/`, and stray files would show up in `git status`.
 """
 
 import os
 from pathlib import Path
 
 from premath.clock import epoch_ns
+from premath.store.locks import pid_alive
 
 
 def fsync_directory(directory: Path) -> None:
@@ -21,12 +23,32 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def _temp_prefix(target: Path) -> str:
+    return f".{target.name}.tmp."
+
+
+def sweep_orphan_temps(target: Path) -> None:
+    """Remove temp files of `target` left by writers that no longer run."""
+    prefix = _temp_prefix(target)
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.name.startswith(prefix):
+            continue
+        pid_text = entry.name[len(prefix) :].split(".", 1)[0]
+        if pid_text.isdigit() and not pid_alive(int(pid_text)):
+            Path(entry.path).unlink(missing_ok=True)
+
+
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Replace `path` with `data` atomically, creating parent folders as the reference does."""
     target = Path(path)
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
-    temp = parent / f".{target.name}.tmp.{os.getpid()}.{epoch_ns()}"
+    sweep_orphan_temps(target)
+    temp = parent / f"{_temp_prefix(target)}{os.getpid()}.{epoch_ns()}"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         try:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from premath.clock import SystemClock
+from premath.clock import SystemClock, epoch_ns
 from premath.errors import IoFailure, LockBusy
 from premath.timefmt import format_seconds_z
 
@@ -41,7 +41,8 @@ def lock_timeout_from_env() -> float:
     return max(value, 0.0)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid runs on this host (EPERM means it does)."""
     if pid <= 0:
         return False
     try:
@@ -65,7 +66,7 @@ def _marker_pid(marker: Path) -> int | None:
 
 def _age_s(path: Path) -> float | None:
     try:
-        return max(0.0, SystemClock().now().timestamp() - path.stat().st_mtime)
+        return max(0.0, epoch_ns() / 1e9 - path.stat().st_mtime)
     except OSError:
         return None
 
@@ -73,7 +74,7 @@ def _age_s(path: Path) -> float | None:
 def _is_stale(marker: Path) -> bool:
     pid = _marker_pid(marker)
     if pid is not None:
-        return pid != os.getpid() and not _pid_alive(pid)
+        return pid != os.getpid() and not pid_alive(pid)
     age = _age_s(marker)
     return age is not None and age > _UNREADABLE_MARKER_GRACE_S
 
@@ -149,6 +150,8 @@ def hold_marker(
         path.unlink(missing_ok=True)
 
 
-def artifact_lock(path: str | os.PathLike[str], timeout_s: float) -> contextlib.AbstractContextManager[None]:
+def artifact_lock(
+    path: str | os.PathLike[str], timeout_s: float
+) -> contextlib.AbstractContextManager[None]:
     """The lock of one harness artifact: `<artifact>.lock`, a name the reference never uses."""
     return hold_marker(f"{os.fspath(path)}.lock", timeout_s=timeout_s)

@@ -33,8 +33,13 @@ def invoke(*args: str, app: AppContext | None = None, stdin: str | None = None) 
     return Outcome(result.exit_code, result.stdout, result.stderr)
 
 
-def run_premath(*args: str, cwd: Path, env: dict[str, str] | None = None, stdin: bytes = b"",
-                timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
+def run_premath(
+    *args: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    stdin: bytes = b"",
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[bytes]:
     """Run `python -m premath ARGS` as a real process."""
     return subprocess.run(
         [sys.executable, "-m", "premath", *args],

@@ -1,0 +1,1 @@
+"""Speed benchmarks: `mise run bench` (`python -m benchmarks`) prints one Markdown table."""

@@ -1,0 +1,96 @@
+"""Timing and memory of real child processes, measured interleaved with a baseline.
+
+Ratios beat absolute times on a noisy machine: each benchmark measures its baseline in the same
+run, alternating runs of ours and the baseline. Peak memory comes from the child's rusage.
+"""
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+CACHE = Path(__file__).resolve().parent / ".cache"
+PREMATH = [sys.executable, "-m", "premath"]
+
+
+@dataclass(frozen=True)
+class Sample:
+    median_s: float
+    p90_s: float
+    peak_rss_mb: float
+
+
+@dataclass(frozen=True)
+class Row:
+    measure: str
+    size: str
+    ours: str
+    baseline: str
+    ratio: str
+    target: str
+    verdict: str
+
+
+def run_once(
+    argv: Sequence[str], cwd: Path | None = None, stdin: bytes | None = None
+) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of one run of `argv`; its output is discarded."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    if stdin is not None:
+        assert proc.stdin is not None
+        proc.stdin.write(stdin)
+        proc.stdin.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"benchmark command failed ({proc.returncode}): {' '.join(argv)}")
+    return elapsed, usage.ru_maxrss / 1024
+
+
+def summarise(times: list[float], peaks: list[float]) -> Sample:
+    ordered = sorted(times)
+    p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+    return Sample(statistics.median(ordered), p90, max(peaks))
+
+
+def measure(argv: Sequence[str], runs: int, cwd: Path | None = None, warmups: int = 1) -> Sample:
+    for _ in range(warmups):
+        run_once(argv, cwd)
+    results = [run_once(argv, cwd) for _ in range(runs)]
+    return summarise([t for t, _ in results], [m for _, m in results])
+
+
+def measure_interleaved(
+    ours: Sequence[str], baseline: Sequence[str], runs: int, cwd: Path | None = None
+) -> tuple[Sample, Sample]:
+    """Alternate runs of ours and the baseline so both see the same machine noise."""
+    run_once(ours, cwd)
+    run_once(baseline, cwd)
+    ours_runs, base_runs = [], []
+    for _ in range(runs):
+        ours_runs.append(run_once(ours, cwd))
+        base_runs.append(run_once(baseline, cwd))
+    return (
+        summarise([t for t, _ in ours_runs], [m for _, m in ours_runs]),
+        summarise([t for t, _ in base_runs], [m for _, m in base_runs]),
+    )
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def verdict(ok: bool) -> str:
+    return "ok" if ok else "MISS"

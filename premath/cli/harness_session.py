@@ -1,0 +1,136 @@
+"""`premath harness-session read|write|bootstrap`: the session handoff artifact."""
+
+from typing import Any
+
+import click
+
+from premath.cli._options import json_option, path_option
+from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+
+SESSION_PATH = ".premath/harness_session.json"
+LEDGER_PATH = ".premath/harness_feature_ledger.json"
+ISSUES_PATH = ".premath/issues.jsonl"
+session_path_option = path_option(SESSION_PATH, "Harness-session artifact path")
+
+
+def _lines(title: str, rows: list[tuple[str, Any]]) -> str:
+    return "\n".join([title, *(f"  {label}: {value}" for label, value in rows)])
+
+
+def session_text(action: str, document: dict[str, Any], extra: tuple[str, ...] = ()) -> str:
+    session = document["session"]
+    rows: list[tuple[str, Any]] = [
+        ("Session ID", session["sessionId"]),
+        ("State", session["state"]),
+    ]
+    if "issueId" in session:
+        rows.append(("Issue", session["issueId"]))
+    if "nextStep" in extra and "nextStep" in session:
+        rows.append(("Next Step", session["nextStep"]))
+    rows.append(("Path", document["path"]))
+    return _lines(f"premath harness-session {action}", rows)
+
+
+def bootstrap_text(document: dict[str, Any]) -> str:
+    rows: list[tuple[str, Any]] = [
+        ("Session Ref", document["sessionRef"]),
+        ("Mode", document["mode"]),
+    ]
+    for label, key in (
+        ("Resume Issue", "resumeIssueId"),
+        ("Next Step", "nextStep"),
+        ("Next Feature", "nextFeatureId"),
+    ):
+        if document[key] is not None:
+            rows.append((label, document[key]))
+    return _lines("premath harness-session bootstrap", rows)
+
+
+@click.group("harness-session", cls=StrictGroup)
+def harness_session() -> None:
+    """Manage Tusk harness-session handoff artifacts"""
+
+
+@harness_session.command("read")
+@session_path_option
+@json_option
+def harness_session_read(path: str) -> Reply:
+    """Show the session handoff so an agent can resume where the last one stopped."""
+    from premath.harness.session import load_session
+
+    document = {"action": "harness-session.read", "path": path, "session": load_session(path)}
+    return Reply(document, text=lambda d: session_text("read", d, extra=("nextStep",)))
+
+
+@harness_session.command("write")
+@session_path_option
+@click.option("--session-id", help="Explicit session id override")
+@click.option(
+    "--state",
+    type=click.Choice(["active", "stopped"]),
+    default="stopped",
+    show_default=True,
+    help="Session state",
+)
+@click.option("--issue-id", help="Current or resumed issue id")
+@click.option("--summary", help="Compact handoff summary")
+@click.option("--next-step", help="Next-step recommendation for bootstrap")
+@click.option("--instruction-ref", multiple=True, help="Instruction witness references")
+@click.option("--witness-ref", multiple=True, help="Gate/CI witness references")
+@click.option("--lineage-ref", multiple=True, help="Site lineage references (ctx/cover/refinement)")
+@click.option(
+    "--issues",
+    default=ISSUES_PATH,
+    show_default=True,
+    help="Optional issues JSONL path for snapshot reference derivation",
+)
+@json_option
+@pass_app
+def harness_session_write(
+    app: AppContext,
+    path: str,
+    session_id: str | None,
+    state: str,
+    issue_id: str | None,
+    summary: str | None,
+    next_step: str | None,
+    instruction_ref: tuple[str, ...],
+    witness_ref: tuple[str, ...],
+    lineage_ref: tuple[str, ...],
+    issues: str,
+) -> Reply:
+    """Create or update the session handoff (sessionId and startedAt are kept on update)."""
+    from premath.harness.session import write_session
+
+    session = write_session(
+        path,
+        now=app.clock.now(),
+        lock_timeout_s=app.lock_timeout(),
+        state=state,
+        session_id=session_id,
+        issue_id=issue_id,
+        summary=summary,
+        next_step=next_step,
+        instruction_refs=instruction_ref,
+        witness_refs=witness_ref,
+        lineage_refs=lineage_ref,
+        issues_path=issues,
+    )
+    document = {"action": "harness-session.write", "path": path, "session": session}
+    return Reply(document, text=lambda d: session_text("write", d))
+
+
+@harness_session.command("bootstrap")
+@session_path_option
+@click.option(
+    "--feature-ledger",
+    default=LEDGER_PATH,
+    show_default=True,
+    help="Harness feature-ledger artifact path used for deterministic next-step projection",
+)
+@json_option
+def harness_session_bootstrap(path: str, feature_ledger: str) -> Reply:
+    """Project how the next agent should pick up: resume or attach, next issue and feature."""
+    from premath.harness.session import bootstrap_session
+
+    return Reply(bootstrap_session(path, feature_ledger), text=bootstrap_text)

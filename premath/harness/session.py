@@ -1,0 +1,128 @@
+"""The session handoff: read, write (under its lock, atomically) and the bootstrap projection.
+
+Behaviour follows harness-cli.md §1; divergences are named where they apply.
+"""
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from premath.harness.artifact_io import load_artifact
+from premath.models.session import (
+    BOOTSTRAP_KIND,
+    SESSION_KIND,
+    SESSION_SCHEMA,
+    in_field_order,
+    parse_session,
+)
+from premath.store.atomic import write_atomic
+from premath.store.canonical import document_bytes
+from premath.store.locks import artifact_lock
+from premath.text import clean_optional, id_token, normalize_refs, rust_trim
+from premath.timefmt import format_seconds_z, session_stamp
+
+DEFAULT_SESSION_PATH = ".premath/harness_session.json"
+DEFAULT_ISSUES_PATH = ".premath/issues.jsonl"
+
+
+def load_session(path: str) -> dict[str, Any]:
+    """The validated session at `path`, in field order."""
+    return load_artifact(
+        path,
+        parse_session,
+        read_prefix=f"failed to read harness session artifact {path}: ",
+        parse_prefix=f"failed to parse harness session artifact {path}: ",
+    )
+
+
+def generate_session_id(moment: datetime, issue_id: str | None) -> str:
+    """`hs1_<%Y%m%dT%H%M%SZ>[_<token(issueId)>]` (harness-cli.md §1.7)."""
+    stamp = f"hs1_{session_stamp(moment)}"
+    return stamp if issue_id is None else f"{stamp}_{id_token(issue_id, 'session')}"
+
+
+def write_session(
+    path: str,
+    *,
+    now: datetime,
+    lock_timeout_s: float,
+    state: str = "stopped",
+    session_id: str | None = None,
+    issue_id: str | None = None,
+    summary: str | None = None,
+    next_step: str | None = None,
+    instruction_refs: tuple[str, ...] = (),
+    witness_refs: tuple[str, ...] = (),
+    lineage_refs: tuple[str, ...] = (),
+    issues_path: str = DEFAULT_ISSUES_PATH,
+) -> dict[str, Any]:
+    """Create or update the session and return it as written.
+
+    A `None` text option or an empty ref tuple means "not given": the existing value is kept
+    verbatim. A given blank text clears the field; a given ref list replaces the old one
+    (`("",)` clears it).
+    """
+    from premath.issues.snapshot import issues_snapshot_ref
+
+    with artifact_lock(path, lock_timeout_s):
+        existing = load_session(path) if Path(path).exists() else {}
+        stamp = format_seconds_z(now)
+        resolved_issues_path = rust_trim(issues_path)
+        fields: dict[str, Any] = {
+            "schema": SESSION_SCHEMA,
+            "sessionKind": SESSION_KIND,
+            "state": state,
+            "startedAt": existing.get("startedAt", stamp),
+            "updatedAt": stamp,
+            "stoppedAt": stamp if state == "stopped" else None,
+            "issuesPath": resolved_issues_path,
+            "issuesSnapshotRef": issues_snapshot_ref(resolved_issues_path),
+        }
+        for name, given in (("issueId", issue_id), ("summary", summary), ("nextStep", next_step)):
+            fields[name] = existing.get(name) if given is None else clean_optional(given)
+        for name, refs in (
+            ("instructionRefs", instruction_refs),
+            ("witnessRefs", witness_refs),
+            ("lineageRefs", lineage_refs),
+        ):
+            fields[name] = normalize_refs(refs) if refs else existing.get(name, [])
+        fields["sessionId"] = (
+            clean_optional(session_id)
+            or existing.get("sessionId")
+            or generate_session_id(now, fields["issueId"])
+        )
+        session = in_field_order(fields)
+        write_atomic(path, document_bytes(session))
+    return session
+
+
+def bootstrap_session(path: str, ledger_path: str) -> dict[str, Any]:
+    """The `premath.harness.bootstrap.v1` projection: how the next agent should pick up."""
+    from premath.harness.feature_ledger import project_next_feature
+
+    session = load_session(path)
+    projection = project_next_feature(
+        ledger_path, error_prefix=f"failed to project harness feature ledger {ledger_path}: "
+    )
+    return {
+        "action": "harness-session.bootstrap",
+        "bootstrapKind": BOOTSTRAP_KIND,
+        "sessionRef": path,
+        "sessionId": session["sessionId"],
+        "mode": "resume" if session["state"] == "stopped" else "attach",
+        "resumeIssueId": session.get("issueId"),
+        "nextStep": session.get("nextStep"),
+        "summary": session.get("summary"),
+        "instructionRefs": session.get("instructionRefs", []),
+        "witnessRefs": session.get("witnessRefs", []),
+        "lineageRefs": session.get("lineageRefs", []),
+        "issuesPath": session.get("issuesPath"),
+        "issuesSnapshotRef": session.get("issuesSnapshotRef"),
+        "featureLedgerRef": ledger_path,
+        "nextFeatureId": projection["nextFeatureId"] if projection else None,
+        "featureClosureComplete": projection["closureComplete"] if projection else None,
+        "featureCount": projection["featureCount"] if projection else None,
+        "startedAt": session["startedAt"],
+        "updatedAt": session["updatedAt"],
+        "stoppedAt": session.get("stoppedAt"),
+    }

@@ -1,0 +1,98 @@
+"""`premath.harness.feature_ledger.v1`: the feature ledger (specs/harness-feature-ledger.md).
+
+Documents are plain dicts in the reference's field order with absent fields left out.
+"""
+
+from typing import Any, Literal
+
+from premath.models.serde import (
+    expect_object,
+    optional_string,
+    require,
+    sequence,
+    string,
+    string_list,
+    unsigned,
+)
+
+LEDGER_SCHEMA = 1
+LEDGER_KIND = "premath.harness.feature_ledger.v1"
+CHECK_KIND = "premath.harness.feature_ledger.check.v1"
+FeatureStatus = Literal["pending", "in_progress", "blocked", "completed"]
+FEATURE_STATUSES: tuple[FeatureStatus, ...] = ("pending", "in_progress", "blocked", "completed")
+
+LEDGER_ORDER = ("schema", "ledgerKind", "sessionRef", "updatedAt", "features")
+ROW_ORDER = (
+    "featureId",
+    "status",
+    "issueId",
+    "summary",
+    "instructionRefs",
+    "verificationRefs",
+    "updatedAt",
+)
+ROW_REF_LISTS = ("instructionRefs", "verificationRefs")
+
+
+class LedgerHeaderInvalid(ValueError):
+    """A ledger whose schema or kind is not the one this version reads."""
+
+
+def row_in_field_order(fields: dict[str, Any]) -> dict[str, Any]:
+    return {
+        name: fields[name]
+        for name in ROW_ORDER
+        if fields.get(name) is not None and not (name in ROW_REF_LISTS and not fields[name])
+    }
+
+
+def ledger_in_field_order(fields: dict[str, Any]) -> dict[str, Any]:
+    """`features` is always written, even when empty; `sessionRef` only when present."""
+    return {
+        name: fields[name]
+        for name in LEDGER_ORDER
+        if name == "features" or fields.get(name) is not None
+    }
+
+
+def _parse_row(value: Any) -> dict[str, Any]:
+    row = expect_object(value, "struct FeatureRow")
+    fields: dict[str, Any] = {}
+    for name, item in row.items():
+        if name in ("featureId", "status", "updatedAt"):
+            fields[name] = string(item)
+        elif name in ("issueId", "summary"):
+            fields[name] = optional_string(item)
+        elif name in ROW_REF_LISTS:
+            fields[name] = string_list(item)
+    for name in ("featureId", "status", "updatedAt"):
+        require(fields, name)
+    return row_in_field_order(fields)
+
+
+def parse_ledger(value: Any) -> dict[str, Any]:
+    """Type-check a decoded ledger as serde does and validate its header (not its rows).
+
+    Raises SchemaViolation (a parse error in the reference) or LedgerHeaderInvalid.
+    """
+    document = expect_object(value, "struct FeatureLedger")
+    fields: dict[str, Any] = {}
+    for name, item in document.items():
+        if name == "schema":
+            fields[name] = unsigned(item)
+        elif name in ("ledgerKind", "updatedAt"):
+            fields[name] = string(item)
+        elif name == "sessionRef":
+            fields[name] = optional_string(item)
+        elif name == "features":
+            fields[name] = [_parse_row(row) for row in sequence(item)]
+    for name in ("schema", "ledgerKind", "updatedAt"):
+        require(fields, name)
+    fields.setdefault("features", [])
+    if fields["schema"] != LEDGER_SCHEMA:
+        raise LedgerHeaderInvalid(f"invalid schema {fields['schema']} (expected 1)")
+    if fields["ledgerKind"] != LEDGER_KIND:
+        raise LedgerHeaderInvalid(
+            f"invalid ledger kind {fields['ledgerKind']} (expected {LEDGER_KIND})"
+        )
+    return ledger_in_field_order(fields)

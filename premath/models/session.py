@@ -1,0 +1,101 @@
+"""`premath.harness.session.v1`: the session handoff (specs/harness-session.md).
+
+A document is a plain dict in the reference's field order with absent fields left out, so the
+canonical encoders can write it as it stands.
+"""
+
+from typing import Any, Literal
+
+from premath.models.serde import (
+    SchemaViolation,
+    expect_object,
+    optional_string,
+    require,
+    string,
+    string_list,
+    unsigned,
+)
+from premath.text import rust_trim
+
+SESSION_SCHEMA = 1
+SESSION_KIND = "premath.harness.session.v1"
+BOOTSTRAP_KIND = "premath.harness.bootstrap.v1"
+SessionState = Literal["active", "stopped"]
+SESSION_STATES: tuple[SessionState, ...] = ("active", "stopped")
+
+REQUIRED_STRINGS = ("sessionKind", "sessionId", "state", "startedAt", "updatedAt")
+OPTIONAL_STRINGS = (
+    "issueId",
+    "summary",
+    "nextStep",
+    "stoppedAt",
+    "issuesPath",
+    "issuesSnapshotRef",
+)
+REF_LISTS = ("instructionRefs", "witnessRefs", "lineageRefs")
+FIELD_ORDER = (
+    "schema",
+    "sessionKind",
+    "sessionId",
+    "state",
+    "issueId",
+    "summary",
+    "nextStep",
+    "instructionRefs",
+    "witnessRefs",
+    "lineageRefs",
+    "startedAt",
+    "updatedAt",
+    "stoppedAt",
+    "issuesPath",
+    "issuesSnapshotRef",
+)
+
+
+class SessionInvalid(ValueError):
+    """A session that parses but breaks a rule; the message is the reference's."""
+
+
+def in_field_order(fields: dict[str, Any]) -> dict[str, Any]:
+    """The session as written: field order, absent options and empty ref lists left out."""
+    return {
+        name: fields[name]
+        for name in FIELD_ORDER
+        if fields.get(name) is not None and not (name in REF_LISTS and not fields[name])
+    }
+
+
+def parse_session(value: Any) -> dict[str, Any]:
+    """Type-check a decoded session as serde does, then apply the reference's four checks.
+
+    Raises SchemaViolation (a parse error in the reference) or SessionInvalid (a check).
+    """
+    document = expect_object(value, "struct HarnessSession")
+    fields: dict[str, Any] = {}
+    for name, item in document.items():
+        if name == "schema":
+            fields[name] = unsigned(item)
+        elif name in REQUIRED_STRINGS:
+            fields[name] = string(item)
+        elif name in OPTIONAL_STRINGS:
+            fields[name] = optional_string(item)
+        elif name in REF_LISTS:
+            fields[name] = string_list(item)
+    for name in ("schema", *REQUIRED_STRINGS):
+        require(fields, name)
+    if fields["schema"] != SESSION_SCHEMA:
+        raise SessionInvalid(f"invalid harness session schema {fields['schema']} (expected 1)")
+    if fields["sessionKind"] != SESSION_KIND:
+        raise SessionInvalid(
+            f"invalid harness session kind {fields['sessionKind']} (expected {SESSION_KIND})"
+        )
+    if fields["state"] not in SESSION_STATES:
+        raise SessionInvalid(
+            f"invalid harness session state {fields['state']} (expected active|stopped)"
+        )
+    if not rust_trim(fields["sessionId"]):
+        raise SessionInvalid("invalid harness session id (empty)")
+    return in_field_order(fields)
+
+
+__all__ = ["SchemaViolation", "SessionInvalid", "in_field_order", "parse_session"]

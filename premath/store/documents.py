@@ -1,0 +1,55 @@
+"""Reading JSON documents, with OS and parse failures worded as the reference words them."""
+
+import json
+import os
+from typing import Any
+
+import orjson
+
+
+class DocumentUnreadable(Exception):
+    """The file could not be read; `missing` tells a user-fixable absence from other failures."""
+
+    def __init__(self, detail: str, missing: bool) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.missing = missing
+
+
+class DocumentMalformed(Exception):
+    """The bytes are not one JSON value."""
+
+
+def os_error_text(exc: OSError) -> str:
+    """Rust's io::Error display, e.g. `No such file or directory (os error 2)`."""
+    if exc.errno is None:
+        return str(exc)
+    return f"{exc.strerror or os.strerror(exc.errno)} (os error {exc.errno})"
+
+
+def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    document: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in document:
+            raise DocumentMalformed(f"duplicate field `{key}`")
+        document[key] = value
+    return document
+
+
+def read_document(path: str | os.PathLike[str]) -> Any:
+    """Decode the JSON document at `path`, refusing duplicate keys as serde does.
+
+    orjson validates (UTF-8, no NaN, no lone surrogates) and keeps the last of duplicate keys
+    silently; a second pass with the stdlib parser, cheap on these small documents, finds them.
+    """
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as exc:
+        raise DocumentUnreadable(os_error_text(exc), isinstance(exc, FileNotFoundError)) from exc
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        reason = "EOF while parsing a value" if not data.strip() else str(exc)
+        raise DocumentMalformed(reason) from exc
+    return json.loads(data, object_pairs_hook=_refuse_duplicate_keys)
