@@ -1,0 +1,35 @@
+"""`premath harness-join-check`: the tool-calling turn's JoinClosed gate (specs/join-check.md)."""
+
+from functools import partial
+from typing import Any
+
+import click
+
+from premath.cli._options import json_option
+from premath.cli._root import CONTEXT_SETTINGS, Reply, StrictCommand
+
+
+def join_check_text(document: dict[str, Any], input_path: str) -> str:
+    classes = document["failureClasses"]
+    return "\n".join(
+        [
+            "premath harness-join-check",
+            f"  Input: {input_path}",
+            f"  Result: {document['result']}",
+            f"  Failure Classes: {len(classes)}",
+            *(f"  - {failure}" for failure in classes),
+        ]
+    )
+
+
+@click.command("harness-join-check", cls=StrictCommand, context_settings=CONTEXT_SETTINGS)
+@click.option("--input", "input_path", required=True, help="Typestate evidence input JSON path")
+@json_option
+def harness_join_check(input_path: str) -> Reply:
+    """Evaluate deterministic ToolUse/JoinClosed closure state from normalized evidence
+
+    A rejected check is data: exit 0 with `result: rejected` and its failure classes.
+    """
+    from premath.harness.join_check import run_join_check  # lazy: start-up budget
+
+    return Reply(run_join_check(input_path), text=partial(join_check_text, input_path=input_path))
