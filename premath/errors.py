@@ -12,6 +12,8 @@ ErrorCode = Literal[
     "internal_error",
     "conflict",
     "lease_refused",
+    "policy_denied",
+    "interrupted",
 ]
 
 
@@ -73,3 +75,15 @@ class LeaseRefused(PremathError):
     """A lease operation by someone who does not hold the lease, or on a stale lease."""
 
     code = "lease_refused"
+
+
+class PolicyDenied(PremathError):
+    """A deny rule refused a command; it was recorded and not run (specs/bench-run.md)."""
+
+    code = "policy_denied"
+
+
+class Interrupted(PremathError):
+    """Ctrl-C or SIGTERM stopped a long command; what it recorded is kept and can be resumed."""
+
+    code = "interrupted"

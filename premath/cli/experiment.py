@@ -1,0 +1,211 @@
+"""`premath experiment validate|run|resume|report`: clean-harness experiments.
+
+specs/experiment.md is the contract.
+"""
+
+import sys
+from typing import Any
+
+import click
+
+from premath.cli._options import json_option
+from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+
+RUNS_DIR = ".premath/runs"
+EXECUTORS = ["local", "docker"]
+
+runs_dir_option = click.option(
+    "--runs-dir", default=RUNS_DIR, show_default=True, help="Folder holding run folders"
+)
+concurrency_option = click.option(
+    "--concurrency",
+    type=click.IntRange(1, 256),
+    help="Trials run at once (default: the experiment's `concurrency`, else 1)",
+)
+progress_option = click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Progress bar on stderr (default: only when stderr is a terminal)",
+)
+
+
+def _show_progress(flag: bool | None) -> bool:
+    return sys.stderr.isatty() if flag is None else flag
+
+
+def validate_text(document: dict[str, Any]) -> str:
+    return "\n".join(
+        [
+            "premath experiment validate",
+            f"  Experiment: {document['experiment_id']} ({document['path']})",
+            f"  Variants: {', '.join(document['variants'])}",
+            f"  Trials: {document['trials']} ({len(document['variants'])} variants x "
+            f"{document['tasks']} tasks x {document['replications']} replications)",
+            f"  Executor: {document['executor']}",
+            f"  Digest: {document['digest']}",
+        ]
+    )
+
+
+def run_text(document: dict[str, Any]) -> str:
+    trials = document["trials"]
+    lines = [
+        f"premath {document['action'].replace('.', ' ')}",
+        f"  Run: {document['run_id']}",
+        f"  Folder: {document['run_dir']}",
+        f"  Trials: {trials['scheduled']} scheduled, {trials['ran']} run now; "
+        f"{trials['success']} success, {trials['failure']} failure, {trials['error']} error, "
+        f"{trials['pending']} pending",
+        f"  Next: premath experiment report {document['run_id']}",
+    ]
+    return "\n".join(lines)
+
+
+@click.group("experiment", cls=StrictGroup)
+def experiment() -> None:
+    """Run a harness over a dataset under variants, resume runs, compare variants"""
+
+
+@experiment.command("validate")
+@click.argument("experiment_file", metavar="EXPERIMENT.yaml")
+@click.option(
+    "--executor",
+    type=click.Choice(EXECUTORS),
+    default="local",
+    show_default=True,
+    help="Check against this executor (images are docker-only)",
+)
+@json_option
+def experiment_validate(experiment_file: str, executor: str) -> Reply:
+    """Check an experiment file and its dataset, listing every problem at once."""
+    from premath.runner.experiment import validate_experiment
+
+    return Reply(validate_experiment(experiment_file, executor), text=validate_text)
+
+
+@experiment.command("run")
+@click.argument("experiment_file", metavar="EXPERIMENT.yaml")
+@click.option(
+    "--executor",
+    type=click.Choice(EXECUTORS),
+    default="local",
+    show_default=True,
+    help="local: a process on this machine; docker: one container per trial",
+)
+@runs_dir_option
+@click.option("--run-id", help="Name of the run folder (default: <experiment id>-<UTC stamp>)")
+@concurrency_option
+@click.option("--issue-id", help="Issue id written on the run's trajectory rows")
+@click.option(
+    "--trajectory",
+    "trajectory_path",
+    help="Trajectory JSONL for trial start/end rows (default: the run folder's)",
+)
+@progress_option
+@json_option
+@pass_app
+def experiment_run(
+    app: AppContext,
+    experiment_file: str,
+    executor: str,
+    runs_dir: str,
+    run_id: str | None,
+    concurrency: int | None,
+    issue_id: str | None,
+    trajectory_path: str | None,
+    progress: bool | None,
+) -> Reply:
+    """Run every trial of an experiment into a new run folder.
+
+    \b
+    premath experiment run examples/clean_harness/experiment.yaml --concurrency 4 --json
+    """
+    from premath.runner.runs import run_experiment
+
+    document = run_experiment(
+        experiment_file,
+        clock=app.clock,
+        lock_timeout=app.lock_timeout(),
+        runs_dir=runs_dir,
+        run_id=run_id,
+        executor=executor,  # type: ignore[arg-type]
+        concurrency=concurrency,
+        issue_id=issue_id,
+        trajectory_path=trajectory_path,
+        show_progress=_show_progress(progress),
+    )
+    return Reply(document, text=run_text)
+
+
+@experiment.command("resume")
+@click.argument("run_ref", metavar="RUN")
+@runs_dir_option
+@click.option("--rerun-errors", is_flag=True, help="Also run again the trials that ended in error")
+@concurrency_option
+@progress_option
+@json_option
+@pass_app
+def experiment_resume(
+    app: AppContext,
+    run_ref: str,
+    runs_dir: str,
+    rerun_errors: bool,
+    concurrency: int | None,
+    progress: bool | None,
+) -> Reply:
+    """Continue an interrupted run without redoing finished trials (RUN: id or folder)."""
+    from premath.runner.runs import resume_experiment
+
+    document = resume_experiment(
+        run_ref,
+        clock=app.clock,
+        lock_timeout=app.lock_timeout(),
+        runs_dir=runs_dir,
+        rerun_errors=rerun_errors,
+        concurrency=concurrency,
+        show_progress=_show_progress(progress),
+    )
+    return Reply(document, text=run_text)
+
+
+@experiment.command("report")
+@click.argument("run_ref", metavar="RUN")
+@runs_dir_option
+@click.option(
+    "--resamples",
+    type=click.IntRange(100, 1_000_000),
+    default=2000,
+    show_default=True,
+    help="Bootstrap resamples",
+)
+@click.option(
+    "--confidence",
+    type=click.FloatRange(0.5, 0.999),
+    default=0.95,
+    show_default=True,
+    help="Confidence level of the intervals",
+)
+@click.option("--seed", type=int, help="Bootstrap seed (default: the experiment's design.seed)")
+@click.option("--html", "html_path", help="Also write a self-contained HTML page here")
+@json_option
+def experiment_report(
+    run_ref: str,
+    runs_dir: str,
+    resamples: int,
+    confidence: float,
+    seed: int | None,
+    html_path: str | None,
+) -> Reply:
+    """Compare each variant with the baseline: pass rates, errors, paired tests, CIs."""
+    from premath.runner.report import report_run
+    from premath.runner.report_render import report_text
+
+    document = report_run(
+        run_ref,
+        runs_dir=runs_dir,
+        resamples=resamples,
+        confidence=confidence,
+        seed=seed,
+        html_path=html_path,
+    )
+    return Reply(document, text=report_text)

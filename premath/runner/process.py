@@ -1,0 +1,436 @@
+"""The one place premath spawns processes: bounded in time, output, environment and resources.
+
+API (specs/runner.md "Processes"):
+
+    outcome = run_bounded(
+        ["python", "harness.py", "in.json", "out.json"],
+        cwd=trial_dir, env=allowlisted_env(extra={"DEBUG": "1"}), timeout_s=30.0,
+        stdout_path=trial_dir / "stdout.txt", stderr_path=trial_dir / "stderr.txt",
+        output_cap=1 << 20,
+    )
+    if outcome.status == "timeout": ...
+
+- `argv` is a list (never a shell); stdin is /dev/null unless `stdin` bytes are given.
+- `env` is the child's whole environment: build it with `allowlisted_env`, which keeps only
+  `ALLOWED_ENV` from ours (never `PREMATH_*`, `AGENTLAB_*` or API keys) plus the caller's extras.
+  `extra_env` is overlaid last, for callers that pass a ready base.
+- The child leads its own process group. At the deadline the group gets SIGTERM, then SIGKILL
+  after `grace_s`. When the leader exits (for any reason) whatever is left of its group is killed
+  too, so grandchildren never outlive the call.
+- stdout and stderr go to their files up to `output_cap` bytes each; the rest is read, counted
+  and dropped (`*_truncated`). A path of None counts without writing. The last `tail_bytes` of
+  each stream are kept in the outcome for messages. Child output never reaches our streams.
+- Resource limits (`ResourceLimits`) are applied with `resource.prlimit` right after the spawn,
+  where the OS allows (no `preexec_fn`: unsafe with threads, and callers run us on a pool).
+  A child could run briefly before they apply; accepted, since they bound runaways, not attacks.
+- `cancel` (a `threading.Event`) ends the group like a deadline when set, status `cancelled`:
+  how a pool stops its in-flight children on Ctrl-C (checked every 50 ms).
+- `group_ticket` names a file that records the child's group (`<pid> <start time>`) while it
+  runs and is removed when the call returns. If our process dies first (SIGKILL), the file
+  outlives it and `reap_group_ticket(path)` later kills the orphaned group, checking the start
+  time so a reused pid is never hit (Linux; elsewhere it only removes the file).
+- Never raises for the child's behaviour: a missing program is status `spawn_failed`. Durations
+  are monotonic. Safe to call from many threads at once.
+
+One thread serves both pipes, optional stdin and the deadline with a selector, instead of one
+draining thread per pipe: a descendant that escapes the group (setsid) and keeps a pipe open
+cannot leave a reader thread hanging; the drain after the leader's exit is bounded by `grace_s`.
+Leader exit is watched with a pidfd where Linux offers one, else polled every few milliseconds.
+"""
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+ProcessStatus = Literal["ok", "exit_nonzero", "timeout", "cancelled", "spawn_failed"]
+"""`ok`: exit code 0. `exit_nonzero`: any other exit, or death by a signal we did not send.
+`timeout`: the deadline passed and we ended the group. `cancelled`: the caller's `cancel` event
+was set and we ended the group. `spawn_failed`: the program could not be started (not found,
+not executable, bad cwd)."""
+
+ALLOWED_ENV: tuple[str, ...] = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ")
+"""The only variables a child inherits from our environment."""
+
+DEFAULT_TAIL_BYTES = 4096
+DEFAULT_GRACE_S = 2.0
+_READ_CHUNK = 1 << 16
+_POLL_S = 0.005
+_CANCEL_POLL_S = 0.05
+
+
+def allowlisted_env(
+    extra: Mapping[str, str] | None = None, *, source: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """`ALLOWED_ENV` taken from `source` (default: our environment), then `extra` over it."""
+    origin = os.environ if source is None else source
+    env = {name: origin[name] for name in ALLOWED_ENV if name in origin}
+    env.update(extra or {})
+    return env
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceLimits:
+    """Per-process limits applied with prlimit where the OS allows; None leaves one unset."""
+
+    memory_mb: int | None = None
+    """Address space (RLIMIT_AS): allocations beyond it fail in the child."""
+    cpu_seconds: int | None = None
+    """CPU time (RLIMIT_CPU): the child gets SIGXCPU, then SIGKILL."""
+    file_size_mb: int | None = None
+    """Largest file the child may write (RLIMIT_FSIZE): bigger writes fail (SIGXFSZ)."""
+    open_files: int | None = None
+    """Open descriptors (RLIMIT_NOFILE)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessOutcome:
+    """What happened to one child; data, never an exception."""
+
+    status: ProcessStatus
+    exit_code: int | None
+    """The exit status when the child exited normally, else None."""
+    signal: int | None
+    """The signal that ended the child, else None."""
+    duration_s: float
+    """Monotonic seconds from just before the spawn until the leader was reaped."""
+    stdout_bytes: int
+    """Bytes the child wrote to stdout, including those dropped past the cap."""
+    stderr_bytes: int
+    stdout_truncated: bool
+    stderr_truncated: bool
+    stdout_tail: str
+    """The last `tail_bytes` of stdout, decoded with replacement."""
+    stderr_tail: str
+    pid: int | None
+    spawn_error: str | None = None
+    limits_applied: tuple[str, ...] = ()
+    """Names of the `ResourceLimits` fields the OS accepted."""
+
+
+class _Sink:
+    """One output stream: a capped file (or none), a byte count and a tail."""
+
+    def __init__(self, path: Path | None, cap: int, tail_bytes: int) -> None:
+        self._file: BinaryIO | None = open(path, "wb") if path is not None else None  # noqa: SIM115 - closed in close()
+        self._cap = cap
+        self._tail_bytes = tail_bytes
+        self.total = 0
+        self.tail = bytearray()
+
+    def write(self, data: bytes) -> None:
+        room = self._cap - self.total
+        if self._file is not None and room > 0:
+            self._file.write(data[:room])
+        self.total += len(data)
+        if self._tail_bytes:
+            self.tail += data[-self._tail_bytes :]
+            del self.tail[: -self._tail_bytes]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self._cap
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+def _apply_limits(pid: int, limits: ResourceLimits | None) -> tuple[str, ...]:
+    if limits is None:
+        return ()
+    try:
+        import resource
+    except ImportError:  # not a POSIX system: limits are best effort
+        return ()
+    prlimit = getattr(resource, "prlimit", None)
+    if prlimit is None:  # macOS has no prlimit
+        return ()
+    mb = 1024 * 1024
+    wanted = {
+        "memory_mb": ("RLIMIT_AS", limits.memory_mb, mb),
+        "cpu_seconds": ("RLIMIT_CPU", limits.cpu_seconds, 1),
+        "file_size_mb": ("RLIMIT_FSIZE", limits.file_size_mb, mb),
+        "open_files": ("RLIMIT_NOFILE", limits.open_files, 1),
+    }
+    applied = []
+    for name, (limit_name, value, unit) in wanted.items():
+        limit = getattr(resource, limit_name, None)
+        if value is None or limit is None:
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            prlimit(pid, limit, (value * unit, value * unit))
+            applied.append(name)
+    return tuple(applied)
+
+
+def _leader_exited(pid: int) -> bool:
+    """True once the leader is a zombie; it is not reaped, so its pid (our pgid) stays reserved."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None
+
+
+def _open_pidfd(pid: int) -> int | None:
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return None
+    try:
+        fd: int = pidfd_open(pid)
+    except OSError:
+        return None
+    return fd
+
+
+def run_bounded(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str],
+    timeout_s: float | None,
+    stdout_path: str | os.PathLike[str] | None,
+    stderr_path: str | os.PathLike[str] | None,
+    output_cap: int,
+    grace_s: float = DEFAULT_GRACE_S,
+    stdin: bytes | None = None,
+    extra_env: Mapping[str, str] | None = None,
+    limits: ResourceLimits | None = None,
+    tail_bytes: int = DEFAULT_TAIL_BYTES,
+    cancel: threading.Event | None = None,
+    group_ticket: str | os.PathLike[str] | None = None,
+) -> ProcessOutcome:
+    """Run `argv` to completion within `timeout_s`, its output capped into files; see module doc."""
+    child_env = dict(env)
+    child_env.update(extra_env or {})
+    out = _Sink(Path(stdout_path) if stdout_path is not None else None, output_cap, tail_bytes)
+    err = _Sink(Path(stderr_path) if stderr_path is not None else None, output_cap, tail_bytes)
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=child_env,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except (OSError, ValueError) as exc:
+        out.close()
+        err.close()
+        reason = getattr(exc, "strerror", None) or str(exc)
+        return ProcessOutcome(
+            status="spawn_failed",
+            exit_code=None,
+            signal=None,
+            duration_s=time.monotonic() - started,
+            stdout_bytes=0,
+            stderr_bytes=0,
+            stdout_truncated=False,
+            stderr_truncated=False,
+            stdout_tail="",
+            stderr_tail="",
+            pid=None,
+            spawn_error=f"cannot start {argv[0] if argv else '(empty command)'}: {reason}",
+        )
+    ticket = Path(group_ticket) if group_ticket is not None else None
+    try:
+        if ticket is not None:
+            _write_ticket(ticket, proc.pid)
+        applied = _apply_limits(proc.pid, limits)
+        ended_by_us = _supervise(proc, out, err, stdin, started, timeout_s, grace_s, cancel)
+        returncode = proc.wait()
+        duration = time.monotonic() - started
+    except BaseException:  # Ctrl-C in the caller's thread, or a bug of ours: never orphan it
+        _signal_group(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    finally:
+        out.close()
+        err.close()
+        if ticket is not None:
+            ticket.unlink(missing_ok=True)
+    exit_code = returncode if returncode >= 0 else None
+    signum = -returncode if returncode < 0 else None
+    status: ProcessStatus = ended_by_us or ("ok" if returncode == 0 else "exit_nonzero")
+    return ProcessOutcome(
+        status=status,
+        exit_code=exit_code,
+        signal=signum,
+        duration_s=duration,
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
+        stdout_truncated=out.truncated,
+        stderr_truncated=err.truncated,
+        stdout_tail=bytes(out.tail).decode("utf-8", errors="replace"),
+        stderr_tail=bytes(err.tail).decode("utf-8", errors="replace"),
+        pid=proc.pid,
+        limits_applied=applied,
+    )
+
+
+def _supervise(
+    proc: "subprocess.Popen[bytes]",
+    out: _Sink,
+    err: _Sink,
+    stdin: bytes | None,
+    started: float,
+    timeout_s: float | None,
+    grace_s: float,
+    cancel: threading.Event | None,
+) -> Literal["timeout", "cancelled"] | None:
+    """Drain the pipes, enforce the deadline and `cancel` until the leader has exited.
+
+    Returns why we ended the group ("timeout" or "cancelled"), or None if it ended by itself.
+
+    On return the leader is a zombie (not yet reaped) and the rest of its group has been killed.
+    """
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    selector = selectors.DefaultSelector()
+    sinks = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    for fd in sinks:
+        selector.register(fd, selectors.EVENT_READ)
+    pending_input = memoryview(stdin or b"")
+    stdin_fd: int | None = None
+    if proc.stdin is not None:
+        stdin_fd = proc.stdin.fileno()
+        os.set_blocking(stdin_fd, False)
+        selector.register(stdin_fd, selectors.EVENT_WRITE)
+    pidfd = _open_pidfd(proc.pid)
+    if pidfd is not None:
+        selector.register(pidfd, selectors.EVENT_READ)
+
+    deadline = None if timeout_s is None else started + max(timeout_s, 0.0)
+    kill_at: float | None = None
+    drain_until: float | None = None
+    ended_by_us: Literal["timeout", "cancelled"] | None = None
+    leader_done = False
+    try:
+        while sinks or not leader_done:
+            now = time.monotonic()
+            if not leader_done:
+                if ended_by_us is None:
+                    if deadline is not None and now >= deadline:
+                        ended_by_us = "timeout"
+                    elif cancel is not None and cancel.is_set():
+                        ended_by_us = "cancelled"
+                    if ended_by_us is not None:
+                        _signal_group(proc.pid, signal.SIGTERM)
+                        kill_at = now + grace_s
+                if kill_at is not None and now >= kill_at:
+                    _signal_group(proc.pid, signal.SIGKILL)
+                    kill_at = None
+                if _leader_exited(proc.pid):
+                    leader_done = True
+                    _signal_group(proc.pid, signal.SIGKILL)
+                    drain_until = time.monotonic() + grace_s
+                    if pidfd is not None:
+                        selector.unregister(pidfd)
+                        os.close(pidfd)
+                        pidfd = None
+                    continue
+            elif drain_until is not None and now >= drain_until:
+                break  # an escaped descendant holds a pipe open; stop reading it
+            if leader_done:
+                wake = [drain_until] if drain_until is not None else []
+            else:
+                wake = [t for t in (None if ended_by_us else deadline, kill_at) if t is not None]
+            wait = max(0.0, min(wake) - now) if wake else None
+            if not leader_done:
+                poll = _POLL_S if pidfd is None else _CANCEL_POLL_S if cancel is not None else None
+                if poll is not None:
+                    wait = poll if wait is None else min(wait, poll)
+            for key, _ in selector.select(wait):
+                fd = key.fd
+                if fd == pidfd:
+                    continue
+                if fd == stdin_fd:
+                    pending_input = _feed(fd, pending_input)
+                    if not pending_input:
+                        selector.unregister(fd)
+                        assert proc.stdin is not None
+                        with contextlib.suppress(OSError):
+                            proc.stdin.close()
+                        stdin_fd = None
+                    continue
+                data = os.read(fd, _READ_CHUNK)
+                if data:
+                    sinks[fd].write(data)
+                else:
+                    selector.unregister(fd)
+                    del sinks[fd]
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+        selector.close()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+    return ended_by_us
+
+
+def _feed(fd: int, pending: memoryview) -> memoryview:
+    """Write what the pipe takes now; an empty view means done (or the child closed stdin)."""
+    try:
+        written = os.write(fd, pending)
+    except BlockingIOError:
+        return pending
+    except (BrokenPipeError, OSError):
+        return memoryview(b"")
+    return pending[written:]
+
+
+def process_start_time(pid: int) -> str | None:
+    """The kernel's start time of `pid` (clock ticks since boot, Linux), or None if unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def _write_ticket(path: Path, pid: int) -> None:
+    path.write_text(f"{pid} {process_start_time(pid) or '-'}\n", encoding="ascii")
+
+
+def reap_group_ticket(path: str | os.PathLike[str]) -> bool:
+    """Kill the group a dead caller's `group_ticket` names, if its leader still runs; remove it.
+
+    True when a group was signalled. Nothing is signalled without a start time (not Linux).
+    """
+    ticket = Path(path)
+    try:
+        pid_text, start = ticket.read_text(encoding="ascii").split()
+        pid = int(pid_text)
+    except (OSError, ValueError):
+        ticket.unlink(missing_ok=True)
+        return False
+    killed = False
+    now_start = process_start_time(pid) if start != "-" and pid > 0 else "unknown"
+    # Same leader: its group is ours. No process with that pid but a group with that id: the
+    # leader died and left members, and Linux never reuses a pid still naming a group, so that
+    # group is ours too. A different process under the pid: not ours, leave it alone.
+    if now_start == start or now_start is None:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+            killed = True
+    ticket.unlink(missing_ok=True)
+    return killed

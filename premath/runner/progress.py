@@ -1,0 +1,64 @@
+"""A one-line progress bar on stderr (on a terminal unless asked): stdout stays the document."""
+
+import sys
+import threading
+import time
+from typing import TextIO
+
+from premath.models.trial import TrialRecord
+
+_WIDTH = 28
+_MIN_INTERVAL_S = 0.1
+
+
+class Progress:
+    def __init__(self, total: int, done: int, enabled: bool, stream: TextIO | None = None):
+        self.total = total
+        self.done = done
+        self.enabled = enabled
+        self.counts = {"success": 0, "failure": 0, "error": 0}
+        self._stream = stream or sys.stderr
+        self._lock = threading.Lock()
+        self._started = time.monotonic()
+        self._run_now = 0
+        self._last_draw = 0.0
+
+    def record(self, record: TrialRecord) -> None:
+        with self._lock:
+            if record.final:
+                self.done += 1
+                self._run_now += 1
+                self.counts[record.outcome] += 1
+            self._draw(force=self.done == self.total)
+
+    def start(self) -> None:
+        with self._lock:
+            self._draw(force=True)
+
+    def _draw(self, force: bool) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if not force and now - self._last_draw < _MIN_INTERVAL_S:
+            return
+        self._last_draw = now
+        filled = _WIDTH * self.done // max(self.total, 1)
+        bar = "#" * filled + "." * (_WIDTH - filled)
+        eta = ""
+        if self._run_now and self.done < self.total:
+            per_trial = (now - self._started) / self._run_now
+            remaining = round(per_trial * (self.total - self.done))
+            eta = f"  eta {remaining // 60}:{remaining % 60:02d}"
+        counts = self.counts
+        self._stream.write(
+            f"\r[{bar}] {self.done}/{self.total}  ok {counts['success']}  "
+            f"fail {counts['failure']}  err {counts['error']}{eta}   "
+        )
+        self._stream.flush()
+
+    def finish(self) -> None:
+        with self._lock:
+            if self.enabled:
+                self._draw(force=True)
+                self._stream.write("\n")
+                self._stream.flush()

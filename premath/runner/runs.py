@@ -1,0 +1,508 @@
+"""Experiment runs: create the run folder, run pending trials on a bounded pool, resume.
+
+specs/experiment.md "Run folder" and "Resume". A run folder holds everything a resume needs
+(the resolved experiment, the tasks, the schedule), so a resume never re-reads the YAML or the
+dataset and works from any working directory. Facts are append-only: `trials.jsonl` gets one
+row per attempt; the latest row of a (variant, task, replication) slot is its result.
+"""
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from premath.clock import Clock
+from premath.errors import (
+    ArtifactInvalid,
+    Conflict,
+    InputInvalid,
+    Interrupted,
+    InvalidUsage,
+    IoFailure,
+    NotFound,
+)
+from premath.models.trial import RUN_MANIFEST_KIND
+from premath.runner.dataset import Task, load_tasks, parse_tasks
+from premath.runner.executors import DockerExecutor, Executor, Invocation, make_executor
+from premath.runner.experiment import (
+    VariantPlan,
+    check_executor,
+    experiment_digest,
+    is_text,
+    load_experiment,
+    resolved_document,
+    spec_from_resolved,
+    variant_plans,
+)
+from premath.runner.paths import DEFAULT_RUNS_DIR, RunPaths, safe_token, stale_tickets
+from premath.runner.progress import Progress
+from premath.runner.schedule import Slot, build_schedule
+from premath.runner.trial import RunContext, run_slot
+from premath.store.atomic import write_atomic
+from premath.store.canonical import document_bytes
+from premath.store.jsonl import iter_lines, report_torn_tail
+from premath.store.locks import hold_marker
+from premath.text import id_token
+from premath.timefmt import format_seconds_z, session_stamp
+
+if TYPE_CHECKING:
+    from premath.models.experiment import ExperimentSpec
+    from premath.models.trial import ExecutorName, TrialRecord
+
+_RUN_LOCK_TIMEOUT_S = 1.0
+
+
+@dataclass(frozen=True)
+class RunState:
+    """An existing run folder, loaded."""
+
+    paths: RunPaths
+    manifest: dict[str, Any]
+    resolved: dict[str, Any]
+    spec: "ExperimentSpec"
+    tasks: list[Task]
+    schedule: list[Slot]
+
+    @property
+    def run_id(self) -> str:
+        return self.paths.run_id
+
+    @property
+    def executor_name(self) -> "ExecutorName":
+        name: ExecutorName = self.manifest["executor"]
+        return name
+
+    @property
+    def plans(self) -> dict[str, VariantPlan]:
+        return {plan.variant_id: plan for plan in variant_plans(self.spec)}
+
+
+def schedule_for(spec: "ExperimentSpec", tasks: list[Task]) -> list[Slot]:
+    return build_schedule(
+        [plan.variant_id for plan in variant_plans(spec)],
+        [task.id for task in tasks],
+        spec.design.replications,
+        spec.design.scheduling,
+        spec.design.seed,
+    )
+
+
+def _schedule_document(schedule: list[Slot]) -> list[dict[str, Any]]:
+    return [
+        {
+            "schedule_index": slot.schedule_index,
+            "trial_id": slot.trial_id,
+            "variant_id": slot.variant_id,
+            "task_id": slot.task_id,
+            "task_index": slot.task_index,
+            "replication": slot.replication,
+        }
+        for slot in schedule
+    ]
+
+
+def _new_run_folder(runs_dir: Path, run_id: str | None, experiment_id: str, now: datetime) -> Path:
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = exc.strerror or exc
+        raise IoFailure(f"cannot create the runs folder {runs_dir}: {reason}") from None
+    if run_id is not None:
+        if id_token(run_id, "") != run_id.lower() or run_id in ("", ".", ".."):
+            raise InputInvalid(
+                f"run id {run_id!r} may only hold letters, digits, '-' and '_' (it names a folder)"
+            )
+        folder = runs_dir / run_id
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            raise Conflict(
+                f"run {run_id} already exists in {runs_dir}; resume it with "
+                f"`premath experiment resume {run_id}` or choose another --run-id"
+            ) from None
+        return folder
+    stem = f"{safe_token(experiment_id, 'experiment')}-{session_stamp(now)}"
+    for suffix in range(1, 10_000):
+        folder = runs_dir / (stem if suffix == 1 else f"{stem}-{suffix}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise Conflict(f"too many runs named {stem} in {runs_dir}")
+
+
+def create_run(
+    experiment_path: str,
+    *,
+    runs_dir: str = DEFAULT_RUNS_DIR,
+    run_id: str | None = None,
+    executor: "ExecutorName" = "local",
+    issue_id: str | None = None,
+    trajectory_path: str | None = None,
+    now: datetime,
+) -> RunState:
+    """Validate everything, then write the run folder; nothing is written if a check fails."""
+    loaded = load_experiment(experiment_path)
+    check_executor(loaded, executor)
+    tasks = load_tasks(loaded.dataset_path, loaded.spec.dataset.limit)
+    if executor == "docker":
+        problem = DockerExecutor().engine_answers(loaded.base_dir)
+        if problem is not None:
+            raise InputInvalid(
+                f"the docker executor needs a Docker engine: {problem}; start Docker or run "
+                "with --executor local"
+            )
+    for what, value in (
+        ("--issue-id", issue_id),
+        ("--trajectory", trajectory_path),
+        ("--run-id", run_id),
+        ("--runs-dir", runs_dir),
+    ):
+        if value is not None and not is_text(value):
+            raise InvalidUsage(f"{what} is not valid UTF-8")
+    resolved = resolved_document(loaded, executor)
+    digest = experiment_digest(resolved)
+    schedule = schedule_for(loaded.spec, tasks)
+    resolved_bytes = document_bytes({**resolved, "digest": digest})
+    schedule_bytes = document_bytes(_schedule_document(schedule))
+    folder = _new_run_folder(Path(runs_dir), run_id, loaded.spec.experiment.id, now)
+    paths = RunPaths(folder)
+    write_atomic(paths.resolved_experiment, resolved_bytes)
+    write_atomic(paths.tasks, b"".join(task.payload + b"\n" for task in tasks))
+    write_atomic(paths.schedule, schedule_bytes)
+    network = loaded.spec.runtime.network
+    manifest = {
+        "record_kind": RUN_MANIFEST_KIND,
+        "run_id": paths.run_id,
+        "experiment_id": loaded.spec.experiment.id,
+        "experiment_name": loaded.spec.experiment.name,
+        "experiment_digest": digest,
+        "created_at": format_seconds_z(now),
+        "executor": executor,
+        "network": {"requested": network, "enforced": executor == "docker"},
+        "issue_id": issue_id,
+        # None: the run folder's own file, wherever the folder is moved
+        "trajectory_path": os.fspath(Path(trajectory_path).absolute()) if trajectory_path else None,
+        "task_count": len(tasks),
+        "trial_count": len(schedule),
+    }
+    write_atomic(paths.manifest, document_bytes(manifest))  # last: its presence marks a whole run
+    return RunState(paths, manifest, resolved, loaded.spec, tasks, schedule)
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise ArtifactInvalid(f"{path} is missing: the run folder is incomplete") from None
+    except (OSError, orjson.JSONDecodeError) as exc:
+        raise ArtifactInvalid(f"cannot read the run's {what} {path}: {exc}") from None
+
+
+def find_run(run_ref: str, runs_dir: str = DEFAULT_RUNS_DIR) -> RunPaths:
+    """A run by folder path, or by id under `runs_dir`."""
+    direct = Path(run_ref)
+    if (direct / "run.json").is_file():
+        return RunPaths(direct)
+    if id_token(run_ref, "") == run_ref.lower():
+        under = Path(runs_dir) / run_ref
+        if (under / "run.json").is_file():
+            return RunPaths(under)
+    raise NotFound(
+        f"run {run_ref} not found (looked for {direct}/run.json and {runs_dir}/{run_ref}/run.json)"
+    )
+
+
+def open_run(run_ref: str, runs_dir: str = DEFAULT_RUNS_DIR) -> RunState:
+    paths = find_run(run_ref, runs_dir)
+    manifest = _read_json(paths.manifest, "manifest")
+    resolved = _read_json(paths.resolved_experiment, "resolved experiment")
+    if not isinstance(manifest, dict) or manifest.get("record_kind") != RUN_MANIFEST_KIND:
+        raise ArtifactInvalid(
+            f"{paths.manifest} is not a premath run manifest ({RUN_MANIFEST_KIND})"
+        )
+    if not isinstance(resolved, dict):
+        raise ArtifactInvalid(f"{paths.resolved_experiment} is not a JSON object")
+    stored_digest = resolved.pop("digest", None)
+    if stored_digest != experiment_digest(resolved):
+        raise ArtifactInvalid(
+            f"{paths.resolved_experiment} does not match its digest: the file was edited"
+        )
+    spec = spec_from_resolved(resolved)
+    try:
+        tasks = parse_tasks(paths.tasks.read_bytes().split(b"\n"), paths.tasks, None)
+    except FileNotFoundError:
+        raise ArtifactInvalid(f"{paths.tasks} is missing: the run folder is incomplete") from None
+    schedule = schedule_for(spec, tasks)
+    stored = _read_json(paths.schedule, "schedule")
+    if stored != _schedule_document(schedule):
+        raise ArtifactInvalid(f"{paths.schedule} does not match the run's experiment and tasks")
+    return RunState(paths, manifest, resolved, spec, tasks, schedule)
+
+
+def read_records(paths: RunPaths) -> Iterator["TrialRecord"]:
+    """Rows of trials.jsonl in file order; a line that does not parse is reported and skipped
+    (its slot counts as not done, so a resume runs it again)."""
+    import sys
+
+    from pydantic import ValidationError
+
+    from premath.models.trial import TrialRecord
+
+    if not paths.trials_log.exists():
+        return
+    for line in iter_lines(paths.trials_log):
+        try:
+            yield TrialRecord.model_validate_json(line.text)
+        except ValidationError:
+            if not line.terminated:
+                report_torn_tail(paths.trials_log, line)
+            else:
+                sys.stderr.write(
+                    f"warning: {paths.trials_log}:{line.number}: skipped a row that is not a "
+                    "trial record; its trial counts as not done\n"
+                )
+
+
+def latest_records(paths: RunPaths) -> dict[tuple[str, str, int], "TrialRecord"]:
+    """The last row of each (variant, task, replication) slot."""
+    latest: dict[tuple[str, str, int], TrialRecord] = {}
+    for record in read_records(paths):
+        latest[record.slot] = record
+    return latest
+
+
+def _invocation(state: RunState, plan: VariantPlan, label: str) -> Invocation:
+    runtime = state.spec.runtime
+    return Invocation(
+        command=tuple(state.resolved["runtime"]["command"]),
+        args=plan.args,
+        env=plan.env,
+        image=plan.image or runtime.image,
+        timeout_s=runtime.timeout_ms / 1000,
+        network=runtime.network,
+        cpus=runtime.resources.cpus,
+        memory_mb=runtime.resources.memory_mb,
+        workdir=Path(state.resolved["source"]["base_dir"]),
+        label=label,
+    )
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (CI cancel, `timeout`) stops a run like Ctrl-C: children end, none are orphaned."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def summarise(state: RunState, ran: int, action: str) -> dict[str, Any]:
+    latest = latest_records(state.paths)
+    counts = {"success": 0, "failure": 0, "error": 0}
+    done = 0
+    for slot in state.schedule:
+        record = latest.get(slot.key)
+        if record is not None and record.final:
+            counts[record.outcome] += 1
+            done += 1
+    return {
+        "action": action,
+        "run_id": state.run_id,
+        "run_dir": os.fspath(state.paths.root),
+        "experiment_id": state.manifest["experiment_id"],
+        "experiment_digest": state.manifest["experiment_digest"],
+        "executor": state.executor_name,
+        "trials": {
+            "scheduled": len(state.schedule),
+            "ran": ran,
+            **counts,
+            "pending": len(state.schedule) - done,
+        },
+        "trials_path": os.fspath(state.paths.trials_log),
+        "trajectory_path": os.fspath(trajectory_of(state)),
+    }
+
+
+def trajectory_of(state: RunState) -> Path:
+    given = state.manifest.get("trajectory_path")
+    return Path(given) if given else state.paths.trajectory
+
+
+def experiment_ref(state: RunState) -> str:
+    return f"experiment://{state.spec.experiment.id}/{state.manifest['experiment_digest']}"
+
+
+def pending_slots(state: RunState, rerun_errors: bool) -> list[tuple[Slot, int]]:
+    """Slots to run, each with its first attempt number (after every recorded or begun one)."""
+    latest = latest_records(state.paths)
+    pending = []
+    for slot in state.schedule:
+        record = latest.get(slot.key)
+        done = record is not None and record.final
+        if done and not (rerun_errors and record is not None and record.outcome == "error"):
+            continue
+        recorded = record.attempt if record is not None else 0
+        on_disk = state.paths.highest_attempt_on_disk(slot.trial_id)
+        pending.append((slot, max(recorded, on_disk) + 1))
+    return pending
+
+
+def execute_run(
+    state: RunState,
+    *,
+    clock: Clock,
+    lock_timeout: float,
+    concurrency: int | None = None,
+    rerun_errors: bool = False,
+    show_progress: bool = False,
+    executor: Executor | None = None,
+) -> int:
+    """Run every pending slot; returns how many slots reached a final verdict now.
+
+    Holds `run.lock` throughout, so two processes never run one folder. Ctrl-C or SIGTERM end
+    the in-flight harnesses, keep every recorded trial and raise Interrupted (resume later).
+    """
+    busy = (
+        f"run {state.run_id} is being run by another process ({state.paths.lock}); wait for it "
+        "to finish"
+    )
+    with hold_marker(state.paths.lock, timeout_s=_RUN_LOCK_TIMEOUT_S, busy_message=busy):
+        runner = executor or make_executor(state.executor_name)
+        for attempt in stale_tickets(state.paths):  # harnesses a killed runner left behind
+            runner.reap(attempt)
+        pending = pending_slots(state, rerun_errors)
+        workers = max(1, concurrency or state.spec.concurrency)
+        runner.cancel.clear()
+        context = RunContext(
+            run_id=state.run_id,
+            paths=state.paths,
+            executor=runner,
+            clock=clock,
+            experiment_ref=experiment_ref(state),
+            trajectory_path=trajectory_of(state),
+            issue_id=state.manifest.get("issue_id"),
+            lock_timeout=lock_timeout,
+            max_attempts=state.spec.retry.max_attempts,
+            retry_on=tuple(state.spec.retry.retry_on),
+        )
+        progress = Progress(
+            len(state.schedule), len(state.schedule) - len(pending), enabled=show_progress
+        )
+        payloads = {task.id: task.payload for task in state.tasks}
+        plans = state.plans
+        progress.start()
+        futures: list[Future[TrialRecord | None]] = []
+        with _sigterm_as_interrupt(), ThreadPoolExecutor(max_workers=workers) as pool:
+            try:
+                for slot, first_attempt in pending:
+                    invocation = _invocation(
+                        state, plans[slot.variant_id], f"{state.run_id}-{slot.trial_id}"
+                    )
+                    futures.append(
+                        pool.submit(
+                            run_slot,
+                            context,
+                            slot,
+                            payloads[slot.task_id],
+                            invocation,
+                            first_attempt,
+                            progress.record,
+                        )
+                    )
+                done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+                for future in done:
+                    future.result()  # our own failure (disk full, lock timeout) stops the run
+            except BaseException as exc:
+                runner.cancel.set()
+                for future in futures:
+                    future.cancel()
+                wait(futures)
+                runner.cleanup()
+                progress.finish()
+                if isinstance(exc, KeyboardInterrupt):
+                    raise Interrupted(
+                        f"interrupted: {progress.done} of {progress.total} trials are recorded "
+                        f"and kept; continue with `premath experiment resume {state.run_id}`"
+                    ) from None
+                if isinstance(exc, OSError):
+                    raise IoFailure(
+                        f"run {state.run_id} stopped: {exc}; recorded trials are kept; fix the "
+                        f"cause, then `premath experiment resume {state.run_id}`"
+                    ) from None
+                raise
+        progress.finish()
+        return sum(1 for future in futures if future.result() is not None)
+
+
+def run_experiment(
+    experiment_path: str,
+    *,
+    clock: Clock,
+    lock_timeout: float,
+    runs_dir: str = DEFAULT_RUNS_DIR,
+    run_id: str | None = None,
+    executor: "ExecutorName" = "local",
+    concurrency: int | None = None,
+    issue_id: str | None = None,
+    trajectory_path: str | None = None,
+    show_progress: bool = False,
+) -> dict[str, Any]:
+    """`experiment run`: create the run folder, run every trial, return the run summary."""
+    state = create_run(
+        experiment_path,
+        runs_dir=runs_dir,
+        run_id=run_id,
+        executor=executor,
+        issue_id=issue_id,
+        trajectory_path=trajectory_path,
+        now=clock.now(),
+    )
+    ran = execute_run(
+        state,
+        clock=clock,
+        lock_timeout=lock_timeout,
+        concurrency=concurrency,
+        show_progress=show_progress,
+    )
+    return summarise(state, ran, "experiment.run")
+
+
+def resume_experiment(
+    run_ref: str,
+    *,
+    clock: Clock,
+    lock_timeout: float,
+    runs_dir: str = DEFAULT_RUNS_DIR,
+    rerun_errors: bool = False,
+    concurrency: int | None = None,
+    show_progress: bool = False,
+) -> dict[str, Any]:
+    """`experiment resume`: run what is not final yet (and error trials with rerun_errors)."""
+    state = open_run(run_ref, runs_dir)
+    ran = execute_run(
+        state,
+        clock=clock,
+        lock_timeout=lock_timeout,
+        concurrency=concurrency,
+        rerun_errors=rerun_errors,
+        show_progress=show_progress,
+    )
+    return summarise(state, ran, "experiment.resume")
