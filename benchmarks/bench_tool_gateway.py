@@ -1,0 +1,59 @@
+"""`premath bench tool -- true`: what routing one agent command through premath costs.
+
+Every command a harness runs in a benchmark goes through this gateway (deny rules, two event
+appends with fsync, the bounded spawn), so its overhead is paid per tool call. Target: under
+0.25 s per call on a 2-core machine, with 30,000 events already in the run.
+"""
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import orjson
+
+from benchmarks._measure import PREMATH, Row, measure_interleaved, ms, verdict
+
+BASELINE = ["python3", "-I", "-c", "pass"]
+# (events already in the run, runs, wall-time target in seconds)
+FULL_SIZES = ((0, 15, 0.25), (30_000, 15, 0.25))
+QUICK_SIZES = ((0, 3, 0.25),)
+AT = "2026-03-01T10:00:00.000Z"
+
+
+def live_run(folder: Path, events: int) -> Path:
+    """A run folder as `bench run` leaves it while its harness runs."""
+    run = folder / "run"
+    for sub in ("raw/in", "raw/out", "raw/tools"):
+        (run / sub).mkdir(parents=True)
+    (run / "raw" / "policy.json").write_bytes(
+        orjson.dumps({"version": 1, "deny": [{"argv_prefix": ["rm", "-rf"]}]})
+    )
+    rows = [
+        {"kind": "tool.call", "at": AT, "call_id": f"c{n}", "argv": ["true"]} for n in range(events)
+    ]
+    (run / "raw" / "events.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+    return run
+
+
+def rows(quick: bool) -> list[Row]:
+    table = []
+    for events, runs, target_s in QUICK_SIZES if quick else FULL_SIZES:
+        folder = Path(tempfile.mkdtemp(prefix="premath-bench-tool-"))
+        try:
+            run = live_run(folder, events)
+            argv = [*PREMATH, "bench", "tool", "--run-dir", str(run), "--json", "--", "true"]
+            ours, base = measure_interleaved(argv, BASELINE, runs, cwd=folder)
+        finally:
+            shutil.rmtree(folder)
+        table.append(
+            Row(
+                measure="bench tool -- true (one gateway call)",
+                size=f"{events:,} events in the run",
+                ours=f"{ms(ours.median_s)} (p90 {ms(ours.p90_s)}), {ours.peak_rss_mb:.0f} MB",
+                baseline=f"{ms(base.median_s)}, {base.peak_rss_mb:.0f} MB",
+                ratio=f"{ours.median_s / base.median_s:.1f}x",
+                target=f"< {target_s:g} s",
+                verdict=verdict(ours.median_s < target_s),
+            )
+        )
+    return table

@@ -1,0 +1,95 @@
+"""`premath atif export|validate`: ATIF trajectories, judged as Harbor 0.26.0 judges them."""
+
+from typing import Any
+
+import click
+
+from premath.cli._options import json_option
+from premath.cli._root import Reply, StrictGroup
+
+
+def validate_text(document: dict[str, Any]) -> str:
+    lines = []
+    for report in document["files"]:
+        lines.append(f"{'valid' if report['valid'] else 'invalid'}: {report['path']}")
+        for error in report["errors"]:
+            where = error["location"] or "(document)"
+            lines.append(f"  - {where}: {error['message']}")
+    return "\n".join(lines)
+
+
+def export_text(document: dict[str, Any]) -> str:
+    head = (
+        f"exported {document['path']} ({document['schema_version']}, {document['steps']} steps): "
+        f"{'valid' if document['valid'] else 'invalid'}"
+    )
+    errors = [f"  - {e['location'] or '(document)'}: {e['message']}" for e in document["errors"]]
+    return "\n".join([head, *errors])
+
+
+def trajectory_text(document: dict[str, Any]) -> str:
+    from premath.store.canonical import document_bytes
+
+    return document_bytes(document).decode("utf-8").removesuffix("\n")
+
+
+@click.group("atif", cls=StrictGroup)
+def atif() -> None:
+    """Export and validate ATIF trajectories (Agent Trajectory Interchange Format)"""
+
+
+@atif.command("validate")
+@click.argument("files", nargs=-1, required=True)
+@click.option(
+    "--no-validate-media",
+    is_flag=True,
+    help="Skip the check that local image/audio files referenced by the trajectory exist.",
+)
+@json_option
+def atif_validate(files: tuple[str, ...], no_validate_media: bool) -> Reply:
+    """Check trajectory files with Harbor's rules; exit 1 if any is invalid.
+
+    \b
+    premath atif validate runs/*/atif/trajectory.json --json
+    """
+    from premath.runner.atif_validate import validate_file
+
+    reports = [validate_file(path, check_media=not no_validate_media).document() for path in files]
+    valid = all(report["valid"] for report in reports)
+    document = {"valid": valid, "files": reports}
+    return Reply(document, text=validate_text, exit_code=0 if valid else 1)
+
+
+@atif.command("export")
+@click.argument("source")
+@click.option("--out", help="Write the trajectory here (else print it on stdout).")
+@click.option("--force", is_flag=True, help="Replace an existing --out file.")
+@click.option("--schema-version", help="ATIF version to write (default: premath's pinned one).")
+@click.option("--session-id", help="Session id (default: the run folder's name).")
+@click.option("--model-name", help="Model name for the agent (default: from run-metadata.json).")
+@json_option
+def atif_export(
+    source: str,
+    out: str | None,
+    force: bool,
+    schema_version: str | None,
+    session_id: str | None,
+    model_name: str | None,
+) -> Reply:
+    """Turn a benchmark run's events (SOURCE: run folder or events.jsonl) into ATIF.
+
+    \b
+    premath atif export .premath/bench/runs/bench-... --out trajectory.json
+    """
+    from premath.errors import InputInvalid
+    from premath.runner.atif_export import export_source, write_export
+
+    export = export_source(
+        source, schema_version=schema_version, session_id=session_id, model_name=model_name
+    )
+    if out is None:
+        if export.version_problem is not None:
+            raise InputInvalid(export.version_problem)
+        return Reply(export.document, text=trajectory_text)
+    report = write_export(export, out, force=force)
+    return Reply(report, text=export_text, exit_code=0 if report["valid"] else 1)

@@ -1,0 +1,172 @@
+"""`premath bench run|tool|record`: unattended benchmark runs with ATIF trajectories.
+
+Benchmark mode exists only under this group: nothing else grants `full-access` (specs/bench-run.md).
+"""
+
+from typing import Any
+
+import click
+
+from premath.cli._options import json_option
+from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+from premath.runner.bench_defaults import (
+    DEFAULT_OUTPUT_CAP,
+    DEFAULT_SANDBOX_BACKEND,
+    DEFAULT_TIMEOUT_S,
+    DEFAULT_TOOL_TIMEOUT_S,
+)
+
+
+def tool_text(document: dict[str, Any]) -> str:
+    text: str = document["stdout"]
+    return text.removesuffix("\n")
+
+
+def record_text(document: dict[str, Any]) -> str:
+    return f"recorded {document['source']} row in {document['run_dir']}"
+
+
+def _split_command(command: str) -> list[str]:
+    import shlex
+
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise click.UsageError(f"--command cannot be split into arguments: {exc}") from exc
+    if not argv:
+        raise click.UsageError("--command is empty; give the harness command line")
+    return argv
+
+
+@click.group("bench", cls=StrictGroup)
+def bench() -> None:
+    """Run benchmark tasks headlessly and leave comparable artifacts (ATIF, summary, metadata)"""
+
+
+@bench.command("run")
+@click.option("--task", "task_path", help="Task file: a JSON object with an 'instruction'.")
+@click.option("--instruction", help="The task's instruction text (instead of --task).")
+@click.option("--command", required=True, help="Harness command line; gets TASK.json RESULT.json.")
+@click.option("--run-dir", help="New folder for the run's artifacts (must not exist).")
+@click.option("--policy", "policy_path", help="JSON file of deny rules that still apply.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_TIMEOUT_S,
+    show_default=True,
+    help="Seconds before the harness is killed.",
+)
+@click.option("--cwd", type=click.Path(file_okay=False), help="Harness working folder.")
+@click.option("--dataset-id", help="Dataset, e.g. terminal-bench@2.0 (else the task file's).")
+@click.option("--task-id", help="Task id (else the task file's).")
+@click.option("--model-provider", help="Model provider, recorded in the metadata.")
+@click.option("--model-name", help="Model name, recorded in the metadata and the trajectory.")
+@click.option("--harness-image", help="Container image of the harness, if any.")
+@click.option("--harness-version", help="Harness version (else what result.json reports).")
+@click.option(
+    "--sandbox-backend",
+    default=DEFAULT_SANDBOX_BACKEND,
+    show_default=True,
+    help="What isolates it.",
+)
+@click.option("--atif-schema-version", help="ATIF version to write (default: pinned one).")
+@click.option(
+    "--output-cap",
+    type=click.IntRange(min=1),
+    default=DEFAULT_OUTPUT_CAP,
+    show_default=True,
+    help="Bytes of harness stdout/stderr kept in raw/.",
+)
+@click.option("--pass-env", multiple=True, help="Pass this environment variable to the harness.")
+@json_option
+@pass_app
+def bench_run(app: AppContext, /, **options: Any) -> Reply:
+    """Run one task unattended (approval mode full-access, deny rules applied).
+
+    Ends with one completion line (or one JSON document): status, exit code, artifact paths.
+
+    \b
+    premath bench run --instruction "List /app" --command "python agent.py" --json
+    """
+    import sys
+    from pathlib import Path
+
+    from premath.runner.bench_inputs import load_policy, load_task
+    from premath.runner.bench_run import BenchRequest, completion_line, run_benchmark
+
+    task = load_task(options["task_path"], options["instruction"])
+    command = _split_command(options["command"])
+    request = BenchRequest(
+        task=task,
+        command=command,
+        policy=load_policy(options["policy_path"]),
+        premath_argv=[sys.executable, "-m", "premath"],
+        run_dir=Path(options["run_dir"]) if options["run_dir"] else None,
+        cwd=Path(options["cwd"]) if options["cwd"] else Path.cwd(),
+        timeout_s=options["timeout"],
+        output_cap=options["output_cap"],
+        pass_env=tuple(options["pass_env"]),
+        dataset_id=options["dataset_id"] or task.dataset_id,
+        task_id=options["task_id"] or task.task_id,
+        model_provider=options["model_provider"],
+        model_name=options["model_name"],
+        harness_image=options["harness_image"],
+        harness_version=options["harness_version"],
+        sandbox_backend=options["sandbox_backend"],
+        atif_schema_version=options["atif_schema_version"],
+    )
+    document = run_benchmark(request, clock=app.clock, lock_timeout_s=app.lock_timeout())
+    return Reply(document, text=completion_line, exit_code=document["exit_code"])
+
+
+@bench.command("tool")
+@click.option("--run-dir", required=True, help="The live run (task.json's premath.run_dir).")
+@click.option("--call-id", help="Tool call id (default: call_<n>).")
+@click.option("--message", help="The agent's message for this turn (opens a new step).")
+@click.option("--function-name", default="exec", show_default=True, help="Tool name.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_TOOL_TIMEOUT_S,
+    show_default=True,
+    help="Seconds before the command is killed.",
+)
+@click.argument("argv", nargs=-1, required=True)
+@json_option
+@pass_app
+def bench_tool(app: AppContext, /, run_dir: str, argv: tuple[str, ...], **options: Any) -> Reply:
+    """Run one command for the harness, unless a deny rule refuses it; record call and result.
+
+    \b
+    premath bench tool --run-dir RUN --json -- ls -la /app
+    """
+    from premath.runner.bench_tool import run_tool
+
+    document = run_tool(
+        run_dir,
+        list(argv),
+        clock=app.clock,
+        lock_timeout_s=app.lock_timeout(),
+        call_id=options["call_id"],
+        message=options["message"],
+        function_name=options["function_name"],
+        timeout_s=options["timeout"],
+    )
+    return Reply(document, text=tool_text, exit_code=0 if document["status"] == "ok" else 1)
+
+
+@bench.command("record")
+@click.option("--run-dir", required=True, help="The live run (task.json's premath.run_dir).")
+@click.option("--row", required=True, help="One trajectory row as JSON (an ATIF step sans id).")
+@json_option
+@pass_app
+def bench_record(app: AppContext, run_dir: str, row: str) -> Reply:
+    """Record one harness trajectory row (message, usage, model) in a live run.
+
+    \b
+    premath bench record --run-dir RUN --row '{"source": "agent", "message": "Done"}'
+    """
+    from premath.runner.bench_tool import record_row
+
+    document = record_row(run_dir, row, clock=app.clock, lock_timeout_s=app.lock_timeout())
+    return Reply(document, text=record_text)

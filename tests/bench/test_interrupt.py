@@ -1,0 +1,76 @@
+"""A stopped premath stops its harness and still leaves its artifacts (real processes)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import orjson
+import pytest
+
+HARNESS = """
+import os, sys, time
+open(os.path.join(os.path.dirname(sys.argv[2]), "pid"), "w").write(str(os.getpid()))
+time.sleep(60)
+"""
+
+
+def wait_for(path, timeout_s=30.0):
+    deadline = time.monotonic() + timeout_s
+    while not path.exists() or not path.read_text():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+    return path.read_text()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_signal_stops_the_harness_and_writes_the_summary(tmp_path, signum):
+    script = tmp_path / "sleeper.py"
+    script.write_text(HARNESS)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "premath",
+            "bench",
+            "run",
+            "--instruction",
+            "x",
+            "--command",
+            f"{sys.executable} {script}",
+            "--run-dir",
+            "run",
+            "--json",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        harness_pid = int(wait_for(tmp_path / "run" / "raw" / "out" / "pid"))
+        proc.send_signal(signum)
+        stdout, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1
+    assert orjson.loads(stdout)["failure_class"] == "interrupted"
+    summary = orjson.loads((tmp_path / "run" / "summary.json").read_bytes())
+    assert summary["harness"]["status"] == "interrupted"
+    assert summary["failure_message"] == (
+        f"premath received {signal.Signals(signum).name}; the harness was stopped"
+    )
+    assert (tmp_path / "run" / "atif" / "trajectory.json").exists()
+    deadline = time.monotonic() + 10
+    while alive(harness_pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(harness_pid)

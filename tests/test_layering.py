@@ -1,0 +1,49 @@
+"""The package's import rules (DEVELOPERS.md "Layout"), checked on the source itself.
+
+cli -> harness/runner/issues -> store -> models -> leaf modules; click only in cli/, subprocess
+only in runner/process.py, and no module imports a layer above its own.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "premath"
+LAYER = {"__main__": 5, "cli": 4, "harness": 3, "runner": 3, "issues": 3, "store": 2, "models": 1}
+LEAF = 0
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    return LAYER.get(parts[1], LEAF) if len(parts) > 1 else LEAF
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE.parent)))
+def test_imports_flow_one_way(path):
+    module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    own = _layer(module)
+    for name in _imports(path):
+        if name.startswith("premath."):
+            assert _layer(name) <= own, f"{module} imports {name} from a higher layer"
+        top = name.split(".")[0]
+        if top == "click":
+            assert module.startswith("premath.cli"), f"{module} imports click"
+        if top == "subprocess":
+            assert module == "premath.runner.process", f"{module} imports subprocess"
+        if top == "filelock":
+            assert module.startswith("premath.store"), f"{module} imports filelock"
