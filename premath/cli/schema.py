@@ -12,6 +12,11 @@ SCHEMA_KINDS: dict[str, str] = {
     "experiment": "premath.models.experiment:ExperimentSpec",
     "trial-result": "premath.models.trial:HarnessResult",
     "trial-record": "premath.models.trial:TrialRecord",
+    "atif-trajectory": "premath.models.atif:Trajectory",
+    "bench-policy": "premath.models.bench:BenchPolicy",
+    "bench-summary": "premath.models.bench:RunSummary",
+    "bench-metadata": "premath.models.bench:RunMetadata",
+    "bench-row": "premath.models.bench:HarnessRow",
 }
 """kind -> "module:Model". Add a kind here to publish its schema; the model is imported lazily."""
 
