@@ -34,7 +34,7 @@ def days_in_month(year: int, month: int) -> int:
 def days_from_civil(year: int, month: int, day: int) -> int:
     """Days since 1970-01-01 in the proleptic Gregorian calendar (year 0 included)."""
     year -= month <= 2
-    era = (year if year >= 0 else year - 399) // 400
+    era = year // 400  # floor division already rounds negative years down
     year_of_era = year - era * 400
     day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
     day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
@@ -62,9 +62,227 @@ def parse_strict_rfc3339(value: str) -> tuple[int, int] | None:
         offset_hours, offset_minutes = int(offset[1:3]), int(offset[4:6])
         if offset_hours > 23 or offset_minutes > 59:
             return None
-        offset_seconds = (offset_hours * 3600 + offset_minutes * 60) * (-1 if offset[0] == "-" else 1)
+        offset_seconds = (offset_hours * 3600 + offset_minutes * 60) * (
+            -1 if offset[0] == "-" else 1
+        )
     nanos = int((fraction or "")[:9].ljust(9, "0"))
     if second == 60:
         second, nanos = 59, nanos + NANOS_PER_SECOND
     seconds = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second
     return seconds - offset_seconds, nanos
+
+
+# Issue rows (issue-memory-and-loops.md §A1): chrono's relaxed RFC3339 `FromStr` on read, serde's
+# AutoSi form with `Z` on write, `to_rfc3339()` (`+00:00`) for lease fields in CLI output.
+# Instants are integer epoch nanoseconds: `datetime` stops at microseconds, chrono does not.
+
+_RUST_WHITE_SPACE = (
+    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+# chrono's NaiveDate range (years -262144..=262143 in 0.4.43).
+_MIN_YEAR, _MAX_YEAR = -262144, 262143
+
+
+class _Scan:
+    """A cursor over the input with chrono's `scan` helpers (format/scan.rs, parse.rs)."""
+
+    __slots__ = ("pos", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    def skip_space(self) -> None:
+        text, pos = self.text, self.pos
+        while pos < len(text) and text[pos] in _RUST_WHITE_SPACE:
+            pos += 1
+        self.pos = pos
+
+    def literal(self, char: str) -> bool:
+        if self.text.startswith(char, self.pos):
+            self.pos += len(char)
+            return True
+        return False
+
+    def number(self, max_digits: int) -> int | None:
+        """1..max_digits ASCII digits (chrono's `scan::number(s, 1, max)`)."""
+        text, start = self.text, self.pos
+        end = start
+        while end < len(text) and end - start < max_digits and "0" <= text[end] <= "9":
+            end += 1
+        if end == start:
+            return None
+        self.pos = end
+        return int(text[start:end])
+
+    def numeric(self, max_digits: int, signed: bool = False) -> int | None:
+        """A chrono `Item::Numeric`: leading white space skipped; a signed year takes any width."""
+        self.skip_space()
+        if signed and self.pos < len(self.text) and self.text[self.pos] in "+-":
+            negative = self.text[self.pos] == "-"
+            self.pos += 1
+            value = self.number(10**6)
+            if value is None:
+                return None
+            return -value if negative else value
+        return self.number(max_digits)
+
+    def fraction(self) -> int | None:
+        """chrono's `Fixed::Nanosecond`: optional `.digits`, digits past the 9th ignored."""
+        if not self.literal("."):
+            return 0
+        start = self.pos
+        digits = self.number(9)
+        if digits is None:
+            return None
+        scaled = digits * int(10 ** (9 - (self.pos - start)))
+        while self.pos < len(self.text) and "0" <= self.text[self.pos] <= "9":
+            self.pos += 1
+        return scaled
+
+    def offset(self) -> int | None:
+        """`UTC`, `Z`/`z`, or a sign (`+`, `-`, U+2212), HH, `:` or spaces, MM."""
+        self.skip_space()
+        text, pos = self.text, self.pos
+        if text[pos : pos + 3].upper() == "UTC" and len(text[pos : pos + 3]) == 3:
+            self.pos += 3
+            return 0
+        if text.startswith(("Z", "z"), pos):
+            self.pos += 1
+            return 0
+        if pos >= len(text) or text[pos] not in "+-\u2212":
+            return None
+        sign = 1 if text[pos] == "+" else -1
+        pos += 1
+        hours = text[pos : pos + 2]
+        if len(hours) < 2 or not hours.isascii() or not hours.isdigit():
+            return None
+        pos += 2
+        while pos < len(text) and (text[pos] == ":" or text[pos] in _RUST_WHITE_SPACE):
+            pos += 1
+        minutes = text[pos : pos + 2]
+        if len(minutes) < 2 or not minutes.isascii() or not minutes.isdigit() or minutes[0] > "5":
+            return None
+        self.pos = pos + 2
+        return sign * (int(hours) * 3600 + int(minutes) * 60)
+
+
+def _relaxed_parts(value: str) -> tuple[int, int] | None:
+    """(UTC epoch seconds, nanos) of chrono's relaxed RFC3339; nanos >= 1e9 marks a leap second."""
+    scan = _Scan(value)
+    year = scan.numeric(4, signed=True)
+    if year is None:
+        return None
+    scan.skip_space()
+    if not scan.literal("-") or (month := scan.numeric(2)) is None:
+        return None
+    scan.skip_space()
+    if not scan.literal("-") or (day := scan.numeric(2)) is None:
+        return None
+    if scan.pos >= len(value) or value[scan.pos] not in "Tt ":
+        return None
+    scan.pos += 1
+    if (hour := scan.numeric(2)) is None:
+        return None
+    scan.skip_space()
+    if not scan.literal(":") or (minute := scan.numeric(2)) is None:
+        return None
+    scan.skip_space()
+    if not scan.literal(":") or (second := scan.numeric(2)) is None:
+        return None
+    if (nanos := scan.fraction()) is None:
+        return None
+    scan.skip_space()
+    if (offset := scan.offset()) is None:
+        return None
+    scan.skip_space()
+    if scan.pos != len(value):
+        return None
+    if not _MIN_YEAR <= year <= _MAX_YEAR or not 1 <= month <= 12:
+        return None
+    if not 1 <= day <= days_in_month(year, month) or hour > 23 or minute > 59 or second > 60:
+        return None
+    if abs(offset) >= 86400:
+        return None
+    if second == 60:
+        second, nanos = 59, nanos + NANOS_PER_SECOND
+    seconds = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second
+    return seconds - offset, nanos
+
+
+def parse_relaxed(value: str) -> int | None:
+    """UTC epoch nanoseconds of chrono's relaxed RFC3339 `FromStr` (issue rows), or None.
+
+    Accepts `T`, `t` or a space between date and time, white space between components, unpadded
+    numbers, a signed year of any width, any fraction (digits past the 9th ignored), and `Z`/`z`,
+    `UTC` (any case), `±HH:MM`, `±HHMM` or `±HH MM` (U+2212 as minus too). A leap second `:60`
+    counts as the following second here; `normalize_relaxed` keeps it as written.
+    """
+    parts = _relaxed_parts(value)
+    return None if parts is None else parts[0] * NANOS_PER_SECOND + parts[1]
+
+
+def _civil_from_days(days: int) -> tuple[int, int, int]:
+    days += 719468
+    era = days // 146097  # floor division: no C-style adjustment for negative days
+    day_of_era = days - era * 146097
+    year_of_era = (
+        day_of_era - day_of_era // 1460 + day_of_era // 36524 - day_of_era // 146096
+    ) // 365
+    day_of_year = day_of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
+    month_index = (5 * day_of_year + 2) // 153
+    day = day_of_year - (153 * month_index + 2) // 5 + 1
+    month = month_index + 3 if month_index < 10 else month_index - 9
+    return year_of_era + era * 400 + (month <= 2), month, day
+
+
+def _autosi(seconds: int, nanos: int, suffix: str) -> str:
+    """chrono's `write_rfc3339` with `SecondsFormat::AutoSi` (nanos >= 1e9: a leap second)."""
+    leap = nanos >= NANOS_PER_SECOND
+    if leap:
+        nanos -= NANOS_PER_SECOND
+    days, rest = divmod(seconds, 86400)
+    year, month, day = _civil_from_days(days)
+    hour, rest = divmod(rest, 3600)
+    minute, second = divmod(rest, 60)
+    second += leap
+    year_text = f"{year:04d}" if 0 <= year <= 9999 else f"{year:+05d}"
+    if nanos == 0:
+        fraction = ""
+    elif nanos % 1_000_000 == 0:
+        fraction = f".{nanos // 1_000_000:03d}"
+    elif nanos % 1_000 == 0:
+        fraction = f".{nanos // 1_000:06d}"
+    else:
+        fraction = f".{nanos:09d}"
+    return (
+        f"{year_text}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}{fraction}{suffix}"
+    )
+
+
+def format_autosi_z(epoch_nanos: int) -> str:
+    """`2026-02-23T03:33:09.338421Z`: issue rows (serde form; 0, 3, 6 or 9 fraction digits)."""
+    seconds, nanos = divmod(epoch_nanos, NANOS_PER_SECOND)
+    return _autosi(seconds, nanos, "Z")
+
+
+def format_offset(epoch_nanos: int) -> str:
+    """`2026-02-23T03:33:09.338421+00:00`: lease fields in CLI output (chrono `to_rfc3339`)."""
+    seconds, nanos = divmod(epoch_nanos, NANOS_PER_SECOND)
+    return _autosi(seconds, nanos, "+00:00")
+
+
+def normalize_relaxed(value: str) -> str | None:
+    """The stored (serde) form of a relaxed RFC3339 value, or None when chrono rejects it."""
+    parts = _relaxed_parts(value)
+    return None if parts is None else _autosi(parts[0], parts[1], "Z")
+
+
+def epoch_nanos(moment: datetime) -> int:
+    """Epoch nanoseconds of an aware datetime (microsecond precision, as `datetime` holds)."""
+    delta = moment.astimezone(UTC) - _EPOCH
+    return (delta.days * 86400 + delta.seconds) * NANOS_PER_SECOND + delta.microseconds * 1000
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -9,11 +9,19 @@ COMMAND_GROUPS = {
     "harness-session": "premath.cli.harness_session:harness_session",
     "harness-feature": "premath.cli.harness_feature:harness_feature",
     "harness-trajectory": "premath.cli.harness_trajectory:harness_trajectory",
+    "harness-join-check": "premath.cli.harness_join_check:harness_join_check",
     "demo": "premath.cli.demo:demo",
+    "issue": "premath.cli.issue:issue",
+    "dep": "premath.cli.dep:dep",
     "harness": "premath.cli.harness:harness",
     "harness-loop": "premath.cli.harness_loop:harness_loop",
     "harness-kpi": "premath.cli.harness_kpi:harness_kpi",
     "harness-policy": "premath.cli.harness_policy:harness_policy",
+    "atif": "premath.cli.atif:atif",
+    "bench": "premath.cli.bench:bench",
+    "experiment": "premath.cli.experiment:experiment",
+    "run": "premath.cli.run:run",
+    "schema": "premath.cli.schema:schema",
 }
 
 

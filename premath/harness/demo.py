@@ -95,7 +95,6 @@ def run_demo(now: Callable[[], datetime], lock_timeout_s: float) -> dict[str, An
             worker_prefix="worker",
             max_steps_per_worker=len(SAMPLE_ISSUES),
             worker_options=("--work-cmd", work_cmd, "--verify-cmd", verify_cmd),
-            lock_timeout_s=lock_timeout_s,
         )
         outcome = run_coordinator(cfg, now=now, report=lines.append)
         kpi = kpi_report(

@@ -96,14 +96,18 @@ def _report(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
 
 
-def _break_if_stale(marker: Path, report: Callable[[str], None]) -> None:
-    """Remove `marker` if its owner is dead, judged again under the breaker marker."""
+def _break_if_stale(marker: Path, report: Callable[[str], None]) -> bool:
+    """Remove `marker` if its owner is dead, judged again under the breaker marker.
+
+    False when another process holds the breaker: the caller waits (and honours its deadline)
+    instead of spinning until that breaker is released or, if its owner died, ages out.
+    """
     breaker = marker.with_name(marker.name + ".break")
     if not _create_marker(breaker):
         age = _age_s(breaker)
         if age is not None and age > _BREAKER_GRACE_S and _is_stale(breaker):
             breaker.unlink(missing_ok=True)
-        return
+        return False
     try:
         if _is_stale(marker):
             pid = _marker_pid(marker)
@@ -112,6 +116,7 @@ def _break_if_stale(marker: Path, report: Callable[[str], None]) -> None:
             report(f"removed stale lock {marker} left by {owner} that is no longer running")
     finally:
         breaker.unlink(missing_ok=True)
+    return True
 
 
 @contextlib.contextmanager
@@ -133,8 +138,7 @@ def hold_marker(
                 break
         except OSError as exc:
             raise IoFailure(f"failed to create lock {path}: {exc.strerror or exc}") from exc
-        if _is_stale(path):
-            _break_if_stale(path, report)
+        if _is_stale(path) and _break_if_stale(path, report):
             continue
         if time.monotonic() >= deadline:
             raise LockBusy(

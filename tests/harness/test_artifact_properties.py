@@ -55,15 +55,28 @@ def test_session_round_trips_byte_stably(state, issue_id, summary, next_step, re
     with tempfile.TemporaryDirectory() as folder:
         path = str(Path(folder) / "s.json")
         written = write_session(
-            path, now=NOW, lock_timeout_s=1, state=state, issue_id=issue_id, summary=summary,
-            next_step=next_step, instruction_refs=tuple(refs[0]), witness_refs=tuple(refs[1]),
-            lineage_refs=tuple(refs[2]), issues_path=str(Path(folder) / "none.jsonl"),
+            path,
+            now=NOW,
+            lock_timeout_s=1,
+            state=state,
+            issue_id=issue_id,
+            summary=summary,
+            next_step=next_step,
+            instruction_refs=tuple(refs[0]),
+            witness_refs=tuple(refs[1]),
+            lineage_refs=tuple(refs[2]),
+            issues_path=str(Path(folder) / "none.jsonl"),
         )
         data = Path(path).read_bytes()
         assert load_session(path) == written
         assert document_bytes(load_session(path)) == data
-        again = write_session(path, now=NOW, lock_timeout_s=1, state=state,
-                              issues_path=str(Path(folder) / "none.jsonl"))
+        again = write_session(
+            path,
+            now=NOW,
+            lock_timeout_s=1,
+            state=state,
+            issues_path=str(Path(folder) / "none.jsonl"),
+        )
         assert again == written
         assert Path(path).read_bytes() == data
         assert sorted(p.name for p in Path(folder).iterdir()) == ["s.json"]
@@ -71,17 +84,29 @@ def test_session_round_trips_byte_stably(state, issue_id, summary, next_step, re
 
 @given(
     rows=st.lists(
-        st.tuples(texts.filter(lambda t: rust_trim(t) != ""), st.sampled_from(["pending", "blocked"]),
-                  optional_text, ref_lists),
-        min_size=1, max_size=5,
+        st.tuples(
+            texts.filter(lambda t: rust_trim(t) != ""),
+            st.sampled_from(["pending", "blocked"]),
+            optional_text,
+            ref_lists,
+        ),
+        min_size=1,
+        max_size=5,
     )
 )
 def test_ledger_round_trips_byte_stably(rows):
     with tempfile.TemporaryDirectory() as folder:
         path = str(Path(folder) / "l.json")
         for feature_id, status, summary, refs in rows:
-            write_feature(path, feature_id=feature_id, status=status, summary=summary,
-                          instruction_refs=tuple(refs), now=NOW, lock_timeout_s=1)
+            write_feature(
+                path,
+                feature_id=feature_id,
+                status=status,
+                summary=summary,
+                instruction_refs=tuple(refs),
+                now=NOW,
+                lock_timeout_s=1,
+            )
         data = Path(path).read_bytes()
         ledger = load_ledger(path, read_prefix(path))
         assert document_bytes(ledger) == data

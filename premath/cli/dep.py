@@ -1,0 +1,197 @@
+"""`premath dep ...`: dependency edges between issues, their views and cycle diagnostics."""
+
+from typing import Any
+
+import click
+
+from premath.cli._options import json_option
+from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+
+ISSUES_PATH = ".premath/issues.jsonl"
+# issue-memory-and-loops.md §A3, in the reference's order (also the help text's order)
+DEPENDENCY_TYPES = (
+    "blocks",
+    "parent-child",
+    "conditional-blocks",
+    "related",
+    "discovered-from",
+    "relates-to",
+    "duplicates",
+    "supersedes",
+    "waits-for",
+    "replies-to",
+)
+dependency_type = click.Choice(DEPENDENCY_TYPES)
+issues_option = click.option(
+    "--issues", default=ISSUES_PATH, show_default=True, help="Issues JSONL path"
+)
+
+
+def _lines(title: str, rows: list[tuple[str, Any]], items: list[str] | None = None) -> str:
+    lines = [title, *(f"  {label}: {value}" for label, value in rows)]
+    lines.extend(f"  - {item}" for item in items or ())
+    return "\n".join(lines)
+
+
+def _integrity_text(integrity: dict[str, Any]) -> str:
+    if not integrity["hasCycle"]:
+        return "no cycles detected"
+    return f"cycle detected ({' -> '.join(integrity['cyclePath'])})"
+
+
+def edge_text(action: str, verb: str, document: dict[str, Any]) -> str:
+    edge = document["dependency"]
+    kind = edge["type"] if "type" in edge else f"{edge['fromType']} -> {edge['toType']}"
+    return _lines(
+        f"premath dep {action}",
+        [
+            (verb, f"{edge['issueId']} -> {edge['dependsOnId']} ({kind})"),
+            ("Path", document["issuesPath"]),
+        ],
+    )
+
+
+def project_text(document: dict[str, Any]) -> str:
+    return _lines(
+        "premath dep project",
+        [
+            ("View", document["view"]),
+            ("Path", document["issuesPath"]),
+            ("Count", document["count"]),
+            ("Integrity", _integrity_text(document["integrity"])),
+        ],
+        [
+            f"{i['issueId']} -> {i['dependsOnId']} ({i['type']}, role={i['role']}, "
+            f"blocking={str(i['blocking']).lower()})"
+            for i in document["items"]
+        ],
+    )
+
+
+def diagnostics_text(document: dict[str, Any]) -> str:
+    return _lines(
+        "premath dep diagnostics",
+        [
+            ("Path", document["issuesPath"]),
+            ("Graph scope", document["graphScope"]),
+            ("Integrity", _integrity_text(document["integrity"])),
+        ],
+    )
+
+
+@click.group("dep", cls=StrictGroup)
+def dep() -> None:
+    """Dependencies between issues: add, remove, replace, project, diagnose cycles"""
+
+
+@dep.command("add")
+@click.argument("issue_id", metavar="ISSUE")
+@click.argument("target", metavar="DEPENDS_ON")
+@click.option("--type", "kind", type=dependency_type, default="blocks", show_default=True)
+@click.option("--created-by", default="", help="Who added the edge")
+@issues_option
+@json_option
+@pass_app
+def dep_add(
+    app: AppContext, issue_id: str, target: str, kind: str, created_by: str, issues: str
+) -> Reply:
+    """Make ISSUE depend on DEPENDS_ON (refuses self-loops, duplicates and cycles)."""
+    from premath.issues.memory import dep_add as add
+
+    document = add(
+        issues,
+        issue_id,
+        target,
+        kind=kind,
+        created_by=created_by,
+        now=app.clock.now(),
+        timeout_s=app.lock_timeout(),
+    )
+    return Reply(document, text=lambda d: edge_text("add", "Added", d))
+
+
+@dep.command("remove")
+@click.argument("issue_id", metavar="ISSUE")
+@click.argument("target", metavar="DEPENDS_ON")
+@click.option("--type", "kind", type=dependency_type, default="blocks", show_default=True)
+@issues_option
+@json_option
+@pass_app
+def dep_remove(app: AppContext, issue_id: str, target: str, kind: str, issues: str) -> Reply:
+    """Remove the ISSUE -> DEPENDS_ON edge of one type."""
+    from premath.issues.memory import dep_remove as remove
+
+    document = remove(
+        issues, issue_id, target, kind=kind, now=app.clock.now(), timeout_s=app.lock_timeout()
+    )
+    return Reply(document, text=lambda d: edge_text("remove", "Removed", d))
+
+
+@dep.command("replace")
+@click.argument("issue_id", metavar="ISSUE")
+@click.argument("target", metavar="DEPENDS_ON")
+@click.option("--from-type", type=dependency_type, default="blocks", show_default=True)
+@click.option("--to-type", type=dependency_type, required=True)
+@click.option("--created-by", default="", help="Who changed the edge (kept when blank)")
+@issues_option
+@json_option
+@pass_app
+def dep_replace(
+    app: AppContext,
+    issue_id: str,
+    target: str,
+    from_type: str,
+    to_type: str,
+    created_by: str,
+    issues: str,
+) -> Reply:
+    """Change the type of the ISSUE -> DEPENDS_ON edge in place."""
+    from premath.issues.memory import dep_replace as replace
+
+    document = replace(
+        issues,
+        issue_id,
+        target,
+        from_kind=from_type,
+        to_kind=to_type,
+        created_by=created_by,
+        now=app.clock.now(),
+        timeout_s=app.lock_timeout(),
+    )
+    return Reply(document, text=lambda d: edge_text("replace", "Replaced", d))
+
+
+@dep.command("project")
+@click.option(
+    "--view",
+    type=click.Choice(["execution", "gtd", "groupoid"]),
+    default="execution",
+    show_default=True,
+)
+@issues_option
+@json_option
+@pass_app
+def dep_project(app: AppContext, view: str, issues: str) -> Reply:
+    """List every edge with its role in one view, plus cycle integrity over all issues."""
+    from premath.issues.memory import dep_project as project
+
+    return Reply(project(issues, now=app.clock.now(), view=view), text=project_text)  # type: ignore[arg-type]
+
+
+@dep.command("diagnostics")
+@click.option(
+    "--graph-scope",
+    type=click.Choice(["active", "full"]),
+    default="active",
+    show_default=True,
+    help="active: open and in_progress issues only",
+)
+@issues_option
+@json_option
+@pass_app
+def dep_diagnostics(app: AppContext, graph_scope: str, issues: str) -> Reply:
+    """Report the first dependency cycle (exit 0 even when one is found)."""
+    from premath.issues.memory import dep_diagnostics as diagnostics
+
+    document = diagnostics(issues, now=app.clock.now(), scope=graph_scope)  # type: ignore[arg-type]
+    return Reply(document, text=diagnostics_text)

@@ -1,0 +1,230 @@
+"""`premath harness boot|step|claim|complete|stop`: the loop's hooks, one command each.
+
+An agent that is itself the worker drives the same cycle the loops run:
+`boot`, then `step --work-cmd ...` (or `claim`, its own work, `complete --verify-cmd ...`),
+then `stop`.
+"""
+
+from typing import Any
+
+import click
+
+from premath.cli._options import json_option
+from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+from premath.cli.harness_loop import _config_options, _progress, common_options
+
+
+def _paths_options(function: Any) -> Any:
+    for option in reversed(
+        [
+            click.option("--repo-root", default=".", show_default=True),
+            click.option("--issues-path", default=".premath/issues.jsonl", show_default=True),
+            click.option(
+                "--session-path", default=".premath/harness_session.json", show_default=True
+            ),
+            click.option(
+                "--feature-ledger-path",
+                default=".premath/harness_feature_ledger.json",
+                show_default=True,
+            ),
+            click.option(
+                "--trajectory-path", default=".premath/harness_trajectory.jsonl", show_default=True
+            ),
+        ]
+    ):
+        function = option(function)
+    return function
+
+
+def _resolve_paths(options: dict[str, Any]) -> Any:
+    from premath.harness.loop_config import LoopPaths
+
+    return LoopPaths.resolve(
+        options.pop("repo_root"),
+        issues=options.pop("issues_path"),
+        session=options.pop("session_path"),
+        ledger=options.pop("feature_ledger_path"),
+        trajectory=options.pop("trajectory_path"),
+    )
+
+
+def boot_text(document: dict[str, Any]) -> str:
+    target = document["nextTarget"]
+    lines = [
+        "premath harness boot",
+        f"  Result: {document['result']}",
+        f"  Ready: {document['readyCount']}",
+        f"  Next Target: {target['issueId'] or 'none'}"
+        + (f" ({target['source']})" if target["source"] else ""),
+    ]
+    lines += [f"  - {finding['class']}: {finding['message']}" for finding in document["findings"]]
+    return "\n".join(lines)
+
+
+def step_text(document: dict[str, Any]) -> str:
+    title = f"premath {document['action'].replace('.', ' ')}"
+    if document.get("stepId") is None:
+        return f"{title}\n  No ready issue to claim"
+    return "\n".join(
+        (
+            title,
+            f"  Step: {document['stepId']}",
+            f"  Outcome: {document['outcome']} ({document['resultClass']})",
+            f"  Next Step: {document['nextStep']}",
+        )
+    )
+
+
+@click.group("harness", cls=StrictGroup)
+def harness() -> None:
+    """Boot, step and stop hooks of the harness loop, for agents that are their own worker."""
+
+
+@harness.command("boot")
+@_paths_options
+@click.option("--startup-cmd", envvar="PREMATH_STARTUP_CMD", help="Startup verification command")
+@click.option("--worktree-root", default=".", show_default=True, help="cwd of the startup command")
+@click.option("--command-timeout-seconds", type=float, default=1800.0, show_default=True)
+@click.option("--pass-env", multiple=True, help="Variable passed to the startup command")
+@json_option
+@pass_app
+def harness_boot(app: AppContext, /, **options: Any) -> Reply:
+    """Check memory roots and dependency integrity, load the handoff, pick the next target."""
+    from premath.harness.boot import boot_report
+
+    paths = _resolve_paths(options)
+    document = boot_report(
+        paths,
+        now=app.clock.now(),
+        startup_cmd=options["startup_cmd"],
+        worktree=options["worktree_root"],
+        timeout_s=options["command_timeout_seconds"],
+        pass_env=tuple(options["pass_env"]),
+    )
+    return Reply(document, text=boot_text, exit_code=0 if document["result"] == "accepted" else 1)
+
+
+def _worker_options(function: Any) -> Any:
+    function = click.option(
+        "--step-index", type=click.IntRange(min=1), default=1, show_default=True
+    )(function)
+    function = click.option(
+        "--worker-id",
+        envvar="PREMATH_WORKER_ID",
+        default="",
+        help="Worker id [env PREMATH_WORKER_ID]",
+    )(function)
+    function = click.option("--worktree-root", default=".", show_default=True)(function)
+    return common_options(function)
+
+
+@harness.command("step")
+@_worker_options
+@json_option
+@pass_app
+def harness_step(app: AppContext, /, **options: Any) -> Reply:
+    """Claim one ready issue, run work and verify, gate, then close or escalate it."""
+    from premath.harness.loop_config import make_worker_config
+    from premath.harness.worker import run_worker
+
+    step_index = options.pop("step_index")
+    cfg = make_worker_config(**_config_options(options, app))
+    outcome = run_worker(
+        cfg,
+        max_steps=1,
+        continue_on_failure=False,
+        clock=app.clock,
+        report=_progress,
+        first_step_index=step_index,
+    )
+    if not outcome.steps:
+        return Reply({"action": "harness.step", "stepId": None, "claimed": False}, text=step_text)
+    (report,) = outcome.steps
+    document = {"action": "harness.step", "claimed": True, **report.to_document()}
+    return Reply(document, text=step_text, exit_code=outcome.exit_code)
+
+
+@harness.command("claim")
+@_worker_options
+@json_option
+@pass_app
+def harness_claim(app: AppContext, /, **options: Any) -> Reply:
+    """Claim one ready issue and mark the session active; do the work, then `complete`."""
+    from premath.harness.loop_config import make_worker_config
+    from premath.harness.step import begin_step, claim_next_issue
+
+    step_index = options.pop("step_index")
+    cfg = make_worker_config(**_config_options(options, app))
+    now = app.clock.now()
+    claim = claim_next_issue(cfg, step_index, now)
+    document: dict[str, Any] = {"action": "harness.claim", "claimed": claim is not None}
+    if claim is not None:
+        begin_step(cfg, claim, now)
+        document.update(
+            issueId=claim.issue_id,
+            leaseId=claim.lease_id,
+            stepId=claim.step_id,
+            lineageRefs=list(claim.lineage_refs),
+            policyRef=claim.policy_ref,
+            sessionPath=cfg.paths.session,
+            nextStep=f"do the work on {claim.issue_id}, then: premath harness complete "
+            f"--worker-id {cfg.worker_id} --issue-id {claim.issue_id} --verify-cmd '...'",
+        )
+    return Reply(document, text=lambda d: d.get("nextStep", "no ready issue to claim"))
+
+
+@harness.command("complete")
+@_worker_options
+@click.option("--issue-id", help="The claimed issue [default: the session's issue]")
+@json_option
+@pass_app
+def harness_complete(app: AppContext, /, **options: Any) -> Reply:
+    """Verify the work this worker did on its claimed issue, gate, then close or escalate."""
+    from premath.harness.loop_config import make_worker_config
+    from premath.harness.step import complete_claim
+
+    step_index = options.pop("step_index")
+    issue_id = options.pop("issue_id")
+    cfg = make_worker_config(**_config_options(options, app), agent_did_work=True)
+    report = complete_claim(cfg, issue_id, step_index, app.clock, report=_progress)
+    document = {"action": "harness.complete", **report.to_document()}
+    return Reply(document, text=step_text, exit_code=0 if report.outcome == "completed" else 1)
+
+
+@harness.command("stop")
+@_paths_options
+@click.option("--worker-id", envvar="PREMATH_WORKER_ID", default="", help="Worker id")
+@click.option("--issue-id", help="Issue to stop on [default: the session's issue]")
+@click.option("--release", is_flag=True, help="Give the lease back instead of renewing it")
+@click.option(
+    "--lease-ttl-seconds", type=click.IntRange(30, 86400), default=3600, show_default=True
+)
+@click.option("--summary", help="Handoff summary")
+@click.option("--next-step", help="Next step for the agent that resumes")
+@click.option("--step-index", type=click.IntRange(min=1), default=1, show_default=True)
+@json_option
+@pass_app
+def harness_stop(app: AppContext, /, **options: Any) -> Reply:
+    """Persist the handoff: session stopped, lease renewed or released, interrupted step logged."""
+    from premath.harness.stop import stop_worker
+
+    paths = _resolve_paths(options)
+    document = stop_worker(
+        paths,
+        worker_id=options["worker_id"],
+        now=app.clock.now(),
+        lock_timeout_s=app.lock_timeout(),
+        issue_id=options["issue_id"],
+        release=options["release"],
+        lease_ttl_s=options["lease_ttl_seconds"],
+        summary=options["summary"],
+        next_step=options["next_step"],
+        step_index=options["step_index"],
+    )
+    return Reply(
+        document,
+        text=lambda d: (
+            f"premath harness stop\n  Issue: {d['issueId']}\n  Lease: "
+            f"{d['leaseOutcome']} ({d['leaseState']})\n  Next Step: {d['nextStep']}"
+        ),
+    )

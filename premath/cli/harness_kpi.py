@@ -1,0 +1,66 @@
+"""`premath harness-kpi`: the multithread throughput KPI over the harness trajectory."""
+
+import click
+
+from premath.cli._options import json_option
+from premath.cli._root import Reply, StrictCommand
+
+
+@click.command("harness-kpi", cls=StrictCommand)
+@click.option(
+    "--trajectory-path",
+    default=".premath/harness_trajectory.jsonl",
+    show_default=True,
+    help="Harness trajectory path",
+)
+@click.option(
+    "--session-path",
+    default=".premath/harness_session.json",
+    show_default=True,
+    help="Harness session projection reference path (echoed only)",
+)
+@click.option(
+    "--issues-path",
+    default=".premath/issues.jsonl",
+    show_default=True,
+    help="Issue-memory authority path (echoed only)",
+)
+@click.option(
+    "--window-hours", type=int, default=24, show_default=True, help="Lookback window in hours"
+)
+@click.option(
+    "--target-kpi", type=float, default=0.8, show_default=True, help="Target KPI threshold"
+)
+@click.option(
+    "--rollback-kpi", type=float, default=0.4, show_default=True, help="Rollback KPI threshold"
+)
+@click.option(
+    "--min-sample-rows",
+    type=int,
+    default=3,
+    show_default=True,
+    help="Minimum window rows before threshold decisions",
+)
+@json_option
+def harness_kpi(
+    trajectory_path: str,
+    session_path: str,
+    issues_path: str,
+    window_hours: int,
+    target_kpi: float,
+    rollback_kpi: float,
+    min_sample_rows: int,
+) -> Reply:
+    """Compute the throughput KPI: completed issues/day per active worker times gate pass rate."""
+    from premath.harness.kpi import kpi_report, kpi_text
+
+    report = kpi_report(
+        trajectory_path=trajectory_path,
+        session_path=session_path,
+        issues_path=issues_path,
+        window_hours=window_hours,
+        target_kpi=target_kpi,
+        rollback_kpi=rollback_kpi,
+        min_sample_rows=min_sample_rows,
+    )
+    return Reply(report, text=kpi_text)

@@ -1,0 +1,151 @@
+"""`premath harness-policy show|decide|classify|escalate`: the retry policy and its decisions."""
+
+from typing import Any
+
+import click
+
+from premath.cli._options import json_option
+from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+
+policy_option = click.option(
+    "--policy",
+    "policy_path",
+    default=None,
+    help="Retry policy path [default: policies/control/harness-retry-policy-v1.json, "
+    "else the policy shipped with premath]",
+)
+
+
+def _show_text(document: dict[str, object]) -> str:
+    rules = document["rules"]
+    assert isinstance(rules, list)
+    lines = [
+        "premath harness-policy show",
+        f"  Policy: {document['policyId']} ({document['policyPath']})",
+        f"  Digest: {document['policyDigest']}",
+    ]
+    for rule in [*rules, document["defaultRule"]]:
+        assert isinstance(rule, dict)
+        lines.append(
+            f"  - {rule['ruleId']}: maxAttempts={rule['maxAttempts']} "
+            f"backoff={rule['backoffClass']} escalation={rule['escalationAction']}"
+        )
+    return "\n".join(lines)
+
+
+def _decision_text(document: dict[str, object]) -> str:
+    decision = document["decision"]
+    assert isinstance(decision, dict)
+    verdict = "retry" if decision["retry"] else f"escalate ({decision['escalationAction']})"
+    return "\n".join(
+        (
+            "premath harness-policy decide",
+            f"  Matched: {decision['matchedFailureClass']} -> rule {decision['ruleId']}",
+            f"  Attempt: {decision['attempt']}/{decision['maxAttempts']}",
+            f"  Decision: {verdict}, backoff {decision['backoffClass']} "
+            f"({document['backoffSeconds']}s)",
+        )
+    )
+
+
+@click.group("harness-policy", cls=StrictGroup)
+def harness_policy() -> None:
+    """Inspect the harness retry policy: rules, decisions and failure classification."""
+
+
+@harness_policy.command("show")
+@policy_option
+@json_option
+def harness_policy_show(policy_path: str | None) -> Reply:
+    """Show the retry policy after checking its shape and digest."""
+    from premath.harness.retry import load_retry_policy
+
+    document = {"action": "harness-policy.show", **load_retry_policy(policy_path).to_document()}
+    return Reply(document, text=_show_text)
+
+
+@harness_policy.command("decide")
+@policy_option
+@click.option(
+    "--failure-class", "failure_classes", multiple=True, help="Failure class, in order (repeatable)"
+)
+@click.option("--attempt", type=click.IntRange(min=1), default=1, show_default=True)
+@json_option
+def harness_policy_decide(
+    policy_path: str | None, failure_classes: tuple[str, ...], attempt: int
+) -> Reply:
+    """Decide retry or escalation for failure classes at an attempt number.
+
+    \b
+    premath harness-policy decide --failure-class gate_timeout --attempt 2 --json
+    """
+    from premath.harness.retry import policy_decision_document
+
+    return Reply(
+        policy_decision_document(policy_path, failure_classes, attempt), text=_decision_text
+    )
+
+
+@harness_policy.command("classify")
+@policy_option
+@click.option("--stdout-file", type=click.Path(dir_okay=False), help="A command's captured stdout")
+@click.option("--stderr-file", type=click.Path(dir_okay=False), help="A command's captured stderr")
+@click.option("--witness", "witness_path", help="A gate witness JSON file")
+@click.option("--attempt", type=click.IntRange(min=1), default=1, show_default=True)
+@json_option
+def harness_policy_classify(
+    policy_path: str | None,
+    stdout_file: str | None,
+    stderr_file: str | None,
+    witness_path: str | None,
+    attempt: int,
+) -> Reply:
+    """Classify a failed command's output (and witness), then decide as `decide` does."""
+    from premath.harness.retry import classify_document
+
+    document = classify_document(policy_path, stdout_file, stderr_file, witness_path, attempt)
+    return Reply(document, text=_decision_text)
+
+
+def _escalate_text(document: dict[str, Any]) -> str:
+    escalation = document["escalation"]
+    decision = document["decision"]
+    if escalation is None:
+        return f"retry {decision['attempt']}/{decision['maxAttempts']} (rule={decision['ruleId']})"
+    return (
+        f"escalation action={escalation['action']} outcome={escalation['outcome']} "
+        f"issue={escalation['issueId']}"
+        + (f" created={escalation['createdIssueId']}" if escalation["createdIssueId"] else "")
+    )
+
+
+@harness_policy.command("escalate")
+@policy_option
+@click.option("--failure-class", "failure_classes", multiple=True, help="Failure class, in order")
+@click.option("--attempt", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option(
+    "--issue-id",
+    help="Issue to escalate [default: PREMATH_ACTIVE_ISSUE_ID, PREMATH_ISSUE_ID, the harness "
+    "session's issue, else the only ready issue]",
+)
+@click.option("--issues", "issues_path", default=".premath/issues.jsonl", show_default=True)
+@click.option("--scope", default="required", show_default=True, help="Escalation scope label")
+@click.option("--witness-ref", default="", help="Witness the failure came from")
+@json_option
+@pass_app
+def harness_policy_escalate(app: AppContext, /, **options: Any) -> Reply:
+    """Decide on failure classes; once retries are spent, apply the escalation to the issue."""
+    from premath.harness.retry import escalate_document
+
+    document = escalate_document(
+        options["policy_path"],
+        options["failure_classes"],
+        options["attempt"],
+        issues_path=options["issues_path"],
+        issue_id=options["issue_id"],
+        scope=options["scope"],
+        witness_ref=options["witness_ref"],
+        now=app.clock.now(),
+        timeout_s=app.lock_timeout(),
+    )
+    return Reply(document, text=_escalate_text)

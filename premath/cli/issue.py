@@ -1,0 +1,455 @@
+"""`premath issue ...`: the issue memory (`.premath/issues.jsonl`), its leases and checks."""
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from premath.cli._options import json_option
+from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+from premath.errors import IoFailure
+
+ISSUES_PATH = ".premath/issues.jsonl"
+I32 = click.IntRange(-(2**31), 2**31 - 1)
+
+issues_option = click.option(
+    "--issues", default=ISSUES_PATH, show_default=True, help="Issues JSONL path"
+)
+
+
+def _lines(title: str, rows: list[tuple[str, Any]], items: list[str] | None = None) -> str:
+    lines = [title, *(f"  {label}: {value}" for label, value in rows)]
+    lines.extend(f"  - {item}" for item in items or ())
+    return "\n".join(lines)
+
+
+def added_text(document: dict[str, Any]) -> str:
+    issue = document["issue"]
+    return _lines(
+        "premath issue add",
+        [("Added", f"{issue['id']} [{issue['status']}]"), ("Path", document["issuesPath"])],
+    )
+
+
+def list_text(document: dict[str, Any]) -> str:
+    return _lines(
+        "premath issue list",
+        [("Path", document["issuesPath"]), ("Count", document["count"])],
+        [f"{i['id']} [{i['status']} p{i['priority']}] {i['title']}" for i in document["items"]],
+    )
+
+
+def ready_text(document: dict[str, Any]) -> str:
+    return _lines(
+        "premath issue ready",
+        [("Path", document["issuesPath"]), ("Count", document["count"])],
+        [f"{i['id']} [p{i['priority']}] {i['title']}" for i in document["items"]],
+    )
+
+
+def blocked_text(document: dict[str, Any]) -> str:
+    lines = [
+        "premath issue blocked",
+        f"  Path: {document['issuesPath']}",
+        f"  Count: {document['count']}",
+    ]
+    for item in document["items"]:
+        manual = str(item["manualBlocked"]).lower()
+        lines.append(
+            f"  - {item['id']} [{item['status']} p{item['priority']} manual_blocked={manual}] "
+            f"{item['title']}"
+        )
+        for blocker in item["blockers"]:
+            status = "missing" if blocker["blockerStatus"] is None else blocker["blockerStatus"]
+            lines.append(
+                f"    blocker: {blocker['dependsOnId']} (type={blocker['type']}, "
+                f"status={status}, created_by={blocker['createdBy']})"
+            )
+    return "\n".join(lines)
+
+
+def check_text(document: dict[str, Any]) -> str:
+    summary = document["summary"]
+    verdict = "OK" if document["result"] == "accepted" else "FAIL"
+    lines = [
+        f"[issue-graph] {verdict} (issues={summary['issueCount']}, "
+        f"errors={summary['errorCount']}, warnings={summary['warningCount']})"
+    ]
+    lines.extend(f"  - {f['issueId']} {f['class']} ({f['message']})" for f in document["errors"])
+    lines.extend(
+        f"  - WARN {f['issueId']} {f['class']} ({f['message']})" for f in document["warnings"]
+    )
+    return "\n".join(lines)
+
+
+def updated_text(document: dict[str, Any]) -> str:
+    issue = document["issue"]
+    return _lines(
+        "premath issue update",
+        [("Updated", f"{issue['id']} [{issue['status']}]"), ("Path", document["issuesPath"])],
+    )
+
+
+def claimed_text(action: str, document: dict[str, Any]) -> str:
+    issue = document["issue"]
+    claimed = (
+        "none (no ready/open issue)"
+        if issue is None
+        else f"{issue['id']} -> {issue['assignee']} [{issue['status']}]"
+    )
+    return _lines(
+        f"premath issue {action}", [("Claimed", claimed), ("Path", document["issuesPath"])]
+    )
+
+
+def lease_text(action: str, verb: str, document: dict[str, Any]) -> str:
+    issue = document["issue"]
+    rows: list[tuple[str, Any]] = [(verb, f"{issue['id']} [{issue['status']}]")]
+    if issue["lease"] is not None:
+        lease = issue["lease"]
+        rows.append(
+            ("Lease", f"{lease['leaseId']} (owner {lease['owner']}, expires {lease['expiresAt']})")
+        )
+    rows.append(("Path", document["issuesPath"]))
+    return _lines(f"premath issue {action}", rows)
+
+
+def projection_text(document: dict[str, Any]) -> str:
+    return _lines(
+        "premath issue lease-projection",
+        [
+            ("Path", document["issuesPath"]),
+            ("Checked at", document["checkedAt"]),
+            ("Stale", f"{document['staleCount']} {' '.join(document['staleIssueIds'])}".rstrip()),
+            (
+                "Contended",
+                f"{document['contendedCount']} {' '.join(document['contendedIssueIds'])}".rstrip(),
+            ),
+        ],
+    )
+
+
+def discovered_text(document: dict[str, Any]) -> str:
+    issue, edge = document["issue"], document["dependency"]
+    return _lines(
+        "premath issue discover",
+        [
+            ("Added", f"{issue['id']} [{issue['status']}]"),
+            ("Linked", f"{edge['issueId']} -> {edge['dependsOnId']} ({edge['type']})"),
+            ("Path", document["issuesPath"]),
+        ],
+    )
+
+
+def read_notes_file(source: str) -> str:
+    """`--notes-file`: `-` reads stdin, anything else a UTF-8 file, verbatim."""
+    if source == "-":
+        return click.get_text_stream("stdin", encoding="utf-8").read()
+    try:
+        return Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "stream did not contain valid UTF-8"
+        raise IoFailure(f"failed to read notes file `{source}`: {reason or exc}") from None
+
+
+@click.group("issue", cls=StrictGroup)
+def issue() -> None:
+    """Issue memory: add, list, claim and close work items (.premath/issues.jsonl)"""
+
+
+@issue.command("add")
+@click.argument("title")
+@click.option("--id", "issue_id", help="Issue id (default: the smallest unused bd-N)")
+@click.option("--description", default="", help="Issue description")
+@click.option("--status", default="open", show_default=True, help="Issue status")
+@click.option("--priority", type=I32, default=2, show_default=True, help="Priority (0 is highest)")
+@click.option("--type", "issue_type", default="task", show_default=True, help="epic or task")
+@click.option("--assignee", default="", help="Assignee")
+@click.option("--owner", default="", help="Owner")
+@issues_option
+@json_option
+@pass_app
+def issue_add(
+    app: AppContext,
+    title: str,
+    issue_id: str | None,
+    description: str,
+    status: str,
+    priority: int,
+    issue_type: str,
+    assignee: str,
+    owner: str,
+    issues: str,
+) -> Reply:
+    """Add an issue (creates the issues file when missing)."""
+    from premath.issues.memory import add_issue
+
+    document = add_issue(
+        issues,
+        title,
+        now=app.clock.now(),
+        timeout_s=app.lock_timeout(),
+        issue_id=issue_id,
+        description=description,
+        status=status,
+        priority=priority,
+        issue_type=issue_type,
+        assignee=assignee,
+        owner=owner,
+    )
+    return Reply(document, text=added_text)
+
+
+@issue.command("list")
+@click.option("--status", help="Only issues with exactly this status")
+@click.option("--assignee", help="Only issues with exactly this assignee")
+@issues_option
+@json_option
+@pass_app
+def issue_list(app: AppContext, status: str | None, assignee: str | None, issues: str) -> Reply:
+    """List issues in id order."""
+    from premath.issues.memory import list_issues
+
+    document = list_issues(issues, now=app.clock.now(), status=status, assignee=assignee)
+    return Reply(document, text=list_text)
+
+
+@issue.command("ready")
+@issues_option
+@json_option
+@pass_app
+def issue_ready(app: AppContext, issues: str) -> Reply:
+    """List open issues whose blocking dependencies are all closed."""
+    from premath.issues.memory import ready
+
+    return Reply(ready(issues, now=app.clock.now()), text=ready_text)
+
+
+@issue.command("blocked")
+@issues_option
+@json_option
+@pass_app
+def issue_blocked(app: AppContext, issues: str) -> Reply:
+    """List issues that are manually blocked or wait on an unclosed blocker."""
+    from premath.issues.memory import blocked
+
+    return Reply(blocked(issues, now=app.clock.now()), text=blocked_text)
+
+
+@issue.command("check")
+@click.option(
+    "--note-warn-threshold",
+    type=click.IntRange(min=0),
+    default=2000,
+    show_default=True,
+    help="Warn when an issue's notes are longer than this many characters",
+)
+@issues_option
+@json_option
+@pass_app
+def issue_check(app: AppContext, note_warn_threshold: int, issues: str) -> Reply:
+    """Check the issue graph contract (acceptance, verification command); exit 1 when rejected."""
+    from premath.issues.memory import check
+
+    document = check(issues, now=app.clock.now(), note_warn_threshold=note_warn_threshold)
+    return Reply(document, text=check_text, exit_code=0 if document["result"] == "accepted" else 1)
+
+
+@issue.command("update")
+@click.argument("issue_id", metavar="ID")
+@click.option("--title", help="New title")
+@click.option("--description", help="New description")
+@click.option("--notes", help="New notes")
+@click.option("--notes-file", help="Read new notes from a file (`-` for stdin)")
+@click.option("--status", help="New status (closing releases the lease)")
+@click.option("--priority", type=I32, help="New priority")
+@click.option("--assignee", help="New assignee")
+@click.option("--owner", help="New owner")
+@issues_option
+@json_option
+@pass_app
+def issue_update(
+    app: AppContext,
+    issue_id: str,
+    title: str | None,
+    description: str | None,
+    notes: str | None,
+    notes_file: str | None,
+    status: str | None,
+    priority: int | None,
+    assignee: str | None,
+    owner: str | None,
+    issues: str,
+) -> Reply:
+    """Update fields of an issue."""
+    from premath.issues.memory import update_issue
+
+    if notes is not None and notes_file is not None:
+        raise click.UsageError("the argument '--notes' cannot be used with '--notes-file'")
+    if notes_file is not None:
+        notes = read_notes_file(notes_file)
+    document = update_issue(
+        issues,
+        issue_id,
+        now=app.clock.now(),
+        timeout_s=app.lock_timeout(),
+        title=title,
+        description=description,
+        notes=notes,
+        status=status,
+        priority=priority,
+        assignee=assignee,
+        owner=owner,
+    )
+    return Reply(document, text=updated_text)
+
+
+@issue.command("claim")
+@click.argument("issue_id", metavar="ID")
+@click.option("--assignee", required=True, help="Who takes the issue")
+@issues_option
+@json_option
+@pass_app
+def issue_claim(app: AppContext, issue_id: str, assignee: str, issues: str) -> Reply:
+    """Claim one issue with a lease (TTL 3600 s); readiness is not checked."""
+    from premath.issues.memory import claim
+
+    document = claim(issues, issue_id, assignee, now=app.clock.now(), timeout_s=app.lock_timeout())
+    return Reply(document, text=lambda d: claimed_text("claim", d))
+
+
+@issue.command("claim-next")
+@click.option("--assignee", required=True, help="Who takes the issue")
+@click.option("--lease-id", help="Lease id (default: lease1_<issue>_<assignee>)")
+@click.option(
+    "--lease-ttl-seconds", type=int, help="Lease TTL in seconds, 30..86400 (default 3600)"
+)
+@issues_option
+@json_option
+@pass_app
+def issue_claim_next(
+    app: AppContext, assignee: str, lease_id: str | None, lease_ttl_seconds: int | None, issues: str
+) -> Reply:
+    """Claim the best ready issue: lowest priority number, then id in natural order.
+
+    \b
+    Also reclaims an in_progress issue whose lease expired (a dead worker's).
+    """
+    from premath.issues.memory import claim_next
+
+    document = claim_next(
+        issues,
+        assignee,
+        now=app.clock.now(),
+        timeout_s=app.lock_timeout(),
+        lease_id=lease_id,
+        ttl_seconds=lease_ttl_seconds,
+    )
+    return Reply(document, text=lambda d: claimed_text("claim-next", d))
+
+
+@issue.command("lease-renew")
+@click.argument("issue_id", metavar="ID")
+@click.option("--assignee", required=True, help="The lease holder")
+@click.option("--lease-id", required=True, help="The lease id being renewed")
+@click.option("--lease-ttl-seconds", type=int, help="New TTL from now, 30..86400 (default 3600)")
+@click.option("--lease-expires-at", help="New expiry as an RFC3339 time in the future")
+@issues_option
+@json_option
+@pass_app
+def issue_lease_renew(
+    app: AppContext,
+    issue_id: str,
+    assignee: str,
+    lease_id: str,
+    lease_ttl_seconds: int | None,
+    lease_expires_at: str | None,
+    issues: str,
+) -> Reply:
+    """Extend your active lease on an issue (only its holder may)."""
+    from premath.issues.memory import renew_lease
+
+    document = renew_lease(
+        issues,
+        issue_id,
+        assignee,
+        lease_id,
+        now=app.clock.now(),
+        timeout_s=app.lock_timeout(),
+        ttl_seconds=lease_ttl_seconds,
+        expires_at=lease_expires_at,
+    )
+    return Reply(document, text=lambda d: lease_text("lease-renew", "Renewed", d))
+
+
+@issue.command("lease-release")
+@click.argument("issue_id", metavar="ID")
+@click.option("--assignee", required=True, help="The lease holder")
+@click.option("--lease-id", help="The lease id being released (checked when given)")
+@issues_option
+@json_option
+@pass_app
+def issue_lease_release(
+    app: AppContext, issue_id: str, assignee: str, lease_id: str | None, issues: str
+) -> Reply:
+    """Give your active lease up; the issue is open and unassigned again."""
+    from premath.issues.memory import release_lease
+
+    document = release_lease(
+        issues, issue_id, assignee, lease_id, now=app.clock.now(), timeout_s=app.lock_timeout()
+    )
+    return Reply(document, text=lambda d: lease_text("lease-release", "Released", d))
+
+
+@issue.command("lease-projection")
+@issues_option
+@json_option
+@pass_app
+def issue_lease_projection(app: AppContext, issues: str) -> Reply:
+    """List stale and contended leases."""
+    from premath.issues.memory import lease_projection
+
+    return Reply(lease_projection(issues, now=app.clock.now()), text=projection_text)
+
+
+@issue.command("discover")
+@click.argument("parent_id", metavar="PARENT")
+@click.argument("title")
+@click.option("--id", "issue_id", help="Issue id (default: the smallest unused bd-N)")
+@click.option("--description", default="", help="Issue description")
+@click.option("--priority", type=I32, default=2, show_default=True, help="Priority")
+@click.option("--type", "issue_type", default="task", show_default=True, help="epic or task")
+@click.option("--assignee", default="", help="Assignee")
+@click.option("--owner", default="", help="Owner")
+@issues_option
+@json_option
+@pass_app
+def issue_discover(
+    app: AppContext,
+    parent_id: str,
+    title: str,
+    issue_id: str | None,
+    description: str,
+    priority: int,
+    issue_type: str,
+    assignee: str,
+    owner: str,
+    issues: str,
+) -> Reply:
+    """Add an issue found while working on PARENT, linked to it (discovered-from)."""
+    from premath.issues.memory import discover_issue
+
+    document = discover_issue(
+        issues,
+        parent_id,
+        title,
+        now=app.clock.now(),
+        timeout_s=app.lock_timeout(),
+        issue_id=issue_id,
+        description=description,
+        priority=priority,
+        issue_type=issue_type,
+        assignee=assignee,
+        owner=owner,
+    )
+    return Reply(document, text=discovered_text)

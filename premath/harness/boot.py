@@ -1,0 +1,144 @@
+"""Boot: resolve the memory roots, check dependency integrity, load the handoff, pick a target.
+
+A boot report never mutates anything (the startup verification command may, in its worktree).
+Findings are data: the report is `rejected` with failure classes, and the CLI exits 1, as
+`harness-feature check` does. specs/harness-loop.md "Boot".
+"""
+
+import os
+from datetime import datetime
+from typing import Any
+
+from premath.errors import PremathError
+from premath.models.boot_report import BOOT_KIND, BOOT_SCHEMA
+
+
+def _finding(failure_class: str, message: str) -> dict[str, str]:
+    return {"class": failure_class, "message": message}
+
+
+def _memory_roots(paths: Any) -> dict[str, Any]:
+    return {
+        "repoRoot": paths.repo_root,
+        "issuesPath": paths.issues,
+        "issuesExists": os.path.exists(paths.issues),
+        "sessionPath": paths.session,
+        "sessionExists": os.path.exists(paths.session),
+        "featureLedgerPath": paths.ledger,
+        "featureLedgerExists": os.path.exists(paths.ledger),
+        "trajectoryPath": paths.trajectory,
+        "trajectoryExists": os.path.exists(paths.trajectory),
+    }
+
+
+def _next_target(
+    issues: dict[str, Any], handoff: dict[str, Any] | None, ready_ids: list[str]
+) -> dict[str, Any]:
+    """Resume the session's issue, else the ledger's next feature, else the first ready issue."""
+    if handoff is not None:
+        resume = handoff.get("resumeIssueId")
+        row = issues.get(resume) if resume else None
+        if row is not None and row["status"] == "in_progress":
+            return {
+                "issueId": resume,
+                "source": "resume",
+                "featureId": handoff.get("nextFeatureId"),
+            }
+        feature = handoff.get("nextFeatureId")
+        row = issues.get(feature) if feature else None
+        if row is not None and row["status"] != "closed":
+            return {"issueId": feature, "source": "feature_ledger", "featureId": feature}
+    if ready_ids:
+        return {"issueId": ready_ids[0], "source": "ready", "featureId": None}
+    return {"issueId": None, "source": None, "featureId": None}
+
+
+def boot_report(
+    paths: Any,
+    *,
+    now: datetime,
+    startup_cmd: str | None = None,
+    worktree: str = ".",
+    timeout_s: float = 1800.0,
+    pass_env: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """The boot document for `paths` (a LoopPaths); see the module doc."""
+    from premath.issues import graph
+    from premath.issues.memory import read_store
+    from premath.issues.snapshot import snapshot_ref_of
+
+    findings: list[dict[str, str]] = []
+    issues: dict[str, Any] = {}
+    integrity: dict[str, Any] | None = None
+    snapshot_ref = None
+    if not os.path.exists(paths.issues):
+        findings.append(_finding("boot.issues_missing", f"issues file not found: {paths.issues}"))
+    else:
+        try:
+            issues = dict(read_store(paths.issues, now))
+        except PremathError as exc:
+            findings.append(_finding("boot.issues_invalid", exc.message))
+        else:
+            integrity = {"graphScope": "active", **graph.integrity(issues, "active")}
+            snapshot_ref = snapshot_ref_of(issues)
+            if integrity["hasCycle"]:
+                cycle = " -> ".join(integrity["cyclePath"])
+                findings.append(_finding("boot.dependency_cycle", f"dependency cycle: {cycle}"))
+    handoff = _load_handoff(paths, findings)
+    ready_ids = [row["id"] for row in graph.ready_issues(issues)] if issues else []
+    startup = (
+        _run_startup(startup_cmd, worktree, timeout_s, pass_env, paths) if startup_cmd else None
+    )
+    if startup is not None and startup["status"] != "ok":
+        findings.append(
+            _finding("boot.startup_verification_failed", f"startup command {startup['status']}")
+        )
+    classes = sorted({finding["class"] for finding in findings})
+    return {
+        "action": "harness.boot",
+        "schema": BOOT_SCHEMA,
+        "bootKind": BOOT_KIND,
+        "result": "rejected" if findings else "accepted",
+        "failureClasses": classes,
+        "findings": findings,
+        "memoryRoots": _memory_roots(paths),
+        "issuesSnapshotRef": snapshot_ref,
+        "integrity": integrity,
+        "handoff": handoff,
+        "readyCount": len(ready_ids),
+        "readyIssueIds": ready_ids[:20],
+        "nextTarget": _next_target(issues, handoff, ready_ids),
+        "startup": startup,
+    }
+
+
+def _load_handoff(paths: Any, findings: list[dict[str, str]]) -> dict[str, Any] | None:
+    from premath.harness.session import bootstrap_session
+
+    if not os.path.exists(paths.session):
+        return None
+    try:
+        return bootstrap_session(paths.session, paths.ledger)
+    except PremathError as exc:
+        failure_class = (
+            "boot.ledger_invalid" if "feature ledger" in exc.message else "boot.session_invalid"
+        )
+        findings.append(_finding(failure_class, exc.message))
+        return None
+
+
+def _run_startup(
+    command: str, worktree: str, timeout_s: float, pass_env: tuple[str, ...], paths: Any
+) -> dict[str, Any]:
+    from premath.harness.commands import command_env, run_command
+
+    run = run_command(
+        "startup",
+        command,
+        cwd=os.path.abspath(worktree),
+        env=command_env({"PREMATH_ISSUES_PATH": paths.issues}, pass_env),
+        timeout_s=timeout_s,
+        output_cap=1024 * 1024,
+        log_dir=os.path.join(paths.steps_dir, "boot"),
+    )
+    return run.to_document()

@@ -1,0 +1,231 @@
+"""Terminal escalation once retries are spent: discover a follow-up issue, mark blocked, or stop.
+
+issue-memory-and-loops.md §B10 is the reference. Ours differs where it was wrong: the discovered
+issue carries an `Acceptance:` section and a verification command, so `issue check` still accepts
+the graph (D5-9, its B10), and the issue that failed is marked blocked next to it so no loop
+claims it again until someone looks; escalating an escalation issue marks it blocked instead of
+discovering another one (no runaway chains).
+"""
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from premath.errors import InputInvalid
+from premath.harness.refs import stable_hash
+from premath.models.retry_policy import RetryDecision, RetryPolicy
+
+ESCALATION_TITLE_PREFIX = "[HarnessEscalation]"
+ACTIVE_ISSUE_ENV_KEYS = ("PREMATH_ACTIVE_ISSUE_ID", "PREMATH_ISSUE_ID")
+SESSION_PATH_ENV = "PREMATH_HARNESS_SESSION_PATH"
+DEFAULT_SESSION_PATH = ".premath/harness_session.json"
+
+
+class EscalationError(InputInvalid):
+    """Escalation could not run; `failure_class` is the reference's `escalation_*` class."""
+
+    def __init__(self, failure_class: str, reason: str) -> None:
+        super().__init__(f"{failure_class}: {reason}")
+        self.failure_class = failure_class
+
+
+@dataclass(frozen=True, slots=True)
+class EscalationResult:
+    action: str
+    outcome: str
+    """`applied`, `stop`, or `skipped` (the gate refused any mutation)."""
+    issue_id: str | None
+    created_issue_id: str | None = None
+    note_digest: str | None = None
+    details: str = ""
+    refs: tuple[str, ...] = field(default=())
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "outcome": self.outcome,
+            "issueId": self.issue_id,
+            "createdIssueId": self.created_issue_id,
+            "noteDigest": self.note_digest,
+            "details": self.details,
+        }
+
+    def ref(self) -> str:
+        """`escalation://<action>/<outcome>/<issue>[/<created>]` for trajectory witness refs."""
+        tail = f"/{self.created_issue_id}" if self.created_issue_id else ""
+        return f"escalation://{self.action}/{self.outcome}/{self.issue_id or 'none'}{tail}"
+
+
+def escalation_note(
+    *, scope: str, action: str, policy: RetryPolicy, decision: RetryDecision, witness_ref: str
+) -> str:
+    """The reference's ten-line `[harness-escalation]` note."""
+    classes = ", ".join(decision.failure_classes) or "(none)"
+    return "\n".join(
+        (
+            "[harness-escalation]",
+            f"scope: {scope}",
+            f"action: {action}",
+            f"policyId: {policy.policy_id}",
+            f"policyDigest: {policy.policy_digest}",
+            f"ruleId: {decision.rule_id}",
+            f"matchedFailureClass: {decision.matched_failure_class}",
+            f"attempt: {decision.attempt}/{decision.max_attempts}",
+            f"failureClasses: {classes}",
+            f"witnessRef: {witness_ref}",
+        )
+    )
+
+
+def note_digest(scope: str, note: str) -> str:
+    return "note1_" + stable_hash({"scope": scope, "note": note})
+
+
+def discovered_description(
+    note: str, issue_id: str, matched: str, verify_command: str | None
+) -> str:
+    """The follow-up issue's description: the note, acceptance and verification commands."""
+    commands = ["- `premath issue check`"]
+    if verify_command and verify_command.strip():
+        commands.append(f"- `{verify_command.strip()}`")
+    return "\n".join(
+        (
+            note,
+            "",
+            "Acceptance:",
+            f"- the cause of `{matched}` on {issue_id} is found and fixed",
+            f"- {issue_id} is reopened (status open) so a worker can claim it again",
+            "",
+            "Verification commands:",
+            *commands,
+        )
+    )
+
+
+def resolve_active_issue(
+    env: Mapping[str, str],
+    session_path: str | None = None,
+    issues_path: str | None = None,
+    now: datetime | None = None,
+) -> tuple[str, str]:
+    """(issue id, source): env keys in order, the harness session file, then a ready frontier
+    of exactly one issue (§B10 step 4)."""
+    found = [(key, env[key].strip()) for key in ACTIVE_ISSUE_ENV_KEYS if env.get(key, "").strip()]
+    if len({value for _, value in found}) > 1:
+        listed = ", ".join(f"{key}={value}" for key, value in found)
+        raise EscalationError(
+            "escalation_issue_context_ambiguous", f"conflicting issue context: {listed}"
+        )
+    if found:
+        key, value = found[0]
+        return value, f"env:{key}"
+    path = session_path or env.get(SESSION_PATH_ENV, "").strip() or DEFAULT_SESSION_PATH
+    if os.path.exists(path):
+        import orjson
+
+        try:
+            session = orjson.loads(Path(path).read_bytes())
+        except OSError as exc:
+            raise EscalationError("escalation_session_read_failed", f"{path}: {exc}") from exc
+        except orjson.JSONDecodeError as exc:
+            raise EscalationError("escalation_session_invalid", f"{path}: {exc}") from exc
+        if (
+            not isinstance(session, dict)
+            or session.get("sessionKind") != "premath.harness.session.v1"
+        ):
+            raise EscalationError("escalation_session_invalid", f"{path}: not a harness session")
+        issue_id = session.get("issueId")
+        if isinstance(issue_id, str) and issue_id.strip():
+            return issue_id.strip(), f"session:{path}"
+    if issues_path is not None and now is not None and os.path.exists(issues_path):
+        from premath.issues.memory import ready
+
+        ready_ids = [item["id"] for item in ready(issues_path, now=now)["items"]]
+        if len(ready_ids) == 1:
+            return ready_ids[0], f"ready:{issues_path}"
+        if len(ready_ids) > 1:
+            raise EscalationError(
+                "escalation_issue_context_ambiguous",
+                f"ready frontier contains multiple issues: {', '.join(ready_ids)}",
+            )
+    keys = ", ".join(ACTIVE_ISSUE_ENV_KEYS)
+    raise EscalationError(
+        "escalation_issue_context_unbound",
+        f"no active issue: set {keys}, or write a harness session with an issueId ({path})",
+    )
+
+
+def _current_row(issues_path: str, issue_id: str, now: datetime) -> dict[str, Any]:
+    from premath.issues.memory import read_store
+
+    row = read_store(issues_path, now).get(issue_id)
+    if row is None:
+        raise EscalationError("escalation_issue_not_found", f"issue not found: {issue_id}")
+    return dict(row)
+
+
+def escalate(
+    *,
+    issues_path: str,
+    issue_id: str,
+    scope: str,
+    policy: RetryPolicy,
+    decision: RetryDecision,
+    witness_ref: str,
+    now: datetime,
+    timeout_s: float,
+    verify_command: str | None = None,
+    holder: tuple[str, str | None] | None = None,
+) -> EscalationResult:
+    """Apply the decision's escalation to `issue_id`.
+
+    With `holder` (worker id, lease id) the issue is blocked only while that worker still holds
+    it (a loop step); without, it is updated as the reference's CI wrappers do.
+    """
+    action = decision.escalation_action
+    if action == "stop":
+        return EscalationResult("stop", "stop", issue_id, details="terminal stop with no mutation")
+    from premath.harness.transitions import block_held
+    from premath.issues.memory import discover_issue, update_issue
+    from premath.store.issues_file import require_store_file
+
+    require_store_file(issues_path)
+    row = _current_row(issues_path, issue_id, now)
+    if action == "issue_discover" and row["title"].startswith(ESCALATION_TITLE_PREFIX):
+        action = "mark_blocked"
+    note = escalation_note(
+        scope=scope, action=action, policy=policy, decision=decision, witness_ref=witness_ref
+    )
+    created: str | None = None
+    if action == "issue_discover":
+        title = (
+            f"{ESCALATION_TITLE_PREFIX} {scope} retry exhausted ({decision.matched_failure_class})"
+        )
+        description = discovered_description(
+            note, issue_id, decision.matched_failure_class, verify_command
+        )
+        document = discover_issue(
+            issues_path, issue_id, title, description=description, now=now, timeout_s=timeout_s
+        )
+        created = document["issue"]["id"]
+        note = f"{note}\ndiscoveredIssue: {created}"
+    if holder is not None:
+        transition = block_held(
+            issues_path, issue_id, holder[0], holder[1], note, now=now, timeout_s=timeout_s
+        )
+        if not transition.applied:
+            return EscalationResult(
+                action, "skipped", issue_id, created, note_digest(scope, note), transition.reason
+            )
+    else:
+        from premath.harness.transitions import merge_notes
+
+        merged = merge_notes(row.get("notes", ""), note)
+        update_issue(
+            issues_path, issue_id, status="blocked", notes=merged, now=now, timeout_s=timeout_s
+        )
+    details = f"issuesPath={issues_path}" + (f"; createdIssue={created}" if created else "")
+    return EscalationResult(action, "applied", issue_id, created, note_digest(scope, note), details)

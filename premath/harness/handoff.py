@@ -1,0 +1,247 @@
+"""Lease snapshot of one issue and the handoff a worker records when it stops on it.
+
+The snapshot reads the issues file raw (last row of the id wins, unparseable lines skipped), as
+the reference loop does (issue-memory-and-loops.md §B4), so it also works on a file that a
+concurrent writer is replacing. The handoff table maps the lease state to the recovery action and
+the trajectory result class.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+import orjson
+
+from premath.errors import NotFound
+from premath.harness.refs import lease_ref
+from premath.store.jsonl import iter_lines
+from premath.timefmt import parse_strict_rfc3339
+
+LeaseState = Literal[
+    "missing_issue",
+    "closed_with_lease",
+    "released",
+    "unleased",
+    "invalid_expires_at",
+    "stale",
+    "contended",
+    "active",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseSnapshot:
+    issue_id: str
+    lease_state: LeaseState
+    status: str
+    assignee: str
+    lease_id: str | None
+    lease_owner: str | None
+    expires_at: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    lease_state: str
+    lease_action: str
+    result_class: str
+    summary: str
+    next_step: str
+    lease_ref: str
+
+
+def _latest_row(issues_path: str, issue_id: str) -> dict[str, object] | None:
+    latest = None
+    for line in iter_lines(issues_path):
+        try:
+            row = orjson.loads(line.text)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and row.get("id") == issue_id:
+            latest = row
+    return latest
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def lease_state_of(row: dict[str, object] | None, now: datetime) -> LeaseState:
+    """The reference's lease states, checked in its order (§B4 table)."""
+    if row is None:
+        return "missing_issue"
+    status = _text(row.get("status"))
+    lease = row.get("lease")
+    if status == "closed":
+        return "closed_with_lease" if isinstance(lease, dict) else "released"
+    if not isinstance(lease, dict):
+        return "unleased"
+    expires = parse_strict_rfc3339(_text(lease.get("expires_at")))
+    if expires is None:
+        return "invalid_expires_at"
+    seconds, nanos = expires
+    now_seconds = int(now.timestamp())
+    if (seconds, nanos) <= (now_seconds, now.microsecond * 1000):
+        return "stale"
+    owner = _text(lease.get("owner"))
+    if status != "in_progress" or (owner and _text(row.get("assignee")) != owner):
+        return "contended"
+    return "active"
+
+
+def read_lease_snapshot(issues_path: str, issue_id: str, now: datetime) -> LeaseSnapshot:
+    """The lease facts of `issue_id` as the issues file holds them now."""
+    if not Path(issues_path).exists():
+        raise NotFound(f"issues file not found: {issues_path}")
+    row = _latest_row(issues_path, issue_id)
+    lease = row.get("lease") if row is not None else None
+    lease_fields = lease if isinstance(lease, dict) else {}
+    return LeaseSnapshot(
+        issue_id=issue_id,
+        lease_state=lease_state_of(row, now),
+        status=_text(row.get("status")) if row is not None else "",
+        assignee=_text(row.get("assignee")) if row is not None else "",
+        lease_id=_text(lease_fields.get("lease_id")) or None,
+        lease_owner=_text(lease_fields.get("owner")) or None,
+        expires_at=_text(lease_fields.get("expires_at")) or None,
+    )
+
+
+# lease_state -> (lease_action, result_class, summary, next_step); §B4 handoff table.
+_FAILED_HANDOFF: dict[str, tuple[str, str, str, str]] = {
+    "active": (
+        "issue_lease_renew",
+        "retry_needed_lease_active",
+        "lease still active after failed work/verify",
+        "recover via transport-dispatch issue.lease_renew (id={issue}, assignee={owner}, "
+        "lease_id={lease_id})",
+    ),
+    "stale": (
+        "issue_claim_next_reclaim",
+        "retry_needed_lease_stale",
+        "lease went stale before the step finished",
+        "reclaim via issue claim-next or release reconciliation",
+    ),
+    "contended": (
+        "issue_lease_release",
+        "retry_needed_lease_contended",
+        "lease is contended (owner and assignee or status disagree)",
+        "release via transport-dispatch issue.lease_release, then reclaim or renew",
+    ),
+    "released": (
+        "claim_next",
+        "failed_issue_closed",
+        "issue closed during recovery",
+        "claim next ready issue",
+    ),
+    "unleased": (
+        "reconcile",
+        "failed_lease_missing",
+        "issue has no lease binding",
+        "reconcile the lease binding via release or re-claim",
+    ),
+    "missing_issue": (
+        "stop",
+        "failed_issue_missing",
+        "issue is missing from issue memory",
+        "run issue list/check to inspect issue memory",
+    ),
+}
+_INVARIANT = (
+    "stop",
+    "failed_lease_invariant",
+    "lease invariant violated ({state})",
+    "inspect issue_lease_projection and repair the issue row",
+)
+
+
+def classify_failed_handoff(
+    snapshot: LeaseSnapshot, worker_id: str, claimed_lease_id: str | None
+) -> Handoff:
+    """What a worker records after a failed step, by the lease state it finds."""
+    action, result_class, summary, next_step = _FAILED_HANDOFF.get(snapshot.lease_state, _INVARIANT)
+    lease_id = snapshot.lease_id or claimed_lease_id
+    return Handoff(
+        lease_state=snapshot.lease_state,
+        lease_action=action,
+        result_class=result_class,
+        summary=summary.format(state=snapshot.lease_state),
+        next_step=next_step.format(
+            issue=snapshot.issue_id,
+            owner=snapshot.lease_owner or worker_id,
+            lease_id=lease_id or "MISSING",
+        ),
+        lease_ref=lease_ref(
+            issue_id=snapshot.issue_id,
+            worker_id=worker_id,
+            lease_id=lease_id,
+            lease_owner=snapshot.lease_owner,
+            lease_state=snapshot.lease_state,
+            lease_action=action,
+            status=snapshot.status,
+            assignee=snapshot.assignee,
+        ),
+    )
+
+
+def success_handoff(
+    snapshot: LeaseSnapshot, worker_id: str, claimed_lease_id: str | None
+) -> Handoff | None:
+    """The `completed` handoff, or None when the issue is not closed with its lease released."""
+    if snapshot.status != "closed" or snapshot.lease_state != "released":
+        return None
+    return Handoff(
+        lease_state="released",
+        lease_action="release_closed",
+        result_class="completed",
+        summary="closed transition released lease",
+        next_step="claim next ready issue",
+        lease_ref=lease_ref(
+            issue_id=snapshot.issue_id,
+            worker_id=worker_id,
+            lease_id=claimed_lease_id,
+            lease_owner=worker_id,
+            lease_state="released",
+            lease_action="release_closed",
+            status=snapshot.status,
+            assignee=snapshot.assignee,
+        ),
+    )
+
+
+# escalation action -> (lease_action, summary); D5-10: the reference renewed an active lease
+# after any failure and left the issue in_progress; ours applies the retry policy's escalation.
+_ESCALATED = {
+    "stop": ("issue_lease_release", "terminal failure: lease released, issue open again"),
+    "mark_blocked": ("mark_blocked", "retries exhausted: issue marked blocked with a note"),
+    "issue_discover": (
+        "issue_discover",
+        "retries exhausted: follow-up issue discovered, issue marked blocked",
+    ),
+}
+
+
+def escalated_handoff(
+    snapshot: LeaseSnapshot, worker_id: str, claimed_lease_id: str | None, action: str
+) -> Handoff:
+    """The handoff after an applied escalation: class `escalated_<action>`."""
+    lease_action, summary = _ESCALATED[action]
+    lease_id = snapshot.lease_id or claimed_lease_id
+    return Handoff(
+        lease_state=snapshot.lease_state,
+        lease_action=lease_action,
+        result_class=f"escalated_{action}",
+        summary=summary,
+        next_step="",
+        lease_ref=lease_ref(
+            issue_id=snapshot.issue_id,
+            worker_id=worker_id,
+            lease_id=lease_id,
+            lease_owner=snapshot.lease_owner,
+            lease_state=snapshot.lease_state,
+            lease_action=lease_action,
+            status=snapshot.status,
+            assignee=snapshot.assignee,
+        ),
+    )

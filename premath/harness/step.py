@@ -1,0 +1,741 @@
+"""One worker step: claim an issue, work, verify, gate, then close or escalate; record it all.
+
+The sequence follows the reference worker (issue-memory-and-loops.md §B3) with the gate of
+HARNESS-TYPESTATE in front of every issue mutation (specs/harness-loop.md "Step"):
+
+1. claim the next ready issue under a lease (claim-next also reclaims stale leases, D3-1);
+2. session `active`, feature `in_progress`;
+3. attempts: run work, then verify (even when work failed); build the step's join-check input,
+   evaluate it, persist its witness, compute MutationReady; on failure classify and ask the
+   retry policy; a retry waits its backoff (D5-6) and renews the lease first;
+4. success: close the issue only if this worker still holds it (checked under the store lock);
+   failure: read the lease state, take the handoff, and apply the escalation (release, block,
+   discover) only when MutationReady; a refused gate mutates nothing and the lease is left to
+   go stale, so another worker can reclaim it;
+5. one trajectory row (witness, lease-handoff and lineage refs; failure classes as
+   `failure://<class>` refs), the feature row, session `stopped` with the next step.
+"""
+
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+from premath.clock import Clock
+from premath.errors import InputInvalid, LeaseRefused, NotFound, PremathError
+from premath.harness.commands import CommandRun, command_env, failure_classes_of, run_command
+from premath.harness.escalation import EscalationResult, escalate
+from premath.harness.handoff import (
+    Handoff,
+    LeaseSnapshot,
+    classify_failed_handoff,
+    escalated_handoff,
+    read_lease_snapshot,
+    success_handoff,
+)
+from premath.harness.heartbeat import lease_heartbeat
+from premath.harness.loop_config import WorkerConfig
+from premath.harness.refs import lineage_refs, policy_ref, step_id, witness_ref
+from premath.harness.retry import (
+    backoff_delay_s,
+    failure_classes_from_witness_path,
+    resolve_retry_decision,
+)
+from premath.harness.step_evidence import join_check_input
+from premath.harness.transitions import close_held, holder_problem
+from premath.models.retry_policy import RetryDecision
+from premath.store.atomic import write_atomic
+from premath.store.canonical import stdout_bytes
+from premath.timefmt import format_seconds_z
+
+STEP_ACTION = "worker.loop"
+STEP_WITNESS_KIND = "premath.harness.loop_step.v1"
+NEXT_STEP_ACTIVE = "work -> verify -> close_or_recover"
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
+Report = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    issue_id: str
+    lease_id: str | None
+    step_index: int
+    step_id: str
+    lineage_refs: tuple[str, ...]
+    policy_ref: str
+    started_at: str
+    summary: str
+
+
+@dataclass(slots=True)
+class Attempt:
+    number: int
+    runs: list[CommandRun]
+    failure_classes: tuple[str, ...]
+    join_result: str
+    join_failure_classes: tuple[str, ...]
+    mutation_ready: bool
+    mutation_classes: tuple[str, ...]
+    join_witness_ref: str | None
+    decision: RetryDecision | None = None
+    backoff_s: float = 0.0
+
+    @property
+    def succeeded(self) -> bool:
+        return self.mutation_ready and not self.failure_classes
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            "attempt": self.number,
+            "commands": [run.to_document() for run in self.runs],
+            "failureClasses": list(self.failure_classes),
+            "join": {
+                "result": self.join_result,
+                "failureClasses": list(self.join_failure_classes),
+                "witnessRef": self.join_witness_ref,
+            },
+            "mutationReady": self.mutation_ready,
+            "mutationFailureClasses": list(self.mutation_classes),
+            "decision": self.decision.to_document() if self.decision else None,
+            "backoffSeconds": self.backoff_s,
+        }
+
+
+@dataclass(slots=True)
+class StepReport:
+    worker_id: str
+    claim: Claim
+    outcome: str
+    """`completed` or `failed`."""
+    result_class: str
+    handoff: Handoff
+    failure_classes: tuple[str, ...]
+    attempts: list[Attempt]
+    escalation: EscalationResult | None
+    next_step: str
+    step_witness_ref: str | None
+    """The step witness file: written for failed steps only (a success is its join witness)."""
+    trajectory_row: dict[str, Any] = field(default_factory=dict)
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            "stepId": self.claim.step_id,
+            "issueId": self.claim.issue_id,
+            "workerId": self.worker_id,
+            "stepIndex": self.claim.step_index,
+            "outcome": self.outcome,
+            "resultClass": self.result_class,
+            "leaseState": self.handoff.lease_state,
+            "leaseAction": self.handoff.lease_action,
+            "leaseRef": self.handoff.lease_ref,
+            "failureClasses": list(self.failure_classes),
+            "mutationReady": bool(self.attempts) and self.attempts[-1].mutation_ready,
+            "attempts": len(self.attempts),
+            "escalation": self.escalation.to_document() if self.escalation else None,
+            "nextStep": self.next_step,
+            "stepWitnessRef": self.step_witness_ref,
+            "lineageRefs": list(self.claim.lineage_refs),
+        }
+
+
+def _claim(
+    cfg: WorkerConfig, issue_id: str, lease_id: str | None, index: int, now: datetime
+) -> Claim:
+    authority = cfg.authority
+    refs = lineage_refs(
+        issue_id,
+        cfg.worker_id,
+        repo_root=cfg.paths.repo_root,
+        issues_path=cfg.paths.issues,
+        worktree=cfg.worktree,
+        mutation_mode=authority.mode,
+        active_epoch=authority.active_epoch,
+        support_until=authority.support_until,
+    )
+    audit = policy_ref(
+        mode=authority.mode,
+        reason=authority.reason,
+        active_epoch=authority.active_epoch,
+        support_until=authority.support_until,
+        worker_id=cfg.worker_id,
+        issue_id=issue_id,
+        step_index=index,
+    )
+    summary = (
+        f"worker={cfg.worker_id} claimed={issue_id} worktree={cfg.worktree} {authority.describe()}"
+    )
+    return Claim(
+        issue_id,
+        lease_id,
+        index,
+        step_id(cfg.worker_id, issue_id, index),
+        tuple(refs),
+        audit,
+        format_seconds_z(now),
+        summary,
+    )
+
+
+def claim_next_issue(cfg: WorkerConfig, step_index: int, now: datetime) -> Claim | None:
+    """Claim the next ready issue for this worker, or None when nothing is ready."""
+    from premath.issues.memory import claim_next
+
+    document = claim_next(
+        cfg.paths.issues,
+        cfg.worker_id,
+        now=now,
+        timeout_s=cfg.lock_timeout_s,
+        ttl_seconds=cfg.lease_ttl_s,
+    )
+    if not document["claimed"]:
+        return None
+    issue = document["issue"]
+    lease = issue.get("lease") or {}
+    return _claim(cfg, issue["id"], lease.get("leaseId"), step_index, now)
+
+
+def held_claim(cfg: WorkerConfig, issue_id: str, step_index: int, now: datetime) -> Claim:
+    """The claim this worker already holds on `issue_id` (for `harness complete`)."""
+    from premath.issues.memory import read_store
+
+    row = read_store(cfg.paths.issues, now).get(issue_id)
+    if row is None:
+        raise NotFound(f"issue not found: {issue_id} (in {cfg.paths.issues})")
+    problem = holder_problem(row, cfg.worker_id, None)
+    if problem:
+        raise LeaseRefused(
+            f"worker {cfg.worker_id} does not hold {issue_id}: {problem}; "
+            f"claim it first (premath harness claim --worker-id {cfg.worker_id})"
+        )
+    return _claim(cfg, issue_id, row["lease"]["lease_id"], step_index, now)
+
+
+def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
+    """Session `active` and feature `in_progress` for the claimed issue."""
+    from premath.harness.feature_ledger import load_ledger, read_prefix, write_feature
+    from premath.harness.session import write_session
+
+    paths = cfg.paths
+    if os.path.exists(paths.ledger):
+        ledger = load_ledger(paths.ledger, read_prefix(paths.ledger))
+        for row in ledger["features"]:
+            if row["status"] != "in_progress" or row["featureId"] == claim.issue_id:
+                continue
+            if not (row.get("summary") or "").startswith(f"worker={cfg.worker_id} "):
+                raise InputInvalid(
+                    f"feature ledger {paths.ledger} already has feature {row['featureId']} "
+                    "in progress (not this worker's) and allows only one: give each concurrent "
+                    "worker its own --feature-ledger-path and --session-path (the coordinator "
+                    "does), or finish that feature first"
+                )
+            # Left by an interrupted step of this worker: the ledger allows one in_progress.
+            write_feature(
+                paths.ledger,
+                feature_id=row["featureId"],
+                status="blocked",
+                summary=f"interrupted step superseded by worker={cfg.worker_id} "
+                f"claimed={claim.issue_id}",
+                now=now,
+                lock_timeout_s=cfg.lock_timeout_s,
+            )
+    write_session(
+        paths.session,
+        now=now,
+        lock_timeout_s=cfg.lock_timeout_s,
+        state="active",
+        issue_id=claim.issue_id,
+        summary=claim.summary,
+        next_step=NEXT_STEP_ACTIVE,
+        lineage_refs=claim.lineage_refs,
+        issues_path=paths.issues,
+    )
+    write_feature(
+        paths.ledger,
+        feature_id=claim.issue_id,
+        status="in_progress",
+        issue_id=claim.issue_id,
+        summary=claim.summary,
+        session_ref=paths.session,
+        now=now,
+        lock_timeout_s=cfg.lock_timeout_s,
+    )
+
+
+def step_dir(cfg: WorkerConfig, claim: Claim) -> str:
+    """`<steps dir>/<step id>`, the id made a safe single folder name (issue ids are free text)."""
+    name = _UNSAFE_NAME.sub("_", claim.step_id).lstrip(".") or "step"
+    return os.path.join(cfg.paths.steps_dir, name)
+
+
+def _run_commands(cfg: WorkerConfig, claim: Claim, attempt: int, clock: Clock) -> list[CommandRun]:
+    """Work then verify, the lease kept alive meanwhile (a third of the TTL between renewals)."""
+    log_dir = os.path.join(step_dir(cfg, claim), f"attempt-{attempt}")
+    context = {
+        "PREMATH_WORKER_ID": cfg.worker_id,
+        "PREMATH_ISSUE_ID": claim.issue_id,
+        "PREMATH_ACTIVE_ISSUE_ID": claim.issue_id,
+        "PREMATH_LEASE_ID": claim.lease_id or "",
+        "PREMATH_STEP_ID": claim.step_id,
+        "PREMATH_ATTEMPT": str(attempt),
+        "PREMATH_ISSUES_PATH": cfg.paths.issues,
+        "PREMATH_REPO_ROOT": cfg.paths.repo_root,
+    }
+    env = command_env(context, cfg.pass_env)
+    commands = [("work", cfg.work_cmd), ("verify", cfg.verify_cmd)]
+    with lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.lease_ttl_s / 3):
+        return [
+            run_command(
+                name,
+                command,
+                cwd=cfg.worktree,
+                env=env,
+                timeout_s=cfg.command_timeout_s,
+                output_cap=cfg.output_cap,
+                log_dir=log_dir,
+            )
+            for name, command in commands
+            if command is not None
+        ]
+
+
+def _witness_signature(cfg: WorkerConfig) -> tuple[int, int, int] | None:
+    """Identity of the verify witness file before an attempt (None when absent or unset)."""
+    if cfg.verify_witness is None:
+        return None
+    try:
+        info = os.stat(os.path.join(cfg.worktree, cfg.verify_witness))
+    except OSError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def _verify_witness_classes(
+    cfg: WorkerConfig, before: tuple[int, int, int] | None
+) -> tuple[str, ...]:
+    """The witness's classes; one left over from an earlier attempt counts as missing."""
+    if cfg.verify_witness is None:
+        return ()
+    if before is not None and _witness_signature(cfg) == before:
+        return ("pipeline_missing_witness",)
+    return failure_classes_from_witness_path(os.path.join(cfg.worktree, cfg.verify_witness))
+
+
+def _gate(
+    cfg: WorkerConfig,
+    claim: Claim,
+    number: int,
+    runs: list[CommandRun],
+    witness_before: tuple[int, int, int] | None = None,
+) -> Attempt:
+    """Evaluate the attempt's join check, persist its witness, decide MutationReady."""
+    from premath.harness.join_check import evaluate_join_check
+    from premath.harness.join_witness import join_witness_path, write_join_witness
+    from premath.harness.mutation_ready import mutation_ready
+
+    typed = []
+    classes: list[str] = []
+    for run in runs:
+        witness_classes = (
+            _verify_witness_classes(cfg, witness_before) if run.name == "verify" else ()
+        )
+        run_classes = failure_classes_of(run, cfg.policy, witness_classes)
+        rule = cfg.policy.rule_for(run_classes[0]) if run_classes else None
+        typed.append((run, run_classes, rule is not None and rule.max_attempts > 1))
+        classes.extend(c for c in run_classes if c not in classes)
+    join_input = join_check_input(
+        step_id=claim.step_id,
+        worker_id=cfg.worker_id,
+        runs=typed,
+        mutation_policy_digest=claim.policy_ref,
+        governance_policy_digest=cfg.policy.policy_digest,
+        session_refs=[cfg.paths.session],
+        trajectory_refs=[cfg.paths.trajectory],
+    )
+    result = evaluate_join_check(join_input)
+    witness_path = write_join_witness(join_witness_path(result, cfg.paths.join_witness_dir), result)
+    ready, ready_classes = mutation_ready(result, claim.policy_ref, witness_ref=witness_path)
+    return Attempt(
+        number=number,
+        runs=runs,
+        failure_classes=tuple(classes),
+        join_result=result["result"],
+        join_failure_classes=tuple(result["failureClasses"]),
+        mutation_ready=ready,
+        mutation_classes=ready_classes,
+        join_witness_ref=witness_path,
+    )
+
+
+def _renew(cfg: WorkerConfig, claim: Claim, now: datetime) -> bool:
+    """Extend this claim's lease; False when it is no longer ours (or cannot be renewed now)."""
+    from premath.issues.memory import renew_lease
+
+    if claim.lease_id is None:
+        return False
+    try:
+        renew_lease(
+            cfg.paths.issues,
+            claim.issue_id,
+            cfg.worker_id,
+            claim.lease_id,
+            now=now,
+            timeout_s=cfg.lock_timeout_s,
+            ttl_seconds=cfg.lease_ttl_s,
+        )
+    except PremathError:
+        return False
+    return True
+
+
+def run_attempts(
+    cfg: WorkerConfig,
+    claim: Claim,
+    clock: Clock,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    report: Report = lambda _line: None,
+) -> list[Attempt]:
+    """Attempts until success, a refused gate, a lost lease, or the policy says escalate."""
+    attempts: list[Attempt] = []
+    while True:
+        number = len(attempts) + 1
+        # With `complete` the agent wrote its witness before: only the loop's own runs must.
+        before = _witness_signature(cfg) if cfg.work_cmd is not None else None
+        attempt = _gate(cfg, claim, number, _run_commands(cfg, claim, number, clock), before)
+        attempts.append(attempt)
+        if attempt.succeeded or not attempt.mutation_ready:
+            return attempts
+        attempt.decision = resolve_retry_decision(cfg.policy, attempt.failure_classes, number)
+        if not attempt.decision.retry:
+            return attempts
+        attempt.backoff_s = backoff_delay_s(
+            attempt.decision.backoff_class, number, cfg.backoff_scale
+        )
+        report(
+            f"[worker:{cfg.worker_id}] retry {number}/{attempt.decision.max_attempts} for "
+            f"{claim.issue_id} (rule={attempt.decision.rule_id}, "
+            f"matched={attempt.decision.matched_failure_class}, "
+            f"backoff={attempt.decision.backoff_class} {attempt.backoff_s:g}s)"
+        )
+        sleep(attempt.backoff_s)
+        if not _renew(cfg, claim, clock.now()):
+            return attempts
+
+
+def _step_classes(attempt: Attempt | None) -> tuple[str, ...]:
+    if attempt is None:
+        return ()
+    merged = [*attempt.failure_classes]
+    merged.extend(c for c in attempt.mutation_classes if c not in merged)
+    return tuple(merged)
+
+
+def _failure_next_step(
+    handoff: Handoff, escalation: EscalationResult | None, attempt: Attempt | None
+) -> str:
+    if attempt is not None and not attempt.mutation_ready:
+        classes = ", ".join(attempt.mutation_classes)
+        return (
+            f"mutation refused by the join gate ({classes}); issue memory unchanged, the lease "
+            "expires at its TTL and the issue is then reclaimable: inspect the join witness"
+        )
+    if escalation is None:
+        return handoff.next_step
+    if escalation.outcome == "skipped":
+        return f"escalation skipped ({escalation.details}); {handoff.next_step}"
+    if escalation.action == "stop":
+        return "lease released after terminal failure; claim next ready issue"
+    if escalation.created_issue_id:
+        return (
+            f"issue blocked by escalation; resolve discovered issue {escalation.created_issue_id}, "
+            "then reopen"
+        )
+    return "issue blocked by escalation; read its notes, fix the cause, then reopen"
+
+
+def _release_after_stop(cfg: WorkerConfig, claim: Claim, now: datetime) -> EscalationResult:
+    from premath.issues.memory import release_lease
+
+    try:
+        release_lease(
+            cfg.paths.issues,
+            claim.issue_id,
+            cfg.worker_id,
+            claim.lease_id,
+            now=now,
+            timeout_s=cfg.lock_timeout_s,
+        )
+    except (LeaseRefused, NotFound) as exc:
+        return EscalationResult("stop", "skipped", claim.issue_id, details=exc.message)
+    return EscalationResult(
+        "stop", "applied", claim.issue_id, details="lease released; issue open again"
+    )
+
+
+def _escalate(
+    cfg: WorkerConfig, claim: Claim, attempt: Attempt, witness: str, now: datetime
+) -> EscalationResult | None:
+    decision = attempt.decision
+    if decision is None or decision.retry or not attempt.mutation_ready:
+        # No decision, or retries cut short by a lost lease: nothing to escalate, no mutation.
+        return None
+    if decision.escalation_action == "stop":
+        return _release_after_stop(cfg, claim, now)
+    return escalate(
+        issues_path=cfg.paths.issues,
+        issue_id=claim.issue_id,
+        scope="worker-loop",
+        policy=cfg.policy,
+        decision=decision,
+        witness_ref=witness,
+        now=now,
+        timeout_s=cfg.lock_timeout_s,
+        verify_command=cfg.verify_cmd,
+        holder=(cfg.worker_id, claim.lease_id),
+    )
+
+
+def finish_step(
+    cfg: WorkerConfig, claim: Claim, attempts: Sequence[Attempt], clock: Clock
+) -> StepReport:
+    """Close or escalate, then write the trajectory row, the feature row and the session."""
+    last = attempts[-1] if attempts else None
+    now = clock.now()
+    step_witness = os.path.join(step_dir(cfg, claim), "step.json")
+    escalation: EscalationResult | None = None
+    handoff: Handoff | None = None
+    classes = _step_classes(last)
+    if last is not None and last.succeeded:
+        transition = close_held(
+            cfg.paths.issues,
+            claim.issue_id,
+            cfg.worker_id,
+            claim.lease_id,
+            now=now,
+            timeout_s=cfg.lock_timeout_s,
+        )
+        if transition.applied:
+            snapshot = read_lease_snapshot(cfg.paths.issues, claim.issue_id, clock.now())
+            handoff = success_handoff(snapshot, cfg.worker_id, claim.lease_id)
+            if handoff is None:
+                classes = ("failed_lease_invariant",)
+        else:
+            classes = ("lease_lost",)
+    outcome = "completed" if handoff is not None else "failed"
+    if handoff is None:
+        snapshot = read_lease_snapshot(cfg.paths.issues, claim.issue_id, clock.now())
+        if snapshot.lease_state == "active" and snapshot.lease_owner != cfg.worker_id:
+            # Self-consistent for its new holder, contended from this worker's side: lost.
+            snapshot = replace(snapshot, lease_state="contended")
+        handoff = classify_failed_handoff(snapshot, cfg.worker_id, claim.lease_id)
+        if (
+            last is not None
+            and snapshot.lease_state in ("active", "stale")
+            and not holder_problem_of(cfg, claim, snapshot)
+        ):
+            escalation = _escalate(cfg, claim, last, step_witness, now)
+            if escalation is not None and escalation.outcome == "applied":
+                handoff = escalated_handoff(
+                    snapshot, cfg.worker_id, claim.lease_id, escalation.action
+                )
+    next_step = (
+        handoff.next_step
+        if outcome == "completed"
+        else _failure_next_step(handoff, escalation, last)
+    )
+    report = StepReport(
+        worker_id=cfg.worker_id,
+        claim=claim,
+        outcome=outcome,
+        result_class=handoff.result_class,
+        handoff=handoff,
+        failure_classes=classes,
+        attempts=list(attempts),
+        escalation=escalation,
+        next_step=next_step,
+        step_witness_ref=step_witness if outcome == "failed" else None,
+    )
+    if report.step_witness_ref is not None:
+        _write_step_witness(report, report.step_witness_ref)
+    _record(cfg, report, clock.now())
+    return report
+
+
+def holder_problem_of(cfg: WorkerConfig, claim: Claim, snapshot: LeaseSnapshot) -> str:
+    """Non-empty when the snapshot shows the issue is no longer this claim's."""
+    if snapshot.lease_owner != cfg.worker_id:
+        return f"lease held by {snapshot.lease_owner or 'nobody'}"
+    if claim.lease_id is not None and snapshot.lease_id != claim.lease_id:
+        return "lease reclaimed"
+    return ""
+
+
+def _write_step_witness(report: StepReport, path: str) -> None:
+    document = {
+        "schema": 1,
+        "witnessKind": STEP_WITNESS_KIND,
+        **report.to_document(),
+        "policyRef": report.claim.policy_ref,
+        "attempts": [attempt.to_document() for attempt in report.attempts],
+    }
+    write_atomic(path, stdout_bytes(document))
+
+
+def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
+    from premath.harness.feature_ledger import write_feature
+    from premath.harness.session import write_session
+    from premath.harness.trajectory import append_step
+
+    claim, handoff = report.claim, report.handoff
+    completed = report.outcome == "completed"
+    outcome_ref = witness_ref(
+        cfg.witness_prefix, cfg.worker_id, claim.issue_id, "completed" if completed else "failed"
+    )
+    last = report.attempts[-1] if report.attempts else None
+    evidence = [
+        ref for ref in (last.join_witness_ref if last else None, report.step_witness_ref) if ref
+    ]
+    failure_refs = [f"failure://{klass}" for klass in report.failure_classes]
+    escalation_refs = [report.escalation.ref()] if report.escalation else []
+    report.trajectory_row = append_step(
+        cfg.paths.trajectory,
+        step_id=claim.step_id,
+        issue_id=claim.issue_id,
+        action=STEP_ACTION,
+        result_class=report.result_class,
+        witness_refs=[
+            outcome_ref,
+            claim.policy_ref,
+            handoff.lease_ref,
+            *evidence,
+            *failure_refs,
+            *escalation_refs,
+        ],
+        lineage_refs=claim.lineage_refs,
+        started_at=claim.started_at,
+        finished_at=format_seconds_z(now),
+        now=now,
+        lock_timeout=cfg.lock_timeout_s,
+    )
+    state_tail = f"lease_state={handoff.lease_state}; action={handoff.lease_action}"
+    if completed:
+        feature_status, feature_summary = (
+            "completed",
+            f"worker={cfg.worker_id} verified and closed issue={claim.issue_id}; {state_tail}",
+        )
+        session_summary = f"worker={cfg.worker_id} closed issue={claim.issue_id}; {state_tail}"
+        verification = [outcome_ref, handoff.lease_ref]
+    else:
+        classes = ",".join(report.failure_classes) or "none"
+        feature_status = "blocked"
+        session_summary = (
+            f"worker={cfg.worker_id} failed issue={claim.issue_id}; {state_tail}; "
+            f"failureClasses={classes}"
+        )
+        feature_summary = f"{session_summary}; {handoff.summary}"
+        verification = [outcome_ref, handoff.lease_ref]
+    write_feature(
+        cfg.paths.ledger,
+        feature_id=claim.issue_id,
+        status=feature_status,
+        issue_id=claim.issue_id,
+        summary=feature_summary,
+        session_ref=cfg.paths.session,
+        verification_refs=tuple(verification),
+        now=now,
+        lock_timeout_s=cfg.lock_timeout_s,
+    )
+    write_session(
+        cfg.paths.session,
+        now=now,
+        lock_timeout_s=cfg.lock_timeout_s,
+        state="stopped",
+        issue_id=claim.issue_id,
+        summary=session_summary,
+        next_step=report.next_step,
+        witness_refs=(
+            claim.policy_ref,
+            handoff.lease_ref,
+            *evidence,
+            *failure_refs,
+            *escalation_refs,
+        ),
+        lineage_refs=claim.lineage_refs,
+        issues_path=cfg.paths.issues,
+    )
+
+
+def run_step(
+    cfg: WorkerConfig,
+    step_index: int,
+    clock: Clock,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    report: Report = lambda _line: None,
+) -> StepReport | None:
+    """Claim, work, verify, gate and record one issue; None when nothing is ready."""
+    claim = claim_next_issue(cfg, step_index, clock.now())
+    if claim is None:
+        return None
+    return execute_claim(cfg, claim, clock, sleep=sleep, report=report)
+
+
+def execute_claim(
+    cfg: WorkerConfig,
+    claim: Claim,
+    clock: Clock,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    report: Report = lambda _line: None,
+) -> StepReport:
+    """Everything after the claim; a runtime error gives the lease back before it propagates."""
+    try:
+        begin_step(cfg, claim, clock.now())
+        attempts = run_attempts(cfg, claim, clock, sleep=sleep, report=report)
+    except PremathError:
+        _give_back(cfg, claim, clock.now())
+        raise
+    return finish_step(cfg, claim, attempts, clock)
+
+
+def _give_back(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
+    """Release a lease we cannot work under (a corrupt session or ledger): never leave it held."""
+    from premath.issues.memory import release_lease
+
+    try:
+        release_lease(
+            cfg.paths.issues,
+            claim.issue_id,
+            cfg.worker_id,
+            claim.lease_id,
+            now=now,
+            timeout_s=cfg.lock_timeout_s,
+        )
+    except PremathError:
+        return
+
+
+def complete_claim(
+    cfg: WorkerConfig,
+    issue_id: str | None,
+    step_index: int,
+    clock: Clock,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    report: Report = lambda _line: None,
+) -> StepReport:
+    """Verify, gate and record the issue this worker claimed and worked on itself."""
+    from premath.harness.session import load_session
+
+    if issue_id is None and os.path.exists(cfg.paths.session):
+        issue_id = load_session(cfg.paths.session).get("issueId")
+    if not issue_id:
+        raise NotFound(
+            f"no issue to complete: pass --issue-id or claim first (session {cfg.paths.session})"
+        )
+    claim = held_claim(cfg, issue_id, step_index, clock.now())
+    attempts = run_attempts(cfg, claim, clock, sleep=sleep, report=report)
+    return finish_step(cfg, claim, attempts, clock)

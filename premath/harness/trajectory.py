@@ -1,0 +1,125 @@
+"""The harness trajectory: append one step row, project the latest/failed/retry-needed steps.
+
+specs/harness-trajectory.md is the contract. What we do better than the reference
+(docs/divergences.md D2-1..D2-6): an append is one whole line under `<path>.lock`, never glued
+onto an unterminated last line (D2-1); `query` streams the file, keeping `limit` rows and running
+counts instead of every row (D2-2); a torn last line is skipped with a warning (D2-3); a malformed
+line names the file and line (D2-4).
+"""
+
+import os
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from premath.errors import InputInvalid, InvalidUsage, IoFailure
+from premath.harness.trajectory_scan import select_rows
+from premath.models.trajectory import (
+    PROJECTION_KIND,
+    PROJECTION_MODE,
+    STEP_KIND,
+    STEP_SCHEMA,
+    QueryMode,
+    StepInvalid,
+    normalize_step,
+    parse_step,
+)
+from premath.store.canonical import row_bytes
+from premath.store.documents import os_error_text
+from premath.store.jsonl import append_line, report_torn_tail
+from premath.timefmt import format_seconds_z
+
+
+def _require_utf8(values: Iterable[str | None]) -> None:
+    """Arguments that are not UTF-8 (surrogate-escaped by Python) are a usage error, as in clap."""
+    for value in values:
+        if value is not None:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise InvalidUsage("invalid UTF-8 was detected in one or more arguments") from None
+
+
+def append_step(
+    path: str | os.PathLike[str],
+    *,
+    step_id: str,
+    action: str,
+    result_class: str,
+    issue_id: str | None = None,
+    instruction_refs: Sequence[str] = (),
+    witness_refs: Sequence[str] = (),
+    lineage_refs: Sequence[str] = (),
+    started_at: str | None = None,
+    finished_at: str | None = None,
+    now: datetime,
+    lock_timeout: float,
+) -> dict[str, Any]:
+    """Validate, normalise and durably append one step row; return the row as written.
+
+    `finished_at` defaults to `now` (`YYYY-MM-DDTHH:MM:SSZ`, UTC); a given value is checked and
+    stored verbatim after trimming, even when blank (then it is an error, as in the reference).
+    A rejected row creates nothing. Raises InputInvalid, InvalidUsage, LockBusy or IoFailure.
+    """
+    shown = os.fspath(path)
+    fields: dict[str, Any] = {
+        "schema": STEP_SCHEMA,
+        "stepKind": STEP_KIND,
+        "stepId": step_id,
+        "issueId": issue_id,
+        "action": action,
+        "resultClass": result_class,
+        "instructionRefs": list(instruction_refs),
+        "witnessRefs": list(witness_refs),
+        "lineageRefs": list(lineage_refs),
+        "startedAt": started_at,
+        "finishedAt": format_seconds_z(now) if finished_at is None else finished_at,
+    }
+    _require_utf8([step_id, action, result_class, issue_id, started_at, finished_at])
+    _require_utf8([*instruction_refs, *witness_refs, *lineage_refs])
+    try:
+        row = normalize_step(fields)
+    except StepInvalid as exc:
+        raise InputInvalid(
+            f"failed to append harness trajectory row at {shown}: invalid trajectory row: {exc}"
+        ) from None
+    try:
+        append_line(path, row_bytes(row), timeout_s=lock_timeout)
+    except OSError as exc:
+        raise IoFailure(
+            f"failed to append harness trajectory row at {shown}: "
+            f"failed to read/write trajectory: {os_error_text(exc)}"
+        ) from None
+    return row
+
+
+def append_trajectory_row(
+    path: str, *, now: datetime, lock_timeout: float, **fields: Any
+) -> dict[str, Any]:
+    """`harness-trajectory append`'s document: the action, the path as given, the row."""
+    row = append_step(path, now=now, lock_timeout=lock_timeout, **fields)
+    return {"action": "harness-trajectory.append", "path": path, "row": row}
+
+
+def query_trajectory(path: str, mode: QueryMode, limit: int) -> dict[str, Any]:
+    """`harness-trajectory query`'s projection of the file at `path` (harness-cli.md §3.2).
+
+    Order: true instant of `finishedAt` descending, then stepId, then action (ascending,
+    byte-wise), then file order. Counts cover every row whatever `mode` and `limit`. Memory holds
+    `limit` rows, not the file. Raises ArtifactInvalid or IoFailure naming the file and line.
+    """
+    selection = select_rows(path, mode, limit)
+    if selection.torn_tail is not None:
+        report_torn_tail(path, selection.torn_tail)
+    items = [parse_step(candidate[4]) for candidate in selection.kept]
+    return {
+        "action": "harness-trajectory.query",
+        "path": path,
+        "projectionKind": PROJECTION_KIND,
+        "mode": PROJECTION_MODE[mode],
+        "count": len(items),
+        "totalCount": selection.total,
+        "failedCount": selection.failed,
+        "retryNeededCount": selection.retry_needed,
+        "items": items,
+    }

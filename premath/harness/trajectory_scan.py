@@ -1,0 +1,302 @@
+"""The one pass `harness-trajectory query` makes over a trajectory file (divergence D2-2).
+
+Every row is validated and counted; only the best `limit` candidates of the mode are kept, in a
+buffer sorted and cut back whenever it fills, so memory follows `limit`, not the file. The hot
+loop is one orjson.loads and `step_order_fields` per raw line; full rows are built by the caller,
+only for the rows it returns.
+
+A large file on a machine with a second core is split at a line boundary near its middle, and a
+forked child scans the second half while this process scans the first: the halves meet in
+`Selection.merged`, with the same result, the same first error and the same torn-tail report as
+one pass (a property test compares them). Fork only from a single-threaded process; if the child
+cannot run or dies, this process scans the second half itself.
+"""
+
+import os
+import pickle
+import signal
+import stat
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any, Final
+
+import orjson
+
+from premath.errors import ArtifactInvalid, IoFailure, PremathError
+from premath.models.serde import SchemaViolation
+from premath.models.trajectory import (
+    RESULT_FLAGS_CACHE,
+    QueryMode,
+    result_flags,
+    step_order_fields,
+)
+from premath.store.documents import os_error_text
+from premath.store.jsonl import JsonlLine
+from premath.text import rust_trim
+
+Candidate = tuple[int, str, str, int, Any]
+"""(negated instant, stepId, action, line number, decoded row), ascending in projection order."""
+
+# The buffer is sorted and cut back to `limit` whenever it holds this many more rows: cheaper
+# than a heap operation per row in Python, and rows that cannot beat the last kept row are not
+# even buffered. Memory stays at `limit + BUFFER_SLACK` candidates.
+BUFFER_SLACK: Final = 1024
+# Below this size (~30k rows of ~250 bytes, a tenth of a second) one pass is as fast as two.
+PARALLEL_MIN_BYTES = 8 << 20
+_COUNT_CHUNK = 1 << 20
+_NEVER_CUT: Final = 1 << 200  # above every negated instant key
+
+
+@dataclass(slots=True)
+class Selection:
+    """What a pass over (part of) the file gives: kept candidates in order, and the counts."""
+
+    kept: list[Candidate] = field(default_factory=list)
+    total: int = 0
+    failed: int = 0
+    retry_needed: int = 0
+    torn_tail: JsonlLine | None = None
+    """A last line cut short by a crash: skipped, for the caller to report."""
+
+    def merged(self, later: "Selection", limit: int) -> "Selection":
+        kept = sorted(self.kept + later.kept)[:limit]
+        return Selection(
+            kept,
+            self.total + later.total,
+            self.failed + later.failed,
+            self.retry_needed + later.retry_needed,
+            later.torn_tail or self.torn_tail,
+        )
+
+
+def _read_error(path: str, detail: str) -> ArtifactInvalid:
+    return ArtifactInvalid(f"failed to read harness trajectory rows from {path}: {detail}")
+
+
+def _io_error(path: str, exc: OSError) -> IoFailure:
+    detail = f"failed to read/write trajectory: {os_error_text(exc)}"
+    return IoFailure(f"failed to read harness trajectory rows from {path}: {detail}")
+
+
+def _row_error(path: str, number: int, exc: ValueError) -> ArtifactInvalid:
+    what = "failed to parse" if isinstance(exc, SchemaViolation) else "invalid"
+    return _read_error(path, f"{what} trajectory row: {exc} (path={path}, line={number})")
+
+
+def _jsonl_line(number: int, raw: bytes) -> JsonlLine:
+    """The line as `iter_lines` gives it: without its `\\n` and a `\\r` before it."""
+    terminated = raw.endswith(b"\n")
+    text = raw[:-1] if terminated else raw
+    return JsonlLine(number, text[:-1] if text.endswith(b"\r") else text, terminated)
+
+
+_SKIP: Final = object()
+"""`_decode`'s answer for a line that holds no row (blank after trimming)."""
+
+
+def _decode(path: str, line: JsonlLine) -> Any:
+    """The JSON value of a line orjson refused as it stands; `_SKIP` for a blank line."""
+    try:
+        text = line.text.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    error: orjson.JSONDecodeError | None = None
+    if text is not None:
+        # The reference trims with Unicode White_Space, which JSON whitespace does not cover.
+        trimmed = rust_trim(text)
+        if not trimmed:
+            return _SKIP
+        try:
+            return orjson.loads(trimmed)
+        except orjson.JSONDecodeError as exc:
+            error = exc
+    where = f"(path={path}, line={line.number})"
+    if error is None:
+        detail = f"failed to read/write trajectory: stream did not contain valid UTF-8 {where}"
+    else:
+        detail = (
+            f"failed to parse trajectory row: {error.msg} at line 1 column {error.colno} {where}"
+        )
+    raise _read_error(path, detail)
+
+
+def _scan(
+    path: str, lines: Iterable[bytes], first_number: int, mode: QueryMode, limit: int
+) -> Selection:
+    """Validate and count the rows of `lines`; keep the first `limit` that `mode` selects."""
+    loads, order_fields = orjson.loads, step_order_fields
+    cached_flags, flags = RESULT_FLAGS_CACHE.get, result_flags
+    keep_all, keep_retry = mode == "latest", mode == "retry-needed"
+    kept: list[Candidate] = []
+    buffer_cap = limit + BUFFER_SLACK
+    worst_kept = _NEVER_CUT  # negated instant of the last row kept by the latest cut
+    total = failed = retry_needed = 0
+    torn_tail = None
+    try:
+        for number, raw in enumerate(lines, start=first_number):
+            try:
+                row = loads(raw)
+            except orjson.JSONDecodeError:
+                line = _jsonl_line(number, raw)
+                try:
+                    row = _decode(path, line)
+                except ArtifactInvalid:
+                    if line.terminated:
+                        raise
+                    torn_tail, row = line, _SKIP
+                if row is _SKIP:
+                    continue
+            try:
+                key, step_id, action, result_class = order_fields(row)
+            except ValueError as exc:
+                raise _row_error(path, number, exc) from None
+            is_failed, is_retry = cached_flags(result_class) or flags(result_class)
+            total += 1
+            failed += is_failed
+            retry_needed += is_retry
+            if (
+                limit
+                and (keep_all or (is_retry if keep_retry else is_failed))
+                and -key <= worst_kept
+            ):
+                kept.append((-key, step_id, action, number, row))
+                if len(kept) >= buffer_cap:
+                    kept.sort()
+                    del kept[limit:]
+                    worst_kept = kept[-1][0]
+    except OSError as exc:
+        raise _io_error(path, exc) from None
+    kept.sort()
+    del kept[limit:]
+    return Selection(kept, total, failed, retry_needed, torn_tail)
+
+
+def _size_if_present(path: str) -> int | None:
+    """The file's size; None if there is nothing at `path` (the reference's `exists()`)."""
+    try:
+        status = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise _io_error(path, exc) from None
+    if not stat.S_ISREG(status.st_mode):
+        raise _read_error(path, f"invalid trajectory row: trajectory path is not a file: {path}")
+    return status.st_size
+
+
+def select_rows(path: str, mode: QueryMode, limit: int) -> Selection:
+    """Validate and count every row of the file; keep the first `limit` rows `mode` selects."""
+    size = _size_if_present(path)
+    if size is None:
+        return Selection()
+    if size >= PARALLEL_MIN_BYTES and _may_fork():
+        halves = _halves(path, size)
+        if halves is not None:
+            return _select_in_two(path, mode, limit, *halves)
+    return _scan_whole(path, mode, limit)
+
+
+def _may_fork() -> bool:
+    if not hasattr(os, "fork") or threading.active_count() != 1:
+        return False
+    cores = (
+        os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    )
+    return len(cores) >= 2
+
+
+def _halves(path: str, size: int) -> tuple[int, int] | None:
+    """(offset of the first line after the middle, number of lines before it), or None."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(size // 2)
+            handle.readline()
+            split = handle.tell()
+            if split >= size:
+                return None
+            handle.seek(0)
+            lines_before, remaining = 0, split
+            while remaining:
+                chunk = handle.read(min(_COUNT_CHUNK, remaining))
+                if not chunk:
+                    return None
+                lines_before += chunk.count(b"\n")
+                remaining -= len(chunk)
+    except OSError as exc:
+        raise _io_error(path, exc) from None
+    return split, lines_before
+
+
+def _scan_second_half(
+    path: str, mode: QueryMode, limit: int, split: int, lines_before: int
+) -> Selection:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(split)
+            return _scan(path, handle, lines_before + 1, mode, limit)
+    except OSError as exc:
+        raise _io_error(path, exc) from None
+
+
+def _run_child(
+    write_end: int, path: str, mode: QueryMode, limit: int, split: int, lines_before: int
+) -> None:
+    """The forked child: scan the second half, send the Selection (or our error), exit at once."""
+    status = 0
+    try:
+        try:
+            outcome: Selection | PremathError = _scan_second_half(
+                path, mode, limit, split, lines_before
+            )
+        except PremathError as exc:
+            outcome = exc
+        with os.fdopen(write_end, "wb") as pipe:
+            pipe.write(pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL))
+    except BaseException:  # noqa: BLE001 - nothing may escape a forked child; the parent rescans
+        status = 1
+    finally:
+        os._exit(status)
+
+
+def _select_in_two(
+    path: str, mode: QueryMode, limit: int, split: int, lines_before: int
+) -> Selection:
+    read_end, write_end = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read_end)
+        os.close(write_end)
+        return _scan_whole(path, mode, limit)
+    if pid == 0:
+        os.close(read_end)
+        _run_child(write_end, path, mode, limit, split, lines_before)
+    os.close(write_end)
+    try:
+        with open(path, "rb") as handle:
+            first = _scan(path, islice(handle, lines_before), 1, mode, limit)
+    except BaseException:
+        os.kill(pid, signal.SIGKILL)
+        os.close(read_end)
+        os.waitpid(pid, 0)
+        raise
+    with os.fdopen(read_end, "rb") as pipe:
+        payload = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if status != 0 or not payload:
+        second: Selection | PremathError = _scan_second_half(path, mode, limit, split, lines_before)
+    else:
+        second = pickle.loads(payload)  # our own child's bytes, over a pipe only we hold
+    if isinstance(second, PremathError):
+        raise second
+    return first.merged(second, limit)
+
+
+def _scan_whole(path: str, mode: QueryMode, limit: int) -> Selection:
+    try:
+        with open(path, "rb") as handle:
+            return _scan(path, handle, 1, mode, limit)
+    except OSError as exc:
+        raise _io_error(path, exc) from None

@@ -1,0 +1,124 @@
+"""The worker loop: up to `max_steps` steps, until nothing is ready or a step fails.
+
+issue-memory-and-loops.md §B3. A failed step stops the loop unless `continue_on_failure`; either
+way the report's exit code is 1 when any step failed (D5-10: the reference said 0 with
+`--continue-on-failure`). A runtime error (a corrupt session, a missing issues file) is recorded
+as a trajectory row of class `failed_runtime_error` and then raised, so the CLI prints it.
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from premath.clock import Clock
+from premath.errors import PremathError
+from premath.harness.interrupts import interrupts_as_errors
+from premath.harness.loop_config import WorkerConfig
+from premath.harness.step import STEP_ACTION, Report, StepReport, run_step
+from premath.timefmt import format_seconds_z
+
+WORKER_REPORT_KIND = "premath.harness.worker_loop.v1"
+RUNTIME_ERROR_CLASS = "failed_runtime_error"
+
+
+@dataclass(slots=True)
+class WorkerReport:
+    worker_id: str
+    steps: list[StepReport] = field(default_factory=list)
+    stopped_reason: str = ""
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for step in self.steps if step.outcome != "completed")
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed else 0
+
+    def to_document(self) -> dict[str, Any]:
+        return {
+            "action": "harness-loop.worker",
+            "reportKind": WORKER_REPORT_KIND,
+            "workerId": self.worker_id,
+            "stepCount": len(self.steps),
+            "closedCount": len(self.steps) - self.failed,
+            "failedCount": self.failed,
+            "closedIssueIds": [s.claim.issue_id for s in self.steps if s.outcome == "completed"],
+            "failedIssueIds": [s.claim.issue_id for s in self.steps if s.outcome != "completed"],
+            "stoppedReason": self.stopped_reason,
+            "steps": [step.to_document() for step in self.steps],
+        }
+
+
+def record_runtime_error(
+    cfg: WorkerConfig, step_index: int, error: PremathError, clock: Clock
+) -> None:
+    """A trajectory row for a step that could not run; best effort (the error is raised anyway)."""
+    from premath.harness.trajectory import append_step
+
+    now = clock.now()
+    try:
+        append_step(
+            cfg.paths.trajectory,
+            step_id=f"{cfg.worker_id}.runtime.{step_index}",
+            action=STEP_ACTION,
+            result_class=RUNTIME_ERROR_CLASS,
+            witness_refs=[f"error://{error.code}"],
+            finished_at=format_seconds_z(now),
+            now=now,
+            lock_timeout=cfg.lock_timeout_s,
+        )
+    except PremathError:
+        return
+
+
+def run_worker(
+    cfg: WorkerConfig,
+    *,
+    max_steps: int,
+    continue_on_failure: bool,
+    clock: Clock,
+    sleep: Callable[[float], None] = time.sleep,
+    report: Report = lambda _line: None,
+    first_step_index: int = 1,
+) -> WorkerReport:
+    with interrupts_as_errors():
+        return _steps(cfg, max_steps, continue_on_failure, clock, sleep, report, first_step_index)
+
+
+def _steps(
+    cfg: WorkerConfig,
+    max_steps: int,
+    continue_on_failure: bool,
+    clock: Clock,
+    sleep: Callable[[float], None],
+    report: Report,
+    first_step_index: int,
+) -> WorkerReport:
+    outcome = WorkerReport(cfg.worker_id)
+    for step_index in range(first_step_index, first_step_index + max_steps):
+        try:
+            step = run_step(cfg, step_index, clock, sleep=sleep, report=report)
+        except PremathError as error:
+            record_runtime_error(cfg, step_index, error, clock)
+            raise
+        if step is None:
+            report(f"[worker:{cfg.worker_id}] no ready issue to claim (step={step_index})")
+            outcome.stopped_reason = "no_ready_issue"
+            return outcome
+        outcome.steps.append(step)
+        if step.outcome == "completed":
+            report(f"[worker:{cfg.worker_id}] closed issue {step.claim.issue_id}")
+            continue
+        classes = ",".join(step.failure_classes) or "none"
+        report(
+            f"[worker:{cfg.worker_id}] work/verify failed for {step.claim.issue_id} "
+            f"(failureClasses={classes}, lease_state={step.handoff.lease_state}, "
+            f"action={step.handoff.lease_action})"
+        )
+        if not continue_on_failure:
+            outcome.stopped_reason = "step_failed"
+            return outcome
+    outcome.stopped_reason = "max_steps"
+    return outcome

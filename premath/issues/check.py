@@ -1,0 +1,96 @@
+"""`issue check`: the issue graph contract (premath.issue_graph.check.v1, §A8)."""
+
+import re
+from typing import Any
+
+from premath.store.issues_file import IssueMap
+from premath.text import rust_trim
+
+CHECK_KIND = "premath.issue_graph.check.v1"
+DEFAULT_NOTE_WARN_THRESHOLD = 2000
+
+EPIC_MISMATCH = "issue_graph.issue_type.epic_mismatch"
+ACCEPTANCE_MISSING = "issue_graph.acceptance.missing"
+VERIFICATION_MISSING = "issue_graph.verification_command.missing"
+NOTES_LARGE = "issue_graph.notes.large"
+
+# The reference's own patterns (crates/premath-bd/src/issue_graph.rs), case-insensitive.
+_ACCEPTANCE = re.compile(r"^\s*acceptance(?:\s+criteria)?\s*:", re.IGNORECASE | re.MULTILINE)
+_COMMAND = r"(?:mise run|python3|cargo(?: run)?|premath|sh|nix develop -c|uv run|pytest)\b"
+_COMMAND_LINE = re.compile(
+    rf"^\s*(?:[-*]\s*)?(?:`)?{_COMMAND}[^`\n]*(?:`)?\s*$", re.IGNORECASE | re.MULTILINE
+)
+_COMMAND_SPAN = re.compile(rf"`{_COMMAND}[^`]*`", re.IGNORECASE)
+
+
+def has_acceptance(description: str) -> bool:
+    """A description line starting, in any case, with `Acceptance:` or `Acceptance criteria:`."""
+    return _ACCEPTANCE.search(description) is not None
+
+
+def has_verification_command(text: str) -> bool:
+    """A command line (optional bullet and backticks) or an inline backticked command."""
+    return _COMMAND_LINE.search(text) is not None or _COMMAND_SPAN.search(text) is not None
+
+
+def check_issues(issues: IssueMap, note_warn_threshold: int) -> dict[str, Any]:
+    """The check report body: errors and warnings per issue in id order, then the summary."""
+    errors: list[dict[str, str]] = []
+    warnings: list[dict[str, str]] = []
+    for issue_id in sorted(issues):
+        row = issues[issue_id]
+        if row["title"].startswith("[EPIC]") and row["issue_type"] != "epic":
+            errors.append(
+                {
+                    "issueId": issue_id,
+                    "class": EPIC_MISMATCH,
+                    "message": f"title starts with [EPIC] but issue_type={row['issue_type']}",
+                }
+            )
+        active = rust_trim(row["status"]).lower() in ("open", "in_progress")
+        if active and not row["ephemeral"]:
+            description = rust_trim(row.get("description", ""))
+            notes = rust_trim(row.get("notes", ""))
+            combined = f"{description}\n{notes}" if description and notes else description + notes
+            if not has_acceptance(description):
+                errors.append(
+                    {
+                        "issueId": issue_id,
+                        "class": ACCEPTANCE_MISSING,
+                        "message": "active issue must include an Acceptance section",
+                    }
+                )
+            if not has_verification_command(combined):
+                errors.append(
+                    {
+                        "issueId": issue_id,
+                        "class": VERIFICATION_MISSING,
+                        "message": "active issue must include at least one verification command",
+                    }
+                )
+        notes_length = len(row.get("notes", ""))
+        if notes_length > note_warn_threshold:
+            warnings.append(
+                {
+                    "issueId": issue_id,
+                    "class": NOTES_LARGE,
+                    "message": (
+                        f"notes payload exceeds warning threshold (len={notes_length}, "
+                        f"threshold={note_warn_threshold})"
+                    ),
+                }
+            )
+    return {
+        "checkKind": CHECK_KIND,
+        "result": "rejected" if errors else "accepted",
+        "failureClasses": sorted({error["class"] for error in errors}),
+        "warningClasses": sorted({warning["class"] for warning in warnings}),
+        "errors": errors,
+        "warnings": warnings,
+        "summary": {
+            "issueCount": len(issues),
+            "errorCount": len(errors),
+            "warningCount": len(warnings),
+            "noteWarnThreshold": note_warn_threshold,
+        },
+    }

@@ -1,0 +1,280 @@
+"""Dependency graph: ready and blocked sets, paths and cycles, edge views (§A3-§A5)."""
+
+import operator
+from collections import deque
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from premath.models.issue_row import BLOCKING_TYPES, DependencyRow, IssueRow
+from premath.store.issues_file import IssueMap
+from premath.text import rust_trim
+
+GraphScope = Literal["active", "full"]
+GRAPH_SCOPES: tuple[GraphScope, ...] = ("active", "full")
+EdgeView = Literal["execution", "gtd", "groupoid"]
+EDGE_VIEWS: tuple[EdgeView, ...] = ("execution", "gtd", "groupoid")
+
+# type -> role in each view (issue-memory-and-loops.md §A3)
+_ROLES: dict[str, dict[str, str]] = {
+    "blocks": {"execution": "blocking", "gtd": "next-action", "groupoid": "constraint"},
+    "parent-child": {"execution": "blocking", "gtd": "project-structure", "groupoid": "generator"},
+    "conditional-blocks": {"execution": "blocking", "gtd": "next-action", "groupoid": "constraint"},
+    "waits-for": {"execution": "blocking", "gtd": "next-action", "groupoid": "constraint"},
+    "related": {"execution": "informational", "gtd": "reference", "groupoid": "provenance"},
+    "relates-to": {"execution": "informational", "gtd": "reference", "groupoid": "provenance"},
+    "discovered-from": {
+        "execution": "informational",
+        "gtd": "captured-work",
+        "groupoid": "provenance",
+    },
+    "replies-to": {"execution": "informational", "gtd": "captured-work", "groupoid": "provenance"},
+    "duplicates": {"execution": "informational", "gtd": "dedupe", "groupoid": "equivalence"},
+    "supersedes": {"execution": "informational", "gtd": "dedupe", "groupoid": "equivalence"},
+}
+
+_NO_EDGES: list[DependencyRow] = []
+
+
+def foreign_edges(issues: IssueMap) -> dict[str, list[DependencyRow]]:
+    """Edges stored in a row other than the one their `issue_id` names, by that issue (B18).
+
+    The reference's `issue ready` indexes edges by their own `issue_id`; nearly always that is
+    the owning row, and the rare hand-edited exception is moved to the issue it names.
+    """
+    found: dict[str, list[DependencyRow]] = {}
+    for issue_id, row in issues.items():
+        dependencies = row.get("dependencies")
+        if dependencies is None:
+            continue
+        for edge in dependencies:
+            if edge["issue_id"] != issue_id:
+                found.setdefault(edge["issue_id"], []).append(edge)
+    return found
+
+
+def edges_of(
+    issue_id: str, row: IssueRow | None, foreign: dict[str, list[DependencyRow]]
+) -> list[DependencyRow]:
+    own = (
+        []
+        if row is None
+        else [e for e in row.get("dependencies", _NO_EDGES) if e["issue_id"] == issue_id]
+    )
+    return own + foreign.get(issue_id, _NO_EDGES) if foreign else own
+
+
+def is_unblocked(edges: Iterable[DependencyRow], issues: IssueMap) -> bool:
+    """Every blocking edge points at an existing issue whose status is exactly `closed`."""
+    for edge in edges:
+        if edge["type"] in BLOCKING_TYPES:
+            target = issues.get(edge["depends_on_id"])
+            if target is None or target["status"] != "closed":
+                return False
+    return True
+
+
+def ready_issues(issues: IssueMap) -> list[IssueRow]:
+    """`issue ready`: status exactly `open` and unblocked, sorted by id (byte order)."""
+    foreign = foreign_edges(issues)
+    ready = []
+    for issue_id, row in issues.items():
+        if row["status"] != "open":
+            continue
+        if ("dependencies" in row or issue_id in foreign) and not is_unblocked(
+            edges_of(issue_id, row, foreign), issues
+        ):
+            continue
+        ready.append(row)
+    ready.sort(key=operator.itemgetter("id"))
+    return ready
+
+
+def blocked_issues(issues: IssueMap) -> list[dict[str, Any]]:
+    """`issue blocked` items: not closed, and manually blocked or with an open blocking edge.
+
+    Unlike `ready`, the reference walks each row's own edges here.
+    """
+    items = []
+    for issue_id in sorted(issues):
+        row = issues[issue_id]
+        if row["status"] == "closed":
+            continue
+        blockers = []
+        for edge in row.get("dependencies", _NO_EDGES):
+            if edge["type"] not in BLOCKING_TYPES:
+                continue
+            target = issues.get(edge["depends_on_id"])
+            if target is not None and target["status"] == "closed":
+                continue
+            blockers.append(
+                {
+                    "issueId": edge["issue_id"],
+                    "dependsOnId": edge["depends_on_id"],
+                    "type": edge["type"],
+                    "createdBy": edge.get("created_by", ""),
+                    "blockerStatus": None if target is None else target["status"],
+                    "blockerMissing": target is None,
+                }
+            )
+        manual = row["status"] == "blocked"
+        if blockers or manual:
+            items.append(
+                {
+                    "id": issue_id,
+                    "title": row["title"],
+                    "status": row["status"],
+                    "priority": row["priority"],
+                    "manualBlocked": manual,
+                    "blockers": blockers,
+                }
+            )
+    return items
+
+
+def in_scope(row: IssueRow, scope: GraphScope) -> bool:
+    """`active`: status open or in_progress after trim and lowercase; `full`: every issue."""
+    return scope == "full" or rust_trim(row["status"]).lower() in ("open", "in_progress")
+
+
+def _neighbours(row: IssueRow) -> list[str]:
+    return sorted({edge["depends_on_id"] for edge in row.get("dependencies", _NO_EDGES)})
+
+
+def find_path(issues: IssueMap, start: str, target: str, scope: GraphScope) -> list[str] | None:
+    """BFS over edges of every type, neighbours sorted: the reference's deterministic path."""
+    start_row, target_row = issues.get(start), issues.get(target)
+    if start_row is None or target_row is None:
+        return None
+    if not in_scope(start_row, scope) or not in_scope(target_row, scope):
+        return None
+    if start == target:
+        return [start]
+    parents: dict[str, str] = {start: start}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for neighbour in _neighbours(issues[node]):
+            if neighbour in parents:
+                continue
+            row = issues.get(neighbour)
+            if row is None or not in_scope(row, scope):
+                continue
+            parents[neighbour] = node
+            if neighbour == target:
+                path = [neighbour]
+                while path[-1] != start:
+                    path.append(parents[path[-1]])
+                return path[::-1]
+            queue.append(neighbour)
+    return None
+
+
+def _cyclic_components(issues: IssueMap, scope: GraphScope) -> dict[str, int]:
+    """Strongly connected component index of each in-scope node (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    component: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    counter = 0
+
+    def successors(node: str) -> list[str]:
+        found = []
+        for edge in issues[node].get("dependencies", _NO_EDGES):
+            target = issues.get(edge["depends_on_id"])
+            if target is not None and in_scope(target, scope):
+                found.append(edge["depends_on_id"])
+        return found
+
+    for root in issues:
+        if root in index or not in_scope(issues[root], scope):
+            continue
+        work = [(root, iter(successors(root)))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            advanced = False
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(successors(child))))
+                    advanced = True
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component[member] = index[node]
+                    if member == node:
+                        break
+    return component
+
+
+def find_any_cycle(issues: IssueMap, scope: GraphScope) -> list[str] | None:
+    """The reference's first cycle: issues in id order, edges sorted, `[issue] + path back`.
+
+    A path from an edge's target back to its issue exists exactly when both sit in one strongly
+    connected component, so components prune the search to the edges that can close a cycle;
+    the path itself is the reference's BFS path.
+    """
+    component = _cyclic_components(issues, scope)
+    for issue_id in sorted(issues):
+        row = issues[issue_id]
+        if issue_id not in component or "dependencies" not in row:
+            continue
+        edges = sorted(
+            row["dependencies"],
+            key=lambda edge: (edge["depends_on_id"], edge["type"], edge.get("created_by", "")),
+        )
+        for edge in edges:
+            target = edge["depends_on_id"]
+            if component.get(target) != component[issue_id]:
+                continue
+            path = find_path(issues, target, issue_id, scope)
+            if path is not None:
+                return [issue_id, *path]
+    return None
+
+
+def integrity(issues: IssueMap, scope: GraphScope) -> dict[str, Any]:
+    cycle = find_any_cycle(issues, scope)
+    return {"hasCycle": cycle is not None, "cyclePath": cycle}
+
+
+def project_edges(issues: IssueMap, view: EdgeView) -> list[dict[str, Any]]:
+    """Every edge in one view, sorted by (issue_id, depends_on_id, type, created_by)."""
+    edges = [edge for row in issues.values() for edge in row.get("dependencies", _NO_EDGES)]
+    edges.sort(
+        key=lambda edge: (
+            edge["issue_id"],
+            edge["depends_on_id"],
+            edge["type"],
+            edge.get("created_by", ""),
+        )
+    )
+    return [
+        {
+            "issueId": edge["issue_id"],
+            "dependsOnId": edge["depends_on_id"],
+            "type": edge["type"],
+            "view": view,
+            "role": _ROLES[edge["type"]][view],
+            "blocking": edge["type"] in BLOCKING_TYPES,
+            "createdBy": edge.get("created_by", ""),
+        }
+        for edge in edges
+    ]

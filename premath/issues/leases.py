@@ -1,0 +1,448 @@
+"""Leases: who may work on an issue until when (issue-memory-and-loops.md §A6).
+
+Pure functions on an in-memory store; `premath.issues.memory` runs them under the store lock.
+An issue holds at most one lease, only while `in_progress`; an active lease belongs to one
+owner, and nobody else may claim, renew or release it until it expires. Times are epoch
+nanoseconds; rows store them in the AutoSi `Z` form.
+
+Ours differs from the reference in two places (docs/divergences.md): claim-next also reclaims an
+`in_progress` issue whose lease is stale (D3-1), and orders candidates by priority, then id in
+natural order (D3-2). The lease-renew and lease-release commands only let the holder act on an
+active lease (D3-3).
+"""
+
+import re
+from collections.abc import Callable
+from typing import Any, Literal
+
+from premath.errors import InputInvalid, LeaseRefused, NotFound, PremathError
+from premath.issues.graph import is_unblocked
+from premath.issues.lifecycle import put_field, set_status
+from premath.models.issue_row import IssueRow, LeaseRow
+from premath.store.issues_file import IssueMap
+from premath.text import id_token, rust_trim
+from premath.timefmt import (
+    NANOS_PER_SECOND,
+    format_autosi_z,
+    format_offset,
+    parse_relaxed,
+    parse_strict_rfc3339,
+)
+
+LeaseState = Literal["unleased", "active", "stale"]
+LeaseFailureClass = Literal[
+    "lease_invalid_assignee",
+    "lease_binding_ambiguous",
+    "lease_invalid_expires_at",
+    "lease_invalid_ttl",
+    "lease_not_found",
+    "lease_issue_closed",
+    "lease_contention_active",
+    "lease_missing",
+    "lease_stale",
+    "lease_owner_mismatch",
+    "lease_id_mismatch",
+]
+
+DEFAULT_TTL_SECONDS = 3600
+MIN_TTL_SECONDS = 30
+MAX_TTL_SECONDS = 86400
+TTL_RANGE_TEXT = f"lease_ttl_seconds must be in range [{MIN_TTL_SECONDS}, {MAX_TTL_SECONDS}]"
+
+_INPUT_CLASSES = {
+    "lease_invalid_assignee",
+    "lease_binding_ambiguous",
+    "lease_invalid_expires_at",
+    "lease_invalid_ttl",
+}
+_STORED = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?Z"
+)
+_NATURAL_PARTS = re.compile(r"([0-9]+)")
+
+
+class LeaseFailure:
+    """Mixed into lease errors: the reference's failure class, for callers that branch on it."""
+
+    failure_class: LeaseFailureClass
+
+
+class LeaseInputRejected(LeaseFailure, InputInvalid):
+    """A lease request with a blank assignee, a bad TTL or expiry."""
+
+
+class LeaseIssueMissing(LeaseFailure, NotFound):
+    """A lease request for an issue the store does not hold."""
+
+
+class LeaseDenied(LeaseFailure, LeaseRefused):
+    """A lease request the holder rules refuse (contention, staleness, mismatch, closed)."""
+
+
+def lease_error(failure_class: LeaseFailureClass, diagnostic: str) -> PremathError:
+    """The reference's rejection, `<diagnostic> (<failure_class>)`, as our error class."""
+    message = f"{diagnostic} ({failure_class})"
+    error: LeaseInputRejected | LeaseIssueMissing | LeaseDenied
+    if failure_class in _INPUT_CLASSES:
+        error = LeaseInputRejected(message)
+    elif failure_class == "lease_not_found":
+        error = LeaseIssueMissing(message)
+    else:
+        error = LeaseDenied(message)
+    error.failure_class = failure_class
+    return error
+
+
+def stored_nanos(text: str) -> int:
+    """Epoch nanoseconds of a stored (AutoSi `Z`) row timestamp."""
+    from premath.timefmt import days_from_civil
+
+    match = _STORED.fullmatch(text)
+    if match is None or match.group(6) == "60":
+        value = parse_relaxed(text)
+        if value is None:
+            raise ValueError(f"not a stored timestamp: {text!r}")
+        return value
+    year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
+    fraction = match.group(7) or ""
+    seconds = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second
+    return seconds * NANOS_PER_SECOND + int(fraction.ljust(9, "0")[:9])
+
+
+def lease_id_for(issue_id: str, assignee: str) -> str:
+    """`lease1_<tok(issue)>_<tok(assignee)>`, the default lease id."""
+    return f"lease1_{id_token(issue_id, 'anon')}_{id_token(assignee, 'anon')}"
+
+
+def lease_state(row: IssueRow, now_ns: int) -> LeaseState:
+    """`unleased` without a lease, `active` while `expires_at > now`, else `stale`."""
+    lease = row.get("lease")
+    if lease is None:
+        return "unleased"
+    return "active" if stored_nanos(lease["expires_at"]) > now_ns else "stale"
+
+
+def is_contended(row: IssueRow, now_ns: int) -> bool:
+    """An active lease on an issue that is not in_progress or is assigned to someone else."""
+    if lease_state(row, now_ns) != "active":
+        return False
+    return row["status"] != "in_progress" or row.get("assignee", "") != row["lease"]["owner"]
+
+
+def required_assignee(assignee: str) -> str:
+    trimmed = rust_trim(assignee)
+    if not trimmed:
+        raise lease_error("lease_invalid_assignee", "assignee is required")
+    return trimmed
+
+
+def lease_expiry(now_ns: int, ttl_seconds: int | None, expires_at: str | None) -> int:
+    """The new expiry: `now + ttl` (default 3600 s, 30..86400) or a future RFC3339 time."""
+    if ttl_seconds is not None and expires_at is not None:
+        raise lease_error(
+            "lease_binding_ambiguous",
+            "give either lease_ttl_seconds or lease_expires_at, not both",
+        )
+    if expires_at is not None:
+        parts = parse_strict_rfc3339(expires_at)
+        if parts is None:
+            raise lease_error(
+                "lease_invalid_expires_at",
+                f"lease_expires_at must be an RFC3339 date and time: {expires_at!r}",
+            )
+        expiry = parts[0] * NANOS_PER_SECOND + parts[1]
+        if expiry <= now_ns:
+            raise lease_error(
+                "lease_invalid_expires_at", f"lease_expires_at must be in the future: {expires_at}"
+            )
+        return expiry
+    ttl = DEFAULT_TTL_SECONDS if ttl_seconds is None else ttl_seconds
+    if not MIN_TTL_SECONDS <= ttl <= MAX_TTL_SECONDS:
+        raise lease_error("lease_invalid_ttl", TTL_RANGE_TEXT)
+    return now_ns + ttl * NANOS_PER_SECOND
+
+
+def _drop_stale_lease(row: IssueRow, caller: str, now_ns: int, now_text: str) -> None:
+    """A stale lease is void: drop it, reopen an in_progress issue, clear a foreign assignee."""
+    if lease_state(row, now_ns) != "stale":
+        return
+    del row["lease"]
+    if row["status"] == "in_progress":
+        set_status(row, "open", now_text)
+    assignee = row.get("assignee", "")
+    if assignee and assignee != caller:
+        del row["assignee"]
+
+
+def _grant(row: IssueRow, assignee: str, now_text: str, expiry_ns: int, lease_id: str) -> None:
+    """Assign, move to in_progress and write the lease; the holder's own lease is renewed
+    (same id, `acquired_at` kept, `renewed_at` now) whatever id was requested."""
+    put_field(row, "assignee", assignee)
+    set_status(row, "in_progress", now_text)
+    held = row.get("lease")
+    if held is not None and held["owner"] == assignee:
+        lease: LeaseRow = {
+            "lease_id": held["lease_id"],
+            "owner": assignee,
+            "acquired_at": held["acquired_at"],
+            "expires_at": format_autosi_z(expiry_ns),
+            "renewed_at": now_text,
+        }
+    else:
+        lease = {
+            "lease_id": lease_id,
+            "owner": assignee,
+            "acquired_at": now_text,
+            "expires_at": format_autosi_z(expiry_ns),
+        }
+    put_field(row, "lease", lease)
+
+
+def _requested_lease_id(issue_id: str, assignee: str, lease_id: str | None) -> str:
+    trimmed = rust_trim(lease_id or "")
+    return trimmed or lease_id_for(issue_id, assignee)
+
+
+def _refuse_foreign_holder(row: IssueRow, assignee: str) -> None:
+    lease = row.get("lease")
+    if lease is not None and lease["owner"] != assignee:
+        raise lease_error(
+            "lease_contention_active",
+            f"issue already leased: {row['id']} (owner={lease['owner']}, "
+            f"lease_id={lease['lease_id']})",
+        )
+    current = row.get("assignee", "")
+    if lease is None and current and current != assignee:
+        raise lease_error(
+            "lease_contention_active", f"issue already claimed: {row['id']} (assignee={current})"
+        )
+
+
+def claim_issue(
+    issues: IssueMap,
+    issue_id: str,
+    assignee: str,
+    *,
+    now_ns: int,
+    expiry_ns: int,
+    lease_id: str | None = None,
+) -> IssueRow:
+    """`issue claim`: take (or renew one's own) lease on one issue; readiness is not checked."""
+    row = issues.get(issue_id)
+    if row is None:
+        raise lease_error("lease_not_found", f"issue not found: {issue_id}")
+    if row["status"] == "closed":
+        raise lease_error("lease_issue_closed", f"issue is closed: {issue_id}")
+    now_text = format_autosi_z(now_ns)
+    _drop_stale_lease(row, assignee, now_ns, now_text)
+    _refuse_foreign_holder(row, assignee)
+    _grant(row, assignee, now_text, expiry_ns, _requested_lease_id(issue_id, assignee, lease_id))
+    return row
+
+
+def natural_key(issue_id: str) -> tuple[Any, ...]:
+    """Digits compare as numbers: `bd-2` before `bd-10` (D3-2)."""
+    parts = _NATURAL_PARTS.split(issue_id)
+    return tuple(int(part) if index % 2 else part for index, part in enumerate(parts))
+
+
+def _stale_test(now_ns: int) -> Callable[[LeaseRow], bool]:
+    """`lease is stale at now`, fast for stored times: two stored times with 4-digit years
+    compare as text on their `YYYY-MM-DDTHH:MM:SS` prefix; only a tie needs the fractions."""
+    now_prefix = format_autosi_z(now_ns)[:19]
+
+    def stale(lease: LeaseRow) -> bool:
+        expires = lease["expires_at"]
+        prefix = expires[:19]
+        if expires[4:5] == "-" and prefix != now_prefix:
+            return prefix < now_prefix
+        return stored_nanos(expires) <= now_ns
+
+    return stale
+
+
+def claim_candidates(issues: IssueMap, assignee: str, now_ns: int) -> list[IssueRow]:
+    """Issues claim-next may take for `assignee`, unordered.
+
+    Unblocked (every blocking target closed) and either `open`, or `in_progress` with a stale
+    lease (D3-1: a dead worker's issue); skipped when another owner holds an active lease, or
+    when nobody does but another assignee is set.
+    """
+    stale = _stale_test(now_ns)
+    found = []
+    for row in issues.values():
+        status = row["status"]
+        if status == "open":
+            lease = row.get("lease")
+        elif status == "in_progress":
+            lease = row.get("lease")
+            if lease is None or not stale(lease):
+                continue
+        else:
+            continue
+        dependencies = row.get("dependencies")
+        if dependencies is not None and not is_unblocked(dependencies, issues):
+            continue
+        if lease is not None:
+            if lease["owner"] != assignee and not stale(lease):
+                continue
+        else:
+            current = row.get("assignee")
+            if current and current != assignee:
+                continue
+        found.append(row)
+    return found
+
+
+def claim_next_issue(
+    issues: IssueMap,
+    assignee: str,
+    *,
+    now_ns: int,
+    expiry_ns: int,
+    lease_id: str | None = None,
+) -> IssueRow | None:
+    """`issue claim-next`: the best candidate by priority, then natural id order (D3-2)."""
+    candidates = claim_candidates(issues, assignee, now_ns)
+    if not candidates:
+        return None
+    best_priority = min(row["priority"] for row in candidates)
+    row = min(
+        (row for row in candidates if row["priority"] == best_priority),
+        key=lambda row: (natural_key(row["id"]), row["id"]),
+    )
+    now_text = format_autosi_z(now_ns)
+    _drop_stale_lease(row, assignee, now_ns, now_text)
+    _grant(row, assignee, now_text, expiry_ns, _requested_lease_id(row["id"], assignee, lease_id))
+    return row
+
+
+def _held_lease(row: IssueRow, assignee: str, lease_id: str | None, now_ns: int) -> LeaseRow:
+    """The caller's own active lease, or the reference's refusal in its order of checks."""
+    lease = row.get("lease")
+    if lease is None:
+        raise lease_error("lease_missing", f"issue has no lease: {row['id']}")
+    if stored_nanos(lease["expires_at"]) <= now_ns:
+        raise lease_error(
+            "lease_stale",
+            f"lease expired at {lease['expires_at']}: {row['id']} (lease_id={lease['lease_id']}); "
+            "claim the issue again (issue claim or claim-next)",
+        )
+    if lease["owner"] != assignee:
+        raise lease_error(
+            "lease_owner_mismatch",
+            f"lease owner mismatch on {row['id']}: expected={lease['owner']}, got={assignee}",
+        )
+    if lease_id is not None and lease["lease_id"] != lease_id:
+        raise lease_error(
+            "lease_id_mismatch",
+            f"lease id mismatch on {row['id']}: expected={lease['lease_id']}, got={lease_id}",
+        )
+    return lease
+
+
+def _open_issue(issues: IssueMap, issue_id: str) -> IssueRow:
+    row = issues.get(issue_id)
+    if row is None:
+        raise lease_error("lease_not_found", f"issue not found: {issue_id}")
+    return row
+
+
+def renew_lease(
+    issues: IssueMap,
+    issue_id: str,
+    assignee: str,
+    lease_id: str,
+    *,
+    now_ns: int,
+    expiry_ns: int,
+) -> IssueRow:
+    """Extend the caller's active lease: same id, `acquired_at` kept, `renewed_at` now."""
+    wanted = rust_trim(lease_id)
+    if not wanted:
+        raise lease_error("lease_id_mismatch", "lease_id is required")
+    row = _open_issue(issues, issue_id)
+    if row["status"] == "closed":
+        raise lease_error("lease_issue_closed", f"issue is closed: {issue_id}")
+    _held_lease(row, assignee, wanted, now_ns)
+    _grant(row, assignee, format_autosi_z(now_ns), expiry_ns, wanted)
+    return row
+
+
+def release_lease(
+    issues: IssueMap,
+    issue_id: str,
+    assignee: str,
+    lease_id: str | None,
+    *,
+    now_ns: int,
+) -> IssueRow:
+    """Give the caller's active lease up: lease and assignee removed, in_progress reopened.
+
+    Unlike the reference's transport action, only the holder of an active lease may release
+    it (D3-3); a stale lease is left for claim or claim-next to reclaim.
+    """
+    row = _open_issue(issues, issue_id)
+    wanted = rust_trim(lease_id or "") or None
+    _held_lease(row, assignee, wanted, now_ns)
+    now_text = format_autosi_z(now_ns)
+    del row["lease"]
+    row.pop("assignee", None)
+    if row["status"] == "in_progress":
+        set_status(row, "open", now_text)
+    row["updated_at"] = now_text
+    return row
+
+
+def lease_view(row: IssueRow, now_ns: int | None = None) -> dict[str, Any] | None:
+    """The lease in CLI output: camelCase, `+00:00` times, `renewedAt` null when absent;
+    with `now_ns`, also its `state`."""
+    lease = row.get("lease")
+    if lease is None:
+        return None
+    renewed = lease.get("renewed_at")
+    view: dict[str, Any] = {
+        "leaseId": lease["lease_id"],
+        "owner": lease["owner"],
+        "acquiredAt": format_offset(stored_nanos(lease["acquired_at"])),
+        "expiresAt": format_offset(stored_nanos(lease["expires_at"])),
+        "renewedAt": None if renewed is None else format_offset(stored_nanos(renewed)),
+    }
+    if now_ns is not None:
+        view["state"] = lease_state(row, now_ns)
+    return view
+
+
+def claimed_issue_view(row: IssueRow, now_ns: int | None = None) -> dict[str, Any]:
+    """`issue{id,title,status,priority,issueType,assignee,owner,lease}` of claim output."""
+    return {
+        "id": row["id"],
+        "title": row["title"],
+        "status": row["status"],
+        "priority": row["priority"],
+        "issueType": row["issue_type"],
+        "assignee": row.get("assignee", ""),
+        "owner": row.get("owner", ""),
+        "lease": lease_view(row, now_ns),
+    }
+
+
+def lease_projection(issues: IssueMap, now_ns: int) -> dict[str, Any]:
+    """Stale and contended leases (disjoint sets), ids sorted, checked at `now`."""
+    stale, contended = [], []
+    for issue_id, row in issues.items():
+        if "lease" not in row:
+            continue
+        if lease_state(row, now_ns) == "stale":
+            stale.append(issue_id)
+        elif is_contended(row, now_ns):
+            contended.append(issue_id)
+    stale.sort()
+    contended.sort()
+    return {
+        "checkedAt": format_offset(now_ns),
+        "staleCount": len(stale),
+        "staleIssueIds": stale,
+        "contendedCount": len(contended),
+        "contendedIssueIds": contended,
+    }

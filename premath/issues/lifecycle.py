@@ -1,0 +1,122 @@
+"""Creating issues and changing their fields the way the reference's `Issue` methods do (§A1)."""
+
+from typing import Any
+
+from premath.errors import Conflict, InputInvalid
+from premath.models.issue_row import (
+    DEFAULT_STATUS,
+    FIELD_ORDER,
+    IssueRow,
+    RowInvalid,
+    normalize_issue_type,
+)
+from premath.store.issues_file import IssueMap
+from premath.text import rust_trim
+
+AUTO_ID_PREFIX = "bd-"
+
+
+def is_in_progress(status: str) -> bool:
+    """The one status that may hold a lease; compared trimmed and case-insensitively (B8)."""
+    return rust_trim(status).lower() == "in_progress"
+
+
+_FIELD_INDEX = {name: index for index, name in enumerate(FIELD_ORDER)}
+
+
+def put_field(row: IssueRow, field: str, value: Any) -> None:
+    """Set a field in place, keeping the keys in stored field order (rows are encoded as is)."""
+    fields: dict[str, Any] = row  # type: ignore[assignment]
+    if field in fields:
+        fields[field] = value
+        return
+    fields[field] = value
+    ordered = sorted(fields.items(), key=lambda item: _FIELD_INDEX[item[0]])
+    fields.clear()
+    fields.update(ordered)
+
+
+def set_text(row: IssueRow, field: str, value: str) -> None:
+    """Set an optional text field; the empty string removes it, as serde omits it on write."""
+    if value:
+        put_field(row, field, value)
+    else:
+        row.pop(field, None)  # type: ignore[misc]
+
+
+def set_status(row: IssueRow, status: str, now_text: str) -> None:
+    """`Issue::set_status`: bump `updated_at`; leaving in_progress drops the lease; `closed`
+    (exact) sets `closed_at` once, any other status clears it."""
+    row["status"] = status
+    row["updated_at"] = now_text
+    if not is_in_progress(status):
+        row.pop("lease", None)
+    if status == "closed":
+        if "closed_at" not in row:
+            put_field(row, "closed_at", now_text)
+    else:
+        row.pop("closed_at", None)
+
+
+def checked_issue_type(value: str) -> str:
+    try:
+        return normalize_issue_type(value)
+    except RowInvalid as exc:
+        raise InputInvalid(str(exc)) from None
+
+
+def next_auto_id(issues: IssueMap) -> str:
+    """The smallest unused `bd-N` (N >= 1): auto ids fill gaps, as the reference's do (B15)."""
+    number = 1
+    while f"{AUTO_ID_PREFIX}{number}" in issues:
+        number += 1
+    return f"{AUTO_ID_PREFIX}{number}"
+
+
+def new_issue(
+    issues: IssueMap,
+    *,
+    title: str,
+    now_text: str,
+    issue_id: str | None = None,
+    description: str = "",
+    status: str = DEFAULT_STATUS,
+    priority: int = 2,
+    issue_type: str = "task",
+    assignee: str = "",
+    owner: str = "",
+) -> IssueRow:
+    """Insert a new issue (not yet saved); its status goes through set_status."""
+    kind = checked_issue_type(issue_type)
+    chosen = next_auto_id(issues) if issue_id is None else issue_id
+    if chosen in issues:
+        raise Conflict(f"issue already exists: {chosen}")
+    row: IssueRow = {
+        "id": chosen,
+        "title": title,
+        "status": status,
+        "priority": priority,
+        "issue_type": kind,
+        "created_at": now_text,
+        "updated_at": now_text,
+        "ephemeral": False,
+    }
+    set_text(row, "description", description)
+    set_text(row, "assignee", assignee)
+    set_text(row, "owner", owner)
+    set_status(row, status, now_text)
+    issues[chosen] = row
+    return row
+
+
+def issue_summary(row: IssueRow) -> dict[str, Any]:
+    """`issue{id,title,status,priority,issueType,assignee,owner}` of add/update/discover output."""
+    return {
+        "id": row["id"],
+        "title": row["title"],
+        "status": row["status"],
+        "priority": row["priority"],
+        "issueType": row["issue_type"],
+        "assignee": row.get("assignee", ""),
+        "owner": row.get("owner", ""),
+    }

@@ -1,0 +1,17 @@
+"""`premath.harness.boot.v1`: what `premath harness boot` found before any work starts."""
+
+from typing import Final, Literal
+
+BOOT_KIND: Final = "premath.harness.boot.v1"
+BOOT_SCHEMA: Final = 1
+
+BootFailureClass = Literal[
+    "boot.issues_missing",
+    "boot.issues_invalid",
+    "boot.dependency_cycle",
+    "boot.session_invalid",
+    "boot.ledger_invalid",
+    "boot.startup_verification_failed",
+]
+
+TargetSource = Literal["resume", "feature_ledger", "ready"]

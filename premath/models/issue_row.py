@@ -1,0 +1,457 @@
+"""The issue row as the reference stores it, checked with plain code (reference §A1).
+
+Hot commands (`issue ready`, `issue claim-next`) read 100k rows per call, so rows stay the dicts
+orjson gives and are checked here without pydantic; `premath.models.issue` holds the pydantic
+twin, and a hypothesis test proves both accept and reject the same rows. A checked row is a new
+dict in the reference's field order, with every value in its stored form: timestamps re-emitted
+in serde's AutoSi `Z` form, `issue_type` trimmed and lowercased, `dep_type` written as `type`,
+empty optional fields dropped, `metadata` keys sorted at every level, unknown fields dropped.
+"""
+
+import operator
+import re
+from typing import Any, Literal, NotRequired, TypedDict
+
+from premath.timefmt import days_in_month, normalize_relaxed
+
+FIELD_ORDER = (
+    "id",
+    "title",
+    "description",
+    "design",
+    "acceptance_criteria",
+    "notes",
+    "status",
+    "priority",
+    "issue_type",
+    "assignee",
+    "owner",
+    "lease",
+    "created_at",
+    "updated_at",
+    "closed_at",
+    "ephemeral",
+    "mol_type",
+    "labels",
+    "dependencies",
+    "metadata",
+)
+LEASE_FIELD_ORDER = ("lease_id", "owner", "acquired_at", "expires_at", "renewed_at")
+
+IssueType = Literal["epic", "task"]
+ISSUE_TYPES: tuple[IssueType, ...] = ("epic", "task")
+
+DependencyType = Literal[
+    "blocks",
+    "parent-child",
+    "conditional-blocks",
+    "waits-for",
+    "related",
+    "relates-to",
+    "discovered-from",
+    "replies-to",
+    "duplicates",
+    "supersedes",
+]
+DEPENDENCY_TYPES: tuple[DependencyType, ...] = (
+    "blocks",
+    "parent-child",
+    "conditional-blocks",
+    "related",
+    "discovered-from",
+    "relates-to",
+    "duplicates",
+    "supersedes",
+    "waits-for",
+    "replies-to",
+)
+BLOCKING_TYPES = frozenset(("blocks", "parent-child", "conditional-blocks", "waits-for"))
+
+DEFAULT_STATUS = "open"
+DEFAULT_PRIORITY = 2
+DEFAULT_ISSUE_TYPE: IssueType = "task"
+I32_MIN, I32_MAX = -(2**31), 2**31 - 1
+
+
+class LeaseRow(TypedDict):
+    lease_id: str
+    owner: str
+    acquired_at: str
+    expires_at: str
+    renewed_at: NotRequired[str]
+
+
+class DependencyRow(TypedDict):
+    issue_id: str
+    depends_on_id: str
+    type: str
+    created_by: NotRequired[str]
+
+
+class IssueRow(TypedDict):
+    """One stored issue; keys absent when the reference omits them (empty or unset)."""
+
+    id: str
+    title: str
+    description: NotRequired[str]
+    design: NotRequired[str]
+    acceptance_criteria: NotRequired[str]
+    notes: NotRequired[str]
+    status: str
+    priority: int
+    issue_type: str
+    assignee: NotRequired[str]
+    owner: NotRequired[str]
+    lease: NotRequired[LeaseRow]
+    created_at: str
+    updated_at: str
+    closed_at: NotRequired[str]
+    ephemeral: bool
+    mol_type: NotRequired[str]
+    labels: NotRequired[list[str]]
+    dependencies: NotRequired[list[DependencyRow]]
+    metadata: NotRequired[Any]
+
+
+class RowInvalid(ValueError):
+    """A row serde would refuse; the message follows serde's wording (no line/column)."""
+
+
+# Already in serde's AutoSi `Z` form: fraction absent, or 3/6/9 digits not ending in `000`.
+_STORED_TIMESTAMP = re.compile(
+    r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:"
+    r"(?:[0-5][0-9]|60)(?:\.(?!000Z)[0-9]{3}|\.[0-9]{3}(?!000Z)[0-9]{3}|\.[0-9]{6}(?!000Z)[0-9]{3})?Z"
+)
+_MISSING: Any = object()
+
+
+def describe(value: Any) -> str:
+    """serde's `Unexpected` wording for a JSON value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean `{str(value).lower()}`"
+    if isinstance(value, int):
+        return f"integer `{value}`"
+    if isinstance(value, float):
+        return f"floating point `{value!r}`"
+    if isinstance(value, str):
+        return f'string "{value}"'
+    if isinstance(value, list):
+        return "sequence"
+    return "map"
+
+
+def _string(value: Any, field: str) -> str:
+    if type(value) is not str:
+        raise RowInvalid(f"invalid type: {describe(value)}, expected a string (field `{field}`)")
+    return value
+
+
+def stored_timestamp(value: Any, field: str) -> str:
+    """The stored form of a row timestamp (chrono relaxed RFC3339 in, AutoSi `Z` out)."""
+    if type(value) is str and _STORED_TIMESTAMP.fullmatch(value):
+        day = value[8:10]
+        if day <= "28" or int(day) <= days_in_month(int(value[:4]), int(value[5:7])):
+            return value
+    if type(value) is not str:
+        raise RowInvalid(
+            f"invalid type: {describe(value)}, expected an RFC 3339 formatted date and time "
+            f"string (field `{field}`)"
+        )
+    normalized = normalize_relaxed(value)
+    if normalized is None:
+        raise RowInvalid(f'invalid RFC 3339 date and time "{value}" (field `{field}`)')
+    return normalized
+
+
+def normalize_issue_type(value: str) -> IssueType:
+    """`issue_type` as the reference reads it: trimmed, lowercased, epic or task."""
+    lowered = value.strip().lower()
+    if lowered == "epic" or lowered == "task":
+        return lowered  # type: ignore[return-value]
+    raise RowInvalid(f"invalid issue_type `{value}` (expected one of: epic, task)")
+
+
+def check_lease(value: Any) -> LeaseRow:
+    if type(value) is not dict:
+        raise RowInvalid(f"invalid type: {describe(value)}, expected struct IssueLease")
+    lease: dict[str, Any] = {}
+    for field in ("lease_id", "owner"):
+        if field not in value:
+            raise RowInvalid(f"missing field `{field}` (in `lease`)")
+        lease[field] = _string(value[field], field)
+    for field in ("acquired_at", "expires_at"):
+        if field not in value:
+            raise RowInvalid(f"missing field `{field}` (in `lease`)")
+        lease[field] = stored_timestamp(value[field], field)
+    renewed = value.get("renewed_at")
+    if renewed is not None:
+        lease["renewed_at"] = stored_timestamp(renewed, "renewed_at")
+    return lease  # type: ignore[return-value]
+
+
+def check_dependency(value: Any) -> DependencyRow:
+    if type(value) is not dict:
+        raise RowInvalid(f"invalid type: {describe(value)}, expected struct Dependency")
+    if "type" in value and "dep_type" in value:
+        raise RowInvalid("duplicate field `type`")
+    for field in ("issue_id", "depends_on_id"):
+        if field not in value:
+            raise RowInvalid(f"missing field `{field}` (in a dependency)")
+    kind = value.get("type", value.get("dep_type", _MISSING))
+    if kind is _MISSING:
+        raise RowInvalid("missing field `type` (in a dependency)")
+    if kind not in BLOCKING_TYPES and kind not in DEPENDENCY_TYPES:
+        if type(kind) is not str:
+            raise RowInvalid(f"invalid type: {describe(kind)}, expected a dependency type")
+        expected = ", ".join(f"`{name}`" for name in DEPENDENCY_TYPES)
+        raise RowInvalid(f"unknown variant `{kind}`, expected one of {expected}")
+    dependency: dict[str, Any] = {
+        "issue_id": _string(value["issue_id"], "issue_id"),
+        "depends_on_id": _string(value["depends_on_id"], "depends_on_id"),
+        "type": kind,
+    }
+    created_by = value.get("created_by", "")
+    if _string(created_by, "created_by"):
+        dependency["created_by"] = created_by
+    return dependency  # type: ignore[return-value]
+
+
+def sort_metadata(value: Any) -> Any:
+    """serde_json's `Value` without `preserve_order`: object keys sorted at every level."""
+    if type(value) is dict:
+        return {key: sort_metadata(value[key]) for key in sorted(value)}
+    if type(value) is list:
+        return [sort_metadata(item) for item in value]
+    return value
+
+
+def check_row(value: Any, now_text: str) -> IssueRow:
+    """The stored form of one decoded row; `now_text` fills missing created/updated times.
+
+    Raises RowInvalid with serde's wording when the reference would refuse the row.
+    """
+    if type(value) is not dict:
+        raise RowInvalid(f"invalid type: {describe(value)}, expected struct Issue")
+    get = value.get
+    row: dict[str, Any] = {}
+    for field in ("id", "title"):
+        item = get(field, _MISSING)
+        if item is _MISSING:
+            raise RowInvalid(f"missing field `{field}`")
+        row[field] = _string(item, field)
+    for field in ("description", "design", "acceptance_criteria", "notes"):
+        item = get(field)
+        if (item is not None or field in value) and _string(item, field):
+            row[field] = item
+    status = get("status", DEFAULT_STATUS)
+    row["status"] = _string(status, "status")
+    priority = get("priority", DEFAULT_PRIORITY)
+    if type(priority) is not int:
+        raise RowInvalid(f"invalid type: {describe(priority)}, expected i32 (field `priority`)")
+    if not I32_MIN <= priority <= I32_MAX:
+        raise RowInvalid(f"invalid value: {describe(priority)}, expected i32 (field `priority`)")
+    row["priority"] = priority
+    issue_type = get("issue_type", DEFAULT_ISSUE_TYPE)
+    if issue_type != "task" and issue_type != "epic":
+        issue_type = normalize_issue_type(_string(issue_type, "issue_type"))
+    row["issue_type"] = issue_type
+    for field in ("assignee", "owner"):
+        item = get(field)
+        if (item is not None or field in value) and _string(item, field):
+            row[field] = item
+    lease = get("lease")
+    if lease is not None:
+        row["lease"] = check_lease(lease)
+    created = get("created_at", _MISSING)
+    row["created_at"] = now_text if created is _MISSING else stored_timestamp(created, "created_at")
+    updated = get("updated_at", _MISSING)
+    row["updated_at"] = now_text if updated is _MISSING else stored_timestamp(updated, "updated_at")
+    closed = get("closed_at")
+    if closed is not None:
+        row["closed_at"] = stored_timestamp(closed, "closed_at")
+    ephemeral = get("ephemeral", False)
+    if type(ephemeral) is not bool:
+        raise RowInvalid(
+            f"invalid type: {describe(ephemeral)}, expected a boolean (field `ephemeral`)"
+        )
+    row["ephemeral"] = ephemeral
+    mol_type = get("mol_type")
+    if (mol_type is not None or "mol_type" in value) and _string(mol_type, "mol_type"):
+        row["mol_type"] = mol_type
+    labels = get("labels", _MISSING)
+    if labels is not _MISSING:
+        if type(labels) is not list:
+            raise RowInvalid(
+                f"invalid type: {describe(labels)}, expected a sequence (field `labels`)"
+            )
+        if labels:
+            row["labels"] = [_string(label, "labels") for label in labels]
+    dependencies = get("dependencies", _MISSING)
+    if dependencies is not _MISSING:
+        if type(dependencies) is not list:
+            raise RowInvalid(
+                f"invalid type: {describe(dependencies)}, expected a sequence "
+                "(field `dependencies`)"
+            )
+        if dependencies:
+            row["dependencies"] = [check_dependency(item) for item in dependencies]
+    metadata = get("metadata")
+    if metadata is not None:
+        row["metadata"] = sort_metadata(metadata)
+    return row  # type: ignore[return-value]
+
+
+def dependency_sort_key(dependency: DependencyRow) -> tuple[str, str, str, str]:
+    """The reference's canonical edge order: (depends_on_id, type, created_by, issue_id)."""
+    return (
+        dependency["depends_on_id"],
+        dependency["type"],
+        dependency.get("created_by", ""),
+        dependency["issue_id"],
+    )
+
+
+# --- fast path ----------------------------------------------------------------------------------
+# A row our writers (or the reference's) produced is already in stored form: keys in field order,
+# no empty optional field, canonical timestamps. `stored_row_or_none` recognises such a row with a
+# few C-level operations (its key tuple names its expected value types) and returns it unchanged;
+# anything else goes through `check_row`. Timestamps are not checked here but queued, and
+# `stamps_are_stored` checks a whole queue in one regex call. The contract, pinned by a hypothesis
+# test: whenever the fast path accepts a row, `check_row` returns an equal row.
+
+_ALWAYS = frozenset(
+    ("id", "title", "status", "priority", "issue_type", "created_at", "updated_at", "ephemeral")
+)
+_FIELD_TYPES: dict[str, type] = {
+    **dict.fromkeys(FIELD_ORDER, str),
+    "priority": int,
+    "lease": dict,
+    "ephemeral": bool,
+    "labels": list,
+    "dependencies": list,
+}
+_STAMP_FIELDS = ("created_at", "updated_at", "closed_at")
+_LEASE_SHAPES = {
+    ("lease_id", "owner", "acquired_at", "expires_at"): (str, str, str, str),
+    ("lease_id", "owner", "acquired_at", "expires_at", "renewed_at"): (str, str, str, str, str),
+}
+_DEPENDENCY_KEYS = frozenset(
+    (("issue_id", "depends_on_id", "type"), ("issue_id", "depends_on_id", "type", "created_by"))
+)
+_DEPENDENCY_TYPE_SET = frozenset(DEPENDENCY_TYPES)
+_FIELD_POSITION = {name: index for index, name in enumerate(FIELD_ORDER)}
+
+
+class _Shape:
+    """What a key tuple in stored order implies: the value types, and which parts to inspect."""
+
+    __slots__ = ("dependencies", "labels", "lease", "stamps", "types")
+
+    def __init__(self, keys: tuple[str, ...]) -> None:
+        self.types = tuple(_FIELD_TYPES[key] for key in keys)
+        stamp_keys = [key for key in keys if key in _STAMP_FIELDS]
+        self.stamps = operator.itemgetter(*stamp_keys)
+        self.lease = "lease" in keys
+        self.dependencies = "dependencies" in keys
+        self.labels = "labels" in keys
+
+
+_SHAPES: dict[tuple[str, ...], _Shape | None] = {}
+_MONTH_DAY = (
+    r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+    r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-9]))"
+)
+_STORED_STAMP = (
+    rf"[0-9]{{4}}-{_MONTH_DAY}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)"
+    r"(?:\.[0-9]{3}(?:[0-9]{3}(?:[0-9]{3})?)?)?Z"
+)
+# Possessive: the engine keeps no backtracking state per stamp (a plain `*` kept ~700 bytes
+# each, 190 MB for a 100k-issue store).
+_STORED_STAMPS = re.compile(rf"(?:{_STORED_STAMP}\n)*+{_STORED_STAMP}")
+_LEAP_DAYS = re.compile(r"([0-9]{4})-02-29T")
+
+
+def _shape(keys: tuple[str, ...]) -> _Shape | None:
+    positions = [_FIELD_POSITION.get(key, -1) for key in keys]
+    if -1 in positions or positions != sorted(set(positions)) or not set(keys) >= _ALWAYS:
+        return None
+    if "metadata" in keys:
+        return None
+    return _Shape(keys)
+
+
+def stored_row_or_none(value: Any, stamps: list[str]) -> IssueRow | None:
+    """`value` itself when it is a row in stored form (its timestamps appended to `stamps` for
+    `stamps_are_stored`), else None: the caller then runs `check_row`."""
+    if type(value) is not dict:
+        return None
+    keys = tuple(value)
+    shape = _SHAPES.get(keys, _MISSING)
+    if shape is _MISSING:
+        shape = _SHAPES[keys] = _shape(keys)
+    if shape is None:
+        return None
+    values = value.values()
+    if tuple(map(type, values)) != shape.types or "" in values:
+        return None
+    if not I32_MIN <= value["priority"] <= I32_MAX:
+        return None
+    issue_type = value["issue_type"]
+    if issue_type != "task" and issue_type != "epic":
+        return None
+    stamps.extend(shape.stamps(value))
+    if shape.lease:
+        lease = value["lease"]
+        lease_types = _LEASE_SHAPES.get(tuple(lease))
+        if lease_types is None or tuple(map(type, lease.values())) != lease_types:
+            return None
+        stamps.extend(tuple(lease.values())[2:])
+    if shape.dependencies:
+        dependencies = value["dependencies"]
+        if not dependencies:
+            return None
+        for edge in dependencies:
+            if type(edge) is not dict or tuple(edge) not in _DEPENDENCY_KEYS:
+                return None
+            if edge["type"] not in _DEPENDENCY_TYPE_SET:
+                return None
+            if type(edge["issue_id"]) is not str or type(edge["depends_on_id"]) is not str:
+                return None
+            created_by = edge.get("created_by")
+            if created_by is not None and (type(created_by) is not str or not created_by):
+                return None
+    if shape.labels:
+        labels = value["labels"]
+        if not labels or any(type(label) is not str for label in labels):
+            return None
+    return value  # type: ignore[return-value]
+
+
+def stamps_are_stored(stamps: list[str]) -> bool:
+    """True when every string is a timestamp in stored form, checked for the lot at once.
+
+    One regex pass over the joined stamps (each month's day range; Feb 29 then checked against
+    leap years); a stored fraction never ends in `000` (AutoSi would have printed fewer
+    digits), and `000Z` cannot occur in a stored timestamp otherwise.
+    """
+    if not stamps:
+        return True
+    joined = "\n".join(stamps)
+    if joined.count("\n") != len(stamps) - 1 or "000Z" in joined:
+        return False
+    if _STORED_STAMPS.fullmatch(joined) is None:
+        return False
+    if "-02-29T" in joined:
+        return all(days_in_month(int(year), 2) == 29 for year in _LEAP_DAYS.findall(joined))
+    return True
+
+
+def row_stamps_are_stored(row: IssueRow) -> bool:
+    """The per-row form of `stamps_are_stored`, to find the rows a failed batch is about."""
+    stamps = [row[field] for field in _STAMP_FIELDS if field in row]  # type: ignore[literal-required]
+    lease = row.get("lease")
+    if lease is not None:
+        stamps.extend(value for key, value in lease.items() if key != "lease_id" and key != "owner")
+    return stamps_are_stored(stamps)

@@ -1,0 +1,13 @@
+"""`premath.multithread.throughput.v1`: the KPI report's kind and its documented defaults."""
+
+from typing import Final, Literal
+
+KPI_SCHEMA: Final = 1
+KPI_KIND: Final = "premath.multithread.throughput.v1"
+
+DEFAULT_WINDOW_HOURS: Final = 24
+DEFAULT_TARGET_KPI: Final = 0.8
+DEFAULT_ROLLBACK_KPI: Final = 0.4
+DEFAULT_MIN_SAMPLE_ROWS: Final = 3
+
+DecisionState = Literal["insufficient_data", "rollback", "watch", "pass"]

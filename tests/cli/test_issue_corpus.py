@@ -1,0 +1,18 @@
+"""The public CLI corpus for `premath issue`: every scenario passes but the declared divergences."""
+
+from tests.support.corpus import assert_corpus
+
+DIVERGENT = {
+    "issue.add.explicit-and-errors": "D1-1",
+    "issue.blocked.missing-file": "D1-1",
+    "issue.check.missing-file": "D1-1",
+    "issue.claim-next.errors": "D1-1",
+    "issue.claim-next.skips": "D3-1",  # our behaviour: tests/cli/test_issue_claim_next.py
+    "issue.claim-next.ttl-bounds": "D1-1",
+    "issue.claim.rejections": "D1-1",
+    "issue.ready.errors-and-empty": "D1-1",
+}
+
+
+def test_issue_corpus_matches_the_reference_except_declared_divergences():
+    assert_corpus("issue", DIVERGENT)

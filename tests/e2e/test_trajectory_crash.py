@@ -1,0 +1,69 @@
+"""A trajectory writer killed at random moments leaves whole rows and a recoverable lock."""
+
+import multiprocessing
+import os
+import random
+import signal
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+
+from premath.harness.trajectory import append_step, query_trajectory
+from tests.support.cli import run_premath
+
+NOW = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
+FORK = multiprocessing.get_context("fork")
+KILLS = 200
+
+
+def _append_forever(path: str, generation: int, ready) -> None:
+    ready.set()
+    n = 0
+    while True:
+        append_step(
+            path,
+            step_id=f"g{generation}.{n}",
+            action="worker.loop",
+            result_class="completed",
+            witness_refs=["w" * (n % 3000)],  # rows from 80 bytes to 3 kB
+            now=NOW,
+            lock_timeout=30,
+        )
+        n += 1
+
+
+def test_writers_killed_at_random_moments_leave_whole_rows_and_a_recoverable_lock(tmp_path):
+    path = tmp_path / "t.jsonl"
+    lock = tmp_path / "t.jsonl.lock"
+    rng = random.Random(20260222)
+    locks_left = rows_before = writing_generations = 0
+    for generation in range(KILLS):
+        ready = FORK.Event()
+        child = FORK.Process(target=_append_forever, args=(str(path), generation, ready))
+        child.start()
+        ready.wait()
+        time.sleep(rng.uniform(0, 0.04))
+        os.kill(child.pid, signal.SIGKILL)
+        child.join()
+        locks_left += lock.exists()
+        data = path.read_bytes() if path.exists() else b""
+        assert data == b"" or data.endswith(b"\n"), f"torn row after kill {generation}"
+        rows = [orjson.loads(line) for line in data.splitlines()]
+        assert len(rows) >= rows_before  # rows are only ever added
+        writing_generations += len(rows) > rows_before
+        rows_before = len(rows)
+        assert query_trajectory(str(path), "latest", 1)["totalCount"] == len(rows)
+
+    assert writing_generations >= 3  # writers got to write before being killed
+    assert locks_left > 0  # some kills hit a writer holding the lock...
+    lock.write_text("pid=999999999\nutc=2026-03-01T10:00:00Z\n")  # ...and one surely did
+    outcome = run_premath(
+        "harness-trajectory", "append", "--path", "t.jsonl", "--step-id", "after",
+        "--action", "a", "--result-class", "ok", "--json", cwd=tmp_path,
+    )  # fmt: skip
+    assert outcome.returncode == 0, outcome.stderr
+    assert b"removed stale lock" in outcome.stderr
+    assert orjson.loads(path.read_bytes().splitlines()[-1])["stepId"] == "after"
+    assert sorted(p.name for p in Path(tmp_path).iterdir()) == ["t.jsonl"]

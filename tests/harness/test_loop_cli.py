@@ -1,0 +1,86 @@
+"""The loop commands' surface: usage errors, text output, the demo."""
+
+import pytest
+
+from tests.harness.loop_support import issue_rows, make_issues
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--worker-id", "  "), "--worker-id is required"),
+        (("--worker-id", "a/b"), "--worker-id must not contain path separators"),
+        (("--worker-id", "w1", "--max-steps", "0"), "Invalid value for '--max-steps'"),
+        (("--worker-id", "w1", "--lease-ttl-seconds", "10"), "must be in range [30, 86400]"),
+        (("--worker-id", "w1", "--worktree-root", "nowhere"), "worktree is not a directory"),
+        (("--worker-id", "w1", "--mutation-mode", "auto"), "mutation mode 'auto' is not allowed"),
+        (("--worker-id", "w1", "--worker-id", "w2"), "cannot be used multiple times"),
+    ],
+)
+def test_worker_usage_errors_exit_2(cli_run, workdir, args, message):
+    result = cli_run("harness-loop", "worker", *args, "--json")
+    assert result.exit_code == 2
+    assert result.json["error"]["code"] == "usage_error"
+    assert message in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--worktree", "w", "--rounds", "0"), "Invalid value for '--rounds'"),
+        (("--worktree", "missing"), "worktree is not a directory"),
+        (("--worktree", "w", "--worker-prefix", ""), "--worker-prefix must be non-empty"),
+        (("--worktree", "w", "--mutation-mode", "human-override"), "requires a non-empty"),
+    ],
+)
+def test_coordinator_usage_errors_exit_2_before_any_worker(cli_run, workdir, args, message):
+    (workdir / "w").mkdir()
+    result = cli_run("harness-loop", "coordinator", *args, "--json")
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert not (workdir / ".premath").exists()
+
+
+def test_worker_text_output_and_progress_on_stderr(cli_run, workdir):
+    make_issues(workdir, ["bd-1"])
+    result = cli_run("harness-loop", "worker", "--worker-id", "w1", "--verify-cmd", "true")
+    assert result.exit_code == 0
+    assert result.stdout == "[worker:w1] steps=1 closed=1 failed=0 stopped=max_steps\n"
+    assert "[worker:w1] closed issue bd-1" in result.stderr
+    assert issue_rows(workdir)["bd-1"]["status"] == "closed"
+
+
+def test_human_override_is_recorded_in_the_policy_ref(cli_run, workdir):
+    make_issues(workdir, ["bd-1"])
+    result = cli_run(
+        "harness-loop",
+        "worker",
+        "--worker-id",
+        "w1",
+        "--verify-cmd",
+        "true",
+        "--mutation-mode",
+        "human-override",
+        "--override-reason",
+        "ok",
+        "--json",
+    )
+    assert result.exit_code == 0
+    assert (
+        "mode=human-override;reason=ok;active_epoch=2026-02;support_until=2026-06" in result.stderr
+    )
+
+
+def test_demo_drains_the_sample_issues_and_passes_the_kpi(cli_run):
+    result = cli_run("demo", "--json")
+    assert result.exit_code == 0, result.stderr
+    document = result.json
+    assert document["coordinator"]["closedCount"] == document["sampleIssueCount"] == 6
+    assert (document["workerCount"], document["issueCheck"]) == (2, "accepted")
+    assert document["kpi"]["decision"]["state"] == "pass"
+    counts = document["kpi"]["counts"]
+    assert set(counts["workerIds"]) <= {"worker.1", "worker.2"}
+    assert counts["activeWorkers"] == len(counts["workerIds"]) >= 1
+    text = cli_run("demo")
+    assert text.stdout.splitlines()[0].startswith("premath demo: 2 workers, 6 sample issues")
+    assert "[harness-kpi] deterministic throughput benchmark" in text.stdout
