@@ -20,9 +20,10 @@ API (specs/runner.md "Processes"):
 - stdout and stderr go to their files up to `output_cap` bytes each; the rest is read, counted
   and dropped (`*_truncated`). A path of None counts without writing. The last `tail_bytes` of
   each stream are kept in the outcome for messages. Child output never reaches our streams.
-- Resource limits (`ResourceLimits`) are applied with `resource.prlimit` right after the spawn,
-  where the OS allows (no `preexec_fn`: unsafe with threads, and callers run us on a pool).
-  A child could run briefly before they apply; accepted, since they bound runaways, not attacks.
+- Resource limits (`ResourceLimits`) hold from the child's first instruction: the command is
+  started behind util-linux's `prlimit` tool, which sets them and execs it (no `preexec_fn`:
+  unsafe with threads, and callers run us on a pool). Without that tool they are applied with
+  `resource.prlimit` right after the spawn, so the child may run briefly before they apply.
 - `cancel` (a `threading.Event`) ends the group like a deadline when set, status `cancelled`:
   how a pool stops its in-flight children on Ctrl-C (checked every 50 ms).
 - `group_ticket` names a file that records the child's group (`<pid> <start time>`) while it
@@ -41,6 +42,7 @@ Leader exit is watched with a pidfd where Linux offers one, else polled every fe
 import contextlib
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import threading
@@ -115,6 +117,24 @@ class ProcessOutcome:
     """Names of the `ResourceLimits` fields the OS accepted."""
 
 
+def spawn_failed(reason: str, duration_s: float = 0.0) -> ProcessOutcome:
+    """The outcome of a child that never started: no output, no exit, `reason` said why."""
+    return ProcessOutcome(
+        status="spawn_failed",
+        exit_code=None,
+        signal=None,
+        duration_s=duration_s,
+        stdout_bytes=0,
+        stderr_bytes=0,
+        stdout_truncated=False,
+        stderr_truncated=False,
+        stdout_tail="",
+        stderr_tail="",
+        pid=None,
+        spawn_error=reason,
+    )
+
+
 class _Sink:
     """One output stream: a capped file (or none), a byte count and a tail."""
 
@@ -176,6 +196,45 @@ def _apply_limits(pid: int, limits: ResourceLimits | None) -> tuple[str, ...]:
     return tuple(applied)
 
 
+_PRLIMIT_FLAGS = {
+    "memory_mb": ("--as", 1024 * 1024),
+    "cpu_seconds": ("--cpu", 1),
+    "file_size_mb": ("--fsize", 1024 * 1024),
+    "open_files": ("--nofile", 1),
+}
+
+
+def _resolves(program: str, cwd: str | os.PathLike[str], path: str | None) -> bool:
+    if os.sep in program:
+        return os.access(os.path.join(cwd, program), os.X_OK)
+    return shutil.which(program, path=path) is not None
+
+
+def _behind_prlimit(
+    argv: Sequence[str],
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str],
+    limits: ResourceLimits | None,
+) -> tuple[list[str], tuple[str, ...]] | None:
+    """`argv` started by the `prlimit` tool with `limits` set, or None to start it directly.
+
+    Only when the program resolves: a missing program must stay a `spawn_failed` outcome
+    rather than become the tool's own error exit.
+    """
+    tool = shutil.which("prlimit") if limits is not None and argv else None
+    if tool is None or not _resolves(argv[0], cwd, env.get("PATH")):
+        return None
+    options, names = [], []
+    for name, (flag, unit) in _PRLIMIT_FLAGS.items():
+        value = getattr(limits, name)
+        if value is not None:
+            options.append(f"{flag}={value * unit}")
+            names.append(name)
+    if not options:
+        return None
+    return [tool, *options, "--", *argv], tuple(names)
+
+
 def _leader_exited(pid: int) -> bool:
     """True once the leader is a zombie; it is not reaped, so its pid (our pgid) stays reserved."""
     try:
@@ -219,9 +278,11 @@ def run_bounded(
     out = _Sink(Path(stdout_path) if stdout_path is not None else None, output_cap, tail_bytes)
     err = _Sink(Path(stderr_path) if stderr_path is not None else None, output_cap, tail_bytes)
     started = time.monotonic()
+    launch = _behind_prlimit(argv, cwd, child_env, limits)
+    spawn_argv, preset_limits = launch if launch is not None else (list(argv), ())
     try:
         proc = subprocess.Popen(
-            list(argv),
+            spawn_argv,
             cwd=cwd,
             env=child_env,
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -234,25 +295,15 @@ def run_bounded(
         out.close()
         err.close()
         reason = getattr(exc, "strerror", None) or str(exc)
-        return ProcessOutcome(
-            status="spawn_failed",
-            exit_code=None,
-            signal=None,
+        return spawn_failed(
+            f"cannot start {argv[0] if argv else '(empty command)'}: {reason}",
             duration_s=time.monotonic() - started,
-            stdout_bytes=0,
-            stderr_bytes=0,
-            stdout_truncated=False,
-            stderr_truncated=False,
-            stdout_tail="",
-            stderr_tail="",
-            pid=None,
-            spawn_error=f"cannot start {argv[0] if argv else '(empty command)'}: {reason}",
         )
     ticket = Path(group_ticket) if group_ticket is not None else None
     try:
         if ticket is not None:
             _write_ticket(ticket, proc.pid)
-        applied = _apply_limits(proc.pid, limits)
+        applied = preset_limits or _apply_limits(proc.pid, limits)
         ended_by_us = _supervise(proc, out, err, stdin, started, timeout_s, grace_s, cancel)
         returncode = proc.wait()
         duration = time.monotonic() - started

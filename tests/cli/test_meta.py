@@ -43,6 +43,10 @@ HOT_COMMANDS = [
     ("harness-session", "bootstrap", "--json"),
     ("harness-feature", "next", "--json"),
     ("harness-trajectory", "query", "--json"),
+    ("harness-trajectory", "append", "--step-id", "s", "--action", "a", "--result-class", "ok"),
+    ("harness-join-check", "--input", "missing.json", "--json"),
+    ("issue", "ready", "--json"),
+    ("issue", "claim-next", "--assignee", "w1", "--json"),
 ]
 HEAVY_MODULES = ("pydantic", "yaml", "dateutil", "filelock")
 

@@ -1,6 +1,7 @@
 """run_bounded with real children: process groups, deadlines, output caps, env and limits."""
 
 import os
+import shutil
 import sys
 import threading
 import time
@@ -221,6 +222,21 @@ def test_memory_limit_makes_a_large_allocation_fail(tmp_path):
     assert "memory_mb" in outcome.limits_applied
     assert outcome.status == "exit_nonzero"
     assert "MemoryError" in outcome.stderr_tail
+
+
+@pytest.mark.skipif(shutil.which("prlimit") is None, reason="util-linux prlimit is not installed")
+def test_limits_hold_from_the_childs_first_instruction(tmp_path):
+    """The first thing the child sees is already limited: no window after the spawn."""
+    script = "import resource; print(resource.getrlimit(resource.RLIMIT_NOFILE)[1])"
+    for _ in range(5):
+        outcome = run([PY, "-c", script], tmp_path, limits=ResourceLimits(open_files=77))
+        assert (outcome.status, outcome.stdout_tail.strip()) == ("ok", "77")
+        assert outcome.limits_applied == ("open_files",)
+
+
+def test_missing_program_with_limits_is_still_spawn_failed(tmp_path):
+    outcome = run(["no-such-program-premath"], tmp_path, limits=ResourceLimits(open_files=77))
+    assert outcome.status == "spawn_failed"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prlimit is Linux-only")

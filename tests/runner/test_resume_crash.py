@@ -108,8 +108,11 @@ def test_two_processes_cannot_run_one_folder(tmp_path):
 
 
 def test_sigterm_stops_the_run_cleanly_and_resume_finishes_it(tmp_path):
-    tasks = [{"id": f"t{i}", "mode": "slow", "seconds": 30} for i in range(3)]
-    experiment = make_experiment(tmp_path / "exp", tasks, concurrency=3)
+    tasks = [{"id": f"t{i}", "mode": "slow", "seconds": 300} for i in range(3)]
+    # A deadline far beyond the wait below: on a loaded machine no trial may end by itself.
+    experiment = make_experiment(
+        tmp_path / "exp", tasks, concurrency=3, runtime={"timeout_ms": 600_000}
+    )
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -127,9 +130,10 @@ def test_sigterm_stops_the_run_cleanly_and_resume_finishes_it(tmp_path):
         stderr=subprocess.PIPE,
     )
     trajectory = tmp_path / ".premath/runs/r1/harness_trajectory.jsonl"
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 120
     while len(_rows(trajectory)) < 3 and time.monotonic() < deadline:
         time.sleep(0.02)
+    assert len(_rows(trajectory)) == 3, "the three trials never started"
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 1
