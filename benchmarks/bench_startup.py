@@ -13,8 +13,10 @@ TARGET_RATIO = 4.0
 def rows(quick: bool) -> list[Row]:
     folder = Path(tempfile.mkdtemp(prefix="premath-bench-"))
     try:
-        run_once([*PREMATH, "harness-session", "write", "--state", "active", "--summary", "bench"],
-                 cwd=folder)
+        run_once(
+            [*PREMATH, "harness-session", "write", "--state", "active", "--summary", "bench"],
+            cwd=folder,
+        )
         ours, base = measure_interleaved(
             [*PREMATH, "harness-session", "read", "--json"],
             [sys.executable, "-I", "-c", "pass"],

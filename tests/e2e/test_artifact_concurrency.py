@@ -6,7 +6,6 @@ import random
 import signal
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 
 import orjson
 
@@ -21,9 +20,15 @@ FORK = multiprocessing.get_context("fork")
 def _update_session(path: str, worker: int, count: int, barrier) -> None:
     barrier.wait()
     for n in range(count):
-        write_session(path, now=NOW, lock_timeout_s=30, state="active",
-                      summary=f"w{worker}-{n}", witness_refs=(f"w{worker}",),
-                      issues_path="none.jsonl")
+        write_session(
+            path,
+            now=NOW,
+            lock_timeout_s=30,
+            state="active",
+            summary=f"w{worker}-{n}",
+            witness_refs=(f"w{worker}",),
+            issues_path="none.jsonl",
+        )
 
 
 def test_eight_processes_updating_one_session_never_corrupt_it(tmp_path):
@@ -42,8 +47,18 @@ def test_eight_processes_updating_one_session_never_corrupt_it(tmp_path):
     for worker in workers:
         worker.join()
         assert worker.exitcode == 0
-    cli = run_premath("harness-session", "write", "--path", path, "--state", "active",
-                      "--summary", "cli", "--json", cwd=tmp_path)
+    cli = run_premath(
+        "harness-session",
+        "write",
+        "--path",
+        path,
+        "--state",
+        "active",
+        "--summary",
+        "cli",
+        "--json",
+        cwd=tmp_path,
+    )
     assert cli.returncode == 0, cli.stderr
     final = load_session(path)
     assert (final["sessionId"], final["summary"]) == ("shared", "cli")
@@ -56,10 +71,22 @@ def _write_forever(folder: str, ready) -> None:
     n = 0
     while True:
         n += 1
-        write_session(f"{folder}/s.json", now=NOW, lock_timeout_s=30, state="active",
-                      summary="x" * (n % 5000), issues_path="none.jsonl")
-        write_feature(f"{folder}/l.json", feature_id=f"f{n % 50}", status="pending",
-                      summary="y" * (n % 3000), now=NOW, lock_timeout_s=30)
+        write_session(
+            f"{folder}/s.json",
+            now=NOW,
+            lock_timeout_s=30,
+            state="active",
+            summary="x" * (n % 5000),
+            issues_path="none.jsonl",
+        )
+        write_feature(
+            f"{folder}/l.json",
+            feature_id=f"f{n % 50}",
+            status="pending",
+            summary="y" * (n % 3000),
+            now=NOW,
+            lock_timeout_s=30,
+        )
 
 
 def test_writers_killed_at_random_moments_never_leave_corrupt_artifacts(tmp_path):
@@ -81,7 +108,8 @@ def test_writers_killed_at_random_moments_never_leave_corrupt_artifacts(tmp_path
             load_ledger(folder + "/l.json", read_prefix(folder + "/l.json"))
     # The next writer recovers any lock left by the dead and sweeps its temp files.
     write_session(folder + "/s.json", now=NOW, lock_timeout_s=5, issues_path="none.jsonl")
-    write_feature(folder + "/l.json", feature_id="last", status="pending", now=NOW,
-                  lock_timeout_s=5)
+    write_feature(
+        folder + "/l.json", feature_id="last", status="pending", now=NOW, lock_timeout_s=5
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["l.json", "s.json"]
     orjson.loads((tmp_path / "l.json").read_bytes())

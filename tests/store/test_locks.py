@@ -18,7 +18,8 @@ def test_marker_holds_pid_and_utc_and_is_removed(tmp_path):
     with hold_marker(marker, timeout_s=1):
         lines = marker.read_text().splitlines()
         assert lines[0] == f"pid={os.getpid()}"
-        assert lines[1].startswith("utc=") and lines[1].endswith("Z")
+        assert lines[1].startswith("utc=")
+        assert lines[1].endswith("Z")
     assert not marker.exists()
 
 
@@ -43,8 +44,9 @@ def test_live_owner_makes_others_time_out_with_a_clear_error(tmp_path):
     held.wait(5)
     try:
         start = time.monotonic()
-        with pytest.raises(LockBusy, match="x.lock is held by another process"), hold_marker(
-            marker, timeout_s=0.2
+        with (
+            pytest.raises(LockBusy, match=r"x\.lock is held by another process"),
+            hold_marker(marker, timeout_s=0.2),
         ):
             pass
         assert time.monotonic() - start >= 0.2
@@ -63,7 +65,8 @@ def test_marker_of_a_dead_process_is_recovered_and_reported(tmp_path):
     reports: list[str] = []
     with hold_marker(marker, timeout_s=1, report=reports.append):
         assert marker.read_text().startswith(f"pid={os.getpid()}")
-    assert len(reports) == 1 and f"process {dead.pid}" in reports[0]
+    assert len(reports) == 1
+    assert f"process {dead.pid}" in reports[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
