@@ -2,7 +2,8 @@
 
 The commit is read from the files of `.git` beside the package (HEAD, then the loose ref or
 `packed-refs`; worktrees through `gitdir:` and `commondir`), never by spawning git: a run must not
-depend on a git binary, and an installed wheel simply has no commit (None).
+depend on a git binary. An installed wheel has no `.git`: `setup.py` stamps the commit it was built
+from into the package (`premath/BUILD_COMMIT`), read as the fallback; None when neither exists.
 """
 
 import re
@@ -43,13 +44,24 @@ def _resolve_ref(git_dir: Path, ref: str) -> str | None:
     return None
 
 
-def commit_sha(source_root: Path | None = None) -> str | None:
-    """The commit premath's source tree is at, or None when unknown."""
-    root = source_root or Path(__file__).resolve().parents[2]
-    git_dir = _git_dir(root)
+BUILD_STAMP = Path(__file__).resolve().parents[1] / "BUILD_COMMIT"
+
+
+def checkout_commit(source_root: Path) -> str | None:
+    """The commit the git checkout at `source_root` is at, or None."""
+    git_dir = _git_dir(source_root)
     head = _read(git_dir / "HEAD") if git_dir else None
     if git_dir is None or not head:
         return None
     if head.startswith("ref:"):
         return _resolve_ref(git_dir, head.removeprefix("ref:").strip())
     return head if _SHA.fullmatch(head) else None
+
+
+def commit_sha(source_root: Path | None = None, stamp: Path = BUILD_STAMP) -> str | None:
+    """The commit premath runs from: its checkout's, else the build stamp's, else None."""
+    found = checkout_commit(source_root or Path(__file__).resolve().parents[2])
+    if found is not None:
+        return found
+    stamped = _read(stamp)
+    return stamped if stamped and _SHA.fullmatch(stamped) else None

@@ -52,3 +52,12 @@ def test_unknown_is_none(tmp_path, head):
 
 def test_no_git_is_none(tmp_path):
     assert commit_sha(tmp_path) is None
+
+
+def test_an_installed_wheel_falls_back_to_its_build_stamp(tmp_path):
+    stamp = tmp_path / "BUILD_COMMIT"
+    stamp.write_text(SHA + "\n")
+    assert commit_sha(tmp_path / "no-checkout", stamp=stamp) == SHA
+    stamp.write_text("not a sha\n")
+    assert commit_sha(tmp_path / "no-checkout", stamp=stamp) is None
+    assert commit_sha(tmp_path / "no-checkout", stamp=tmp_path / "missing") is None
