@@ -94,3 +94,16 @@ def ms(seconds: float) -> str:
 
 def verdict(ok: bool) -> str:
     return "ok" if ok else "MISS"
+
+
+def timed_row(measure: str, size: str, ours: Sample, base: Sample, *, target: str, ok: bool) -> Row:
+    """Ours against the baseline: median, p90 and peak memory, and the ratio of the medians."""
+    return Row(
+        measure=measure,
+        size=size,
+        ours=f"{ms(ours.median_s)} (p90 {ms(ours.p90_s)}), {ours.peak_rss_mb:.0f} MB",
+        baseline=f"{ms(base.median_s)}, {base.peak_rss_mb:.0f} MB",
+        ratio=f"{ours.median_s / base.median_s:.1f}x",
+        target=target,
+        verdict=verdict(ok),
+    )

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import orjson
 
-from benchmarks._measure import CACHE, PREMATH, Row, measure_interleaved, ms, verdict
+from benchmarks._measure import (
+    CACHE,
+    PREMATH,
+    Row,
+    Sample,
+    measure_interleaved,
+    timed_row,
+)
 
 BASELINE = ["python3", "-I", "-c", "pass"]
 # (turns, runs, wall-time target in seconds); each turn is a row, a call and its result.
@@ -64,15 +71,9 @@ def cached(name: str, make) -> Path:
     return path
 
 
-def _row(measure: str, size: str, ours, base, target_s: float) -> Row:
-    return Row(
-        measure=measure,
-        size=size,
-        ours=f"{ms(ours.median_s)} (p90 {ms(ours.p90_s)}), {ours.peak_rss_mb:.0f} MB",
-        baseline=f"{ms(base.median_s)}, {base.peak_rss_mb:.0f} MB",
-        ratio=f"{ours.median_s / base.median_s:.1f}x",
-        target=f"< {target_s:g} s",
-        verdict=verdict(ours.median_s < target_s),
+def _row(measure: str, size: str, ours: Sample, base: Sample, target_s: float) -> Row:
+    return timed_row(
+        measure, size, ours, base, target=f"< {target_s:g} s", ok=ours.median_s < target_s
     )
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from benchmarks._measure import PREMATH, Row, measure_interleaved, ms, verdict
+from benchmarks._measure import PREMATH, Row, measure_interleaved, timed_row
 
 BASELINE = ["python3", "-I", "-c", "pass"]
 # (events already in the run, runs, wall-time target in seconds)
@@ -46,14 +46,13 @@ def rows(quick: bool) -> list[Row]:
         finally:
             shutil.rmtree(folder)
         table.append(
-            Row(
-                measure="bench tool -- true (one gateway call)",
-                size=f"{events:,} events in the run",
-                ours=f"{ms(ours.median_s)} (p90 {ms(ours.p90_s)}), {ours.peak_rss_mb:.0f} MB",
-                baseline=f"{ms(base.median_s)}, {base.peak_rss_mb:.0f} MB",
-                ratio=f"{ours.median_s / base.median_s:.1f}x",
+            timed_row(
+                "bench tool -- true (one gateway call)",
+                f"{events:,} events in the run",
+                ours,
+                base,
                 target=f"< {target_s:g} s",
-                verdict=verdict(ours.median_s < target_s),
+                ok=ours.median_s < target_s,
             )
         )
     return table

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 
-from benchmarks._measure import CACHE, PREMATH, Row, measure_interleaved, ms, verdict
+from benchmarks._measure import CACHE, PREMATH, Row, measure_interleaved, timed_row
 
 BASELINE = ["python3", "-I", "-c", "pass"]
 # (rows, runs, wall-time target in seconds, peak-memory target in MB)
@@ -88,14 +88,13 @@ def rows(quick: bool) -> list[Row]:
         ours, base = measure_interleaved([*argv, "--path", str(path), "--json"], BASELINE, runs)
         ok = ours.median_s < target_s and ours.peak_rss_mb < target_mb
         table.append(
-            Row(
-                measure="trajectory query latest --limit 20",
-                size=f"{count:,} rows",
-                ours=f"{ms(ours.median_s)} (p90 {ms(ours.p90_s)}), {ours.peak_rss_mb:.0f} MB",
-                baseline=f"{ms(base.median_s)}, {base.peak_rss_mb:.0f} MB",
-                ratio=f"{ours.median_s / base.median_s:.1f}x",
+            timed_row(
+                "trajectory query latest --limit 20",
+                f"{count:,} rows",
+                ours,
+                base,
                 target=f"< {target_s:g} s, < {target_mb:g} MB",
-                verdict=verdict(ok),
+                ok=ok,
             )
         )
     return table

@@ -52,12 +52,10 @@ def atif_validate(files: tuple[str, ...], no_validate_media: bool) -> Reply:
     \b
     premath atif validate runs/*/atif/trajectory.json --json
     """
-    from premath.runner.atif_validate import validate_file
+    from premath.runner.atif_validate import validate_files
 
-    reports = [validate_file(path, check_media=not no_validate_media).document() for path in files]
-    valid = all(report["valid"] for report in reports)
-    document = {"valid": valid, "files": reports}
-    return Reply(document, text=validate_text, exit_code=0 if valid else 1)
+    document = validate_files(files, check_media=not no_validate_media)
+    return Reply(document, text=validate_text, exit_code=0 if document["valid"] else 1)
 
 
 @atif.command("export")
@@ -81,15 +79,12 @@ def atif_export(
     \b
     premath atif export .premath/bench/runs/bench-... --out trajectory.json
     """
-    from premath.errors import InputInvalid
-    from premath.runner.atif_export import export_source, write_export
+    from premath.runner.atif_export import export_source, printable_document, write_export
 
     export = export_source(
         source, schema_version=schema_version, session_id=session_id, model_name=model_name
     )
     if out is None:
-        if export.version_problem is not None:
-            raise InputInvalid(export.version_problem)
-        return Reply(export.document, text=trajectory_text)
+        return Reply(printable_document(export), text=trajectory_text)
     report = write_export(export, out, force=force)
     return Reply(report, text=export_text, exit_code=0 if report["valid"] else 1)

@@ -11,41 +11,12 @@ import click
 
 from premath.cli._options import json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
-from premath.cli.harness_loop import _config_options, _progress, common_options
-
-
-def _paths_options(function: Any) -> Any:
-    for option in reversed(
-        [
-            click.option("--repo-root", default=".", show_default=True),
-            click.option("--issues-path", default=".premath/issues.jsonl", show_default=True),
-            click.option(
-                "--session-path", default=".premath/harness_session.json", show_default=True
-            ),
-            click.option(
-                "--feature-ledger-path",
-                default=".premath/harness_feature_ledger.json",
-                show_default=True,
-            ),
-            click.option(
-                "--trajectory-path", default=".premath/harness_trajectory.jsonl", show_default=True
-            ),
-        ]
-    ):
-        function = option(function)
-    return function
-
-
-def _resolve_paths(options: dict[str, Any]) -> Any:
-    from premath.harness.loop_config import LoopPaths
-
-    return LoopPaths.resolve(
-        options.pop("repo_root"),
-        issues=options.pop("issues_path"),
-        session=options.pop("session_path"),
-        ledger=options.pop("feature_ledger_path"),
-        trajectory=options.pop("trajectory_path"),
-    )
+from premath.cli.harness_loop import (
+    loop_options,
+    memory_path_options,
+    report_progress,
+    worker_config_kwargs,
+)
 
 
 def boot_text(document: dict[str, Any]) -> str:
@@ -81,7 +52,7 @@ def harness() -> None:
 
 
 @harness.command("boot")
-@_paths_options
+@memory_path_options
 @click.option("--startup-cmd", envvar="PREMATH_STARTUP_CMD", help="Startup verification command")
 @click.option("--worktree-root", default=".", show_default=True, help="cwd of the startup command")
 @click.option("--command-timeout-seconds", type=float, default=1800.0, show_default=True)
@@ -91,10 +62,10 @@ def harness() -> None:
 def harness_boot(app: AppContext, /, **options: Any) -> Reply:
     """Check memory roots and dependency integrity, load the handoff, pick the next target."""
     from premath.harness.boot import boot_report
+    from premath.harness.loop_config import LoopPaths
 
-    paths = _resolve_paths(options)
     document = boot_report(
-        paths,
+        LoopPaths.from_options(options),
         now=app.clock.now(),
         startup_cmd=options["startup_cmd"],
         worktree=options["worktree_root"],
@@ -115,7 +86,7 @@ def _worker_options(function: Any) -> Any:
         help="Worker id [env PREMATH_WORKER_ID]",
     )(function)
     function = click.option("--worktree-root", default=".", show_default=True)(function)
-    return common_options(function)
+    return loop_options(function)
 
 
 @harness.command("step")
@@ -125,23 +96,12 @@ def _worker_options(function: Any) -> Any:
 def harness_step(app: AppContext, /, **options: Any) -> Reply:
     """Claim one ready issue, run work and verify, gate, then close or escalate it."""
     from premath.harness.loop_config import make_worker_config
-    from premath.harness.worker import run_worker
+    from premath.harness.worker import run_one_step
 
     step_index = options.pop("step_index")
-    cfg = make_worker_config(**_config_options(options, app))
-    outcome = run_worker(
-        cfg,
-        max_steps=1,
-        continue_on_failure=False,
-        clock=app.clock,
-        report=_progress,
-        first_step_index=step_index,
-    )
-    if not outcome.steps:
-        return Reply({"action": "harness.step", "stepId": None, "claimed": False}, text=step_text)
-    (report,) = outcome.steps
-    document = {"action": "harness.step", "claimed": True, **report.to_document()}
-    return Reply(document, text=step_text, exit_code=outcome.exit_code)
+    cfg = make_worker_config(**worker_config_kwargs(options, app))
+    document, exit_code = run_one_step(cfg, step_index, app.clock, report=report_progress)
+    return Reply(document, text=step_text, exit_code=exit_code)
 
 
 @harness.command("claim")
@@ -151,25 +111,11 @@ def harness_step(app: AppContext, /, **options: Any) -> Reply:
 def harness_claim(app: AppContext, /, **options: Any) -> Reply:
     """Claim one ready issue and mark the session active; do the work, then `complete`."""
     from premath.harness.loop_config import make_worker_config
-    from premath.harness.step import begin_step, claim_next_issue
+    from premath.harness.step import claim_for_agent
 
     step_index = options.pop("step_index")
-    cfg = make_worker_config(**_config_options(options, app))
-    now = app.clock.now()
-    claim = claim_next_issue(cfg, step_index, now)
-    document: dict[str, Any] = {"action": "harness.claim", "claimed": claim is not None}
-    if claim is not None:
-        begin_step(cfg, claim, now)
-        document.update(
-            issueId=claim.issue_id,
-            leaseId=claim.lease_id,
-            stepId=claim.step_id,
-            lineageRefs=list(claim.lineage_refs),
-            policyRef=claim.policy_ref,
-            sessionPath=cfg.paths.session,
-            nextStep=f"do the work on {claim.issue_id}, then: premath harness complete "
-            f"--worker-id {cfg.worker_id} --issue-id {claim.issue_id} --verify-cmd '...'",
-        )
+    cfg = make_worker_config(**worker_config_kwargs(options, app))
+    document = claim_for_agent(cfg, step_index, app.clock.now())
     return Reply(document, text=lambda d: d.get("nextStep", "no ready issue to claim"))
 
 
@@ -185,14 +131,14 @@ def harness_complete(app: AppContext, /, **options: Any) -> Reply:
 
     step_index = options.pop("step_index")
     issue_id = options.pop("issue_id")
-    cfg = make_worker_config(**_config_options(options, app), agent_did_work=True)
-    report = complete_claim(cfg, issue_id, step_index, app.clock, report=_progress)
+    cfg = make_worker_config(**worker_config_kwargs(options, app), agent_did_work=True)
+    report = complete_claim(cfg, issue_id, step_index, app.clock, report=report_progress)
     document = {"action": "harness.complete", **report.to_document()}
-    return Reply(document, text=step_text, exit_code=0 if report.outcome == "completed" else 1)
+    return Reply(document, text=step_text, exit_code=report.exit_code)
 
 
 @harness.command("stop")
-@_paths_options
+@memory_path_options
 @click.option("--worker-id", envvar="PREMATH_WORKER_ID", default="", help="Worker id")
 @click.option("--issue-id", help="Issue to stop on [default: the session's issue]")
 @click.option("--release", is_flag=True, help="Give the lease back instead of renewing it")
@@ -206,11 +152,11 @@ def harness_complete(app: AppContext, /, **options: Any) -> Reply:
 @pass_app
 def harness_stop(app: AppContext, /, **options: Any) -> Reply:
     """Persist the handoff: session stopped, lease renewed or released, interrupted step logged."""
+    from premath.harness.loop_config import LoopPaths
     from premath.harness.stop import stop_worker
 
-    paths = _resolve_paths(options)
     document = stop_worker(
-        paths,
+        LoopPaths.from_options(options),
         worker_id=options["worker_id"],
         now=app.clock.now(),
         lock_timeout_s=app.lock_timeout(),

@@ -75,10 +75,9 @@ def harness_feature() -> None:
 @json_option
 def harness_feature_read(path: str) -> Reply:
     """Show the feature ledger (only its header is validated)."""
-    from premath.harness.feature_ledger import load_ledger, read_prefix
+    from premath.harness.feature_ledger import read_ledger_document
 
-    ledger = load_ledger(path, read_prefix(path))
-    return Reply({"action": "harness-feature.read", "ledger": ledger, "path": path}, text=read_text)
+    return Reply(read_ledger_document(path), text=read_text)
 
 
 @harness_feature.command("write")

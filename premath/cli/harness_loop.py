@@ -12,13 +12,13 @@ from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _progress(line: str) -> None:
+def report_progress(line: str) -> None:
     """Live progress for people watching a terminal; stdout stays one document."""
     click.echo(line, err=True)
 
 
-def common_options(function: F) -> F:
-    """The options both modes share (issue-memory-and-loops.md §B1), then ours."""
+def memory_path_options(function: F) -> F:
+    """Where issue memory, session, ledger and trajectory live (relative to `--repo-root`)."""
     options = [
         click.option(
             "--repo-root", default=".", show_default=True, help="Base for relative memory paths"
@@ -35,6 +35,15 @@ def common_options(function: F) -> F:
         click.option(
             "--trajectory-path", default=".premath/harness_trajectory.jsonl", show_default=True
         ),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def loop_options(function: F) -> F:
+    """The options both modes share (issue-memory-and-loops.md §B1), then ours."""
+    options = [
         click.option("--lease-ttl-seconds", type=int, default=3600, show_default=True),
         click.option(
             "--work-cmd", help="Shell command for the work [env PREMATH_WORK_CMD, else true]"
@@ -95,7 +104,7 @@ def common_options(function: F) -> F:
     ]
     for option in reversed(options):
         function = option(function)
-    return function
+    return memory_path_options(function)
 
 
 def worker_text(document: dict[str, Any]) -> str:
@@ -119,7 +128,7 @@ def harness_loop() -> None:
 
 
 @harness_loop.command("worker")
-@common_options
+@loop_options
 @click.option("--worktree-root", default=".", show_default=True, help="cwd of work/verify")
 @click.option(
     "--worker-id", envvar="PREMATH_WORKER_ID", default="", help="Worker id [env PREMATH_WORKER_ID]"
@@ -140,19 +149,20 @@ def harness_loop_worker(app: AppContext, /, **options: Any) -> Reply:
 
     max_steps = options.pop("max_steps")
     continue_on_failure = options.pop("continue_on_failure")
-    cfg = make_worker_config(**_config_options(options, app))
-    _progress(f"[worker:{cfg.worker_id}] override policy {cfg.authority.describe()}")
+    cfg = make_worker_config(**worker_config_kwargs(options, app))
+    report_progress(f"[worker:{cfg.worker_id}] override policy {cfg.authority.describe()}")
     outcome = run_worker(
         cfg,
         max_steps=max_steps,
         continue_on_failure=continue_on_failure,
         clock=app.clock,
-        report=_progress,
+        report=report_progress,
     )
     return Reply(outcome.to_document(), text=worker_text, exit_code=outcome.exit_code)
 
 
-def _config_options(options: dict[str, Any], app: AppContext) -> dict[str, Any]:
+def worker_config_kwargs(options: dict[str, Any], app: AppContext) -> dict[str, Any]:
+    """`make_worker_config` keywords from the loop options (consumed from `options`)."""
     options.pop("host_action_transport", None)
     return {
         "worker_id": options.pop("worker_id"),
@@ -173,7 +183,7 @@ def _config_options(options: dict[str, Any], app: AppContext) -> dict[str, Any]:
 
 
 @harness_loop.command("coordinator")
-@common_options
+@loop_options
 @click.option(
     "--worktree",
     "worktrees",
@@ -206,7 +216,8 @@ def harness_loop_coordinator(app: AppContext, /, **options: Any) -> Reply:
         --rounds 10 --max-steps-per-worker 5 --work-cmd 'make fix' --verify-cmd 'make test'
     """
     from premath.harness.coordinator import build_coordinator_config, run_coordinator
+    from premath.harness.loop_config import WORKTREES_ENV
 
-    cfg = build_coordinator_config(options, env_worktrees=os.environ.get("PREMATH_WORKTREES"))
-    outcome = run_coordinator(cfg, now=app.clock.now, report=_progress)
+    cfg = build_coordinator_config(options, env_worktrees=os.environ.get(WORKTREES_ENV))
+    outcome = run_coordinator(cfg, now=app.clock.now, report=report_progress)
     return Reply(outcome.to_document(), text=coordinator_text, exit_code=outcome.exit_code)

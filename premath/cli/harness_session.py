@@ -56,10 +56,11 @@ def harness_session() -> None:
 @json_option
 def harness_session_read(path: str) -> Reply:
     """Show the session handoff so an agent can resume where the last one stopped."""
-    from premath.harness.session import load_session
+    from premath.harness.session import read_session_document
 
-    document = {"action": "harness-session.read", "path": path, "session": load_session(path)}
-    return Reply(document, text=lambda d: session_text("read", d, extra=("nextStep",)))
+    return Reply(
+        read_session_document(path), text=lambda d: session_text("read", d, extra=("nextStep",))
+    )
 
 
 @harness_session.command("write")

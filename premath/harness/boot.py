@@ -10,10 +10,10 @@ from datetime import datetime
 from typing import Any
 
 from premath.errors import PremathError
-from premath.models.boot_report import BOOT_KIND, BOOT_SCHEMA
+from premath.models.boot_report import BOOT_KIND, BOOT_SCHEMA, BootFailureClass
 
 
-def _finding(failure_class: str, message: str) -> dict[str, str]:
+def _finding(failure_class: BootFailureClass, message: str) -> dict[str, str]:
     return {"class": failure_class, "message": message}
 
 
@@ -120,7 +120,7 @@ def _load_handoff(paths: Any, findings: list[dict[str, str]]) -> dict[str, Any] 
     try:
         return bootstrap_session(paths.session, paths.ledger)
     except PremathError as exc:
-        failure_class = (
+        failure_class: BootFailureClass = (
             "boot.ledger_invalid" if "feature ledger" in exc.message else "boot.session_invalid"
         )
         findings.append(_finding(failure_class, exc.message))

@@ -279,13 +279,7 @@ def build_coordinator_config(
     )
     if options["policy_path"]:
         resolved["policy_path"] = os.path.abspath(options["policy_path"])
-    paths = LoopPaths.resolve(
-        options["repo_root"],
-        issues=options["issues_path"],
-        session=options["session_path"],
-        ledger=options["feature_ledger_path"],
-        trajectory=options["trajectory_path"],
-    )
+    paths = LoopPaths.from_options(options)
     make_worker_config(
         worker_id=f"{prefix}.1",
         repo_root=paths.repo_root,

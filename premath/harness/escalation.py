@@ -188,7 +188,7 @@ def escalate(
     action = decision.escalation_action
     if action == "stop":
         return EscalationResult("stop", "stop", issue_id, details="terminal stop with no mutation")
-    from premath.harness.transitions import block_held
+    from premath.harness.transitions import transition_held
     from premath.issues.memory import discover_issue, update_issue
     from premath.store.issues_file import require_store_file
 
@@ -213,8 +213,16 @@ def escalate(
         created = document["issue"]["id"]
         note = f"{note}\ndiscoveredIssue: {created}"
     if holder is not None:
-        transition = block_held(
-            issues_path, issue_id, holder[0], holder[1], note, now=now, timeout_s=timeout_s
+        worker_id, lease_id = holder
+        transition = transition_held(
+            issues_path,
+            issue_id,
+            worker_id,
+            lease_id,
+            status="blocked",
+            note=note,
+            now=now,
+            timeout_s=timeout_s,
         )
         if not transition.applied:
             return EscalationResult(

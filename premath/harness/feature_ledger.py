@@ -43,6 +43,15 @@ def read_prefix(path: str) -> str:
     return f"failed to read harness feature ledger {path}: "
 
 
+def read_ledger_document(path: str) -> dict[str, Any]:
+    """`harness-feature read`: the ledger, its header validated (its rows are `check`'s job)."""
+    return {
+        "action": "harness-feature.read",
+        "ledger": load_ledger(path, read_prefix(path)),
+        "path": path,
+    }
+
+
 def _finding(cls: str, message: str, feature_id: str | None = None) -> dict[str, str]:
     finding = {"class": _CLASS + cls}
     if feature_id is not None:

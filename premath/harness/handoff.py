@@ -156,6 +156,21 @@ _INVARIANT = (
 )
 
 
+def _snapshot_lease_ref(
+    snapshot: LeaseSnapshot, worker_id: str, lease_id: str | None, lease_action: str
+) -> str:
+    return lease_ref(
+        issue_id=snapshot.issue_id,
+        worker_id=worker_id,
+        lease_id=lease_id,
+        lease_owner=snapshot.lease_owner,
+        lease_state=snapshot.lease_state,
+        lease_action=lease_action,
+        status=snapshot.status,
+        assignee=snapshot.assignee,
+    )
+
+
 def classify_failed_handoff(
     snapshot: LeaseSnapshot, worker_id: str, claimed_lease_id: str | None
 ) -> Handoff:
@@ -172,16 +187,7 @@ def classify_failed_handoff(
             owner=snapshot.lease_owner or worker_id,
             lease_id=lease_id or "MISSING",
         ),
-        lease_ref=lease_ref(
-            issue_id=snapshot.issue_id,
-            worker_id=worker_id,
-            lease_id=lease_id,
-            lease_owner=snapshot.lease_owner,
-            lease_state=snapshot.lease_state,
-            lease_action=action,
-            status=snapshot.status,
-            assignee=snapshot.assignee,
-        ),
+        lease_ref=_snapshot_lease_ref(snapshot, worker_id, lease_id, action),
     )
 
 
@@ -234,14 +240,5 @@ def escalated_handoff(
         result_class=f"escalated_{action}",
         summary=summary,
         next_step="",
-        lease_ref=lease_ref(
-            issue_id=snapshot.issue_id,
-            worker_id=worker_id,
-            lease_id=lease_id,
-            lease_owner=snapshot.lease_owner,
-            lease_state=snapshot.lease_state,
-            lease_action=lease_action,
-            status=snapshot.status,
-            assignee=snapshot.assignee,
-        ),
+        lease_ref=_snapshot_lease_ref(snapshot, worker_id, lease_id, lease_action),
     )

@@ -7,30 +7,15 @@ command's process group, the step gives its lease back, the worker records a
 """
 
 import contextlib
-import signal
-import threading
-from collections.abc import Iterator
-from types import FrameType
 
 from premath.errors import Interrupted
+from premath.runner.interrupts import stop_signals_raise
 
-_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+def _worker_stopped(signal_name: str) -> Interrupted:
+    return Interrupted(f"worker stopped by {signal_name}; its claimed lease was given back")
 
 
-@contextlib.contextmanager
-def interrupts_as_errors() -> Iterator[None]:
+def interrupts_as_errors() -> contextlib.AbstractContextManager[None]:
     """Main thread only; elsewhere (a test's worker thread) the block runs unchanged."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
-        raise Interrupted(f"worker stopped by {name}; its claimed lease was given back")
-
-    previous = {sig: signal.signal(sig, handler) for sig in _SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, action in previous.items():
-            signal.signal(sig, action)
+    return stop_signals_raise(_worker_stopped)

@@ -5,8 +5,10 @@ paths or reads the environment itself. specs/harness-loop.md "Options".
 """
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from premath.harness.lane import MutationAuthority
 from premath.models.retry_policy import RetryPolicy
@@ -65,6 +67,17 @@ class LoopPaths:
             trajectory=trajectory_abs,
             steps_dir=os.path.join(premath_dir, "harness_steps"),
             join_witness_dir=os.path.join(premath_dir, "join-witnesses"),
+        )
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> "LoopPaths":
+        """From the memory-path options every loop command shares (`--repo-root`, ...)."""
+        return cls.resolve(
+            options["repo_root"],
+            issues=options["issues_path"],
+            session=options["session_path"],
+            ledger=options["feature_ledger_path"],
+            trajectory=options["trajectory_path"],
         )
 
     def for_worker(self, worker_id: str) -> "LoopPaths":

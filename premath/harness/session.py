@@ -35,6 +35,11 @@ def load_session(path: str) -> dict[str, Any]:
     )
 
 
+def read_session_document(path: str) -> dict[str, Any]:
+    """`harness-session read`: the session, so an agent can resume where the last one stopped."""
+    return {"action": "harness-session.read", "path": path, "session": load_session(path)}
+
+
 def generate_session_id(moment: datetime, issue_id: str | None) -> str:
     """`hs1_<%Y%m%dT%H%M%SZ>[_<token(issueId)>]` (harness-cli.md §1.7)."""
     stamp = f"hs1_{session_stamp(moment)}"

@@ -45,7 +45,7 @@ from premath.harness.retry import (
     resolve_retry_decision,
 )
 from premath.harness.step_evidence import join_check_input
-from premath.harness.transitions import close_held, holder_problem
+from premath.harness.transitions import holder_problem, transition_held
 from premath.models.retry_policy import RetryDecision
 from premath.store.atomic import write_atomic
 from premath.store.canonical import stdout_bytes
@@ -119,6 +119,10 @@ class StepReport:
     step_witness_ref: str | None
     """The step witness file: written for failed steps only (a success is its join witness)."""
     trajectory_row: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.outcome == "completed" else 1
 
     def to_document(self) -> dict[str, Any]:
         return {
@@ -195,6 +199,26 @@ def claim_next_issue(cfg: WorkerConfig, step_index: int, now: datetime) -> Claim
     issue = document["issue"]
     lease = issue.get("lease") or {}
     return _claim(cfg, issue["id"], lease.get("leaseId"), step_index, now)
+
+
+def claim_for_agent(cfg: WorkerConfig, step_index: int, now: datetime) -> dict[str, Any]:
+    """`harness claim`: claim the next ready issue and begin its step; the agent works next."""
+    claim = claim_next_issue(cfg, step_index, now)
+    document: dict[str, Any] = {"action": "harness.claim", "claimed": claim is not None}
+    if claim is None:
+        return document
+    begin_step(cfg, claim, now)
+    document.update(
+        issueId=claim.issue_id,
+        leaseId=claim.lease_id,
+        stepId=claim.step_id,
+        lineageRefs=list(claim.lineage_refs),
+        policyRef=claim.policy_ref,
+        sessionPath=cfg.paths.session,
+        nextStep=f"do the work on {claim.issue_id}, then: premath harness complete "
+        f"--worker-id {cfg.worker_id} --issue-id {claim.issue_id} --verify-cmd '...'",
+    )
+    return document
 
 
 def held_claim(cfg: WorkerConfig, issue_id: str, step_index: int, now: datetime) -> Claim:
@@ -456,18 +480,22 @@ def _failure_next_step(
     return "issue blocked by escalation; read its notes, fix the cause, then reopen"
 
 
-def _release_after_stop(cfg: WorkerConfig, claim: Claim, now: datetime) -> EscalationResult:
+def _release(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
     from premath.issues.memory import release_lease
 
+    release_lease(
+        cfg.paths.issues,
+        claim.issue_id,
+        cfg.worker_id,
+        claim.lease_id,
+        now=now,
+        timeout_s=cfg.lock_timeout_s,
+    )
+
+
+def _release_after_stop(cfg: WorkerConfig, claim: Claim, now: datetime) -> EscalationResult:
     try:
-        release_lease(
-            cfg.paths.issues,
-            claim.issue_id,
-            cfg.worker_id,
-            claim.lease_id,
-            now=now,
-            timeout_s=cfg.lock_timeout_s,
-        )
+        _release(cfg, claim, now)
     except (LeaseRefused, NotFound) as exc:
         return EscalationResult("stop", "skipped", claim.issue_id, details=exc.message)
     return EscalationResult(
@@ -509,11 +537,12 @@ def finish_step(
     handoff: Handoff | None = None
     classes = _step_classes(last)
     if last is not None and last.succeeded:
-        transition = close_held(
+        transition = transition_held(
             cfg.paths.issues,
             claim.issue_id,
             cfg.worker_id,
             claim.lease_id,
+            status="closed",
             now=now,
             timeout_s=cfg.lock_timeout_s,
         )
@@ -534,7 +563,7 @@ def finish_step(
         if (
             last is not None
             and snapshot.lease_state in ("active", "stale")
-            and not holder_problem_of(cfg, claim, snapshot)
+            and _still_held(cfg, claim, snapshot)
         ):
             escalation = _escalate(cfg, claim, last, step_witness, now)
             if escalation is not None and escalation.outcome == "applied":
@@ -564,13 +593,11 @@ def finish_step(
     return report
 
 
-def holder_problem_of(cfg: WorkerConfig, claim: Claim, snapshot: LeaseSnapshot) -> str:
-    """Non-empty when the snapshot shows the issue is no longer this claim's."""
-    if snapshot.lease_owner != cfg.worker_id:
-        return f"lease held by {snapshot.lease_owner or 'nobody'}"
-    if claim.lease_id is not None and snapshot.lease_id != claim.lease_id:
-        return "lease reclaimed"
-    return ""
+def _still_held(cfg: WorkerConfig, claim: Claim, snapshot: LeaseSnapshot) -> bool:
+    """The snapshot shows this worker's lease, and not one taken again since the claim."""
+    return snapshot.lease_owner == cfg.worker_id and (
+        claim.lease_id is None or snapshot.lease_id == claim.lease_id
+    )
 
 
 def _write_step_witness(report: StepReport, path: str) -> None:
@@ -600,20 +627,14 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
     ]
     failure_refs = [f"failure://{klass}" for klass in report.failure_classes]
     escalation_refs = [report.escalation.ref()] if report.escalation else []
+    step_refs = (claim.policy_ref, handoff.lease_ref, *evidence, *failure_refs, *escalation_refs)
     report.trajectory_row = append_step(
         cfg.paths.trajectory,
         step_id=claim.step_id,
         issue_id=claim.issue_id,
         action=STEP_ACTION,
         result_class=report.result_class,
-        witness_refs=[
-            outcome_ref,
-            claim.policy_ref,
-            handoff.lease_ref,
-            *evidence,
-            *failure_refs,
-            *escalation_refs,
-        ],
+        witness_refs=[outcome_ref, *step_refs],
         lineage_refs=claim.lineage_refs,
         started_at=claim.started_at,
         finished_at=format_seconds_z(now),
@@ -622,12 +643,11 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
     )
     state_tail = f"lease_state={handoff.lease_state}; action={handoff.lease_action}"
     if completed:
-        feature_status, feature_summary = (
-            "completed",
-            f"worker={cfg.worker_id} verified and closed issue={claim.issue_id}; {state_tail}",
+        feature_status = "completed"
+        feature_summary = (
+            f"worker={cfg.worker_id} verified and closed issue={claim.issue_id}; {state_tail}"
         )
         session_summary = f"worker={cfg.worker_id} closed issue={claim.issue_id}; {state_tail}"
-        verification = [outcome_ref, handoff.lease_ref]
     else:
         classes = ",".join(report.failure_classes) or "none"
         feature_status = "blocked"
@@ -636,7 +656,6 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
             f"failureClasses={classes}"
         )
         feature_summary = f"{session_summary}; {handoff.summary}"
-        verification = [outcome_ref, handoff.lease_ref]
     write_feature(
         cfg.paths.ledger,
         feature_id=claim.issue_id,
@@ -644,7 +663,7 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         issue_id=claim.issue_id,
         summary=feature_summary,
         session_ref=cfg.paths.session,
-        verification_refs=tuple(verification),
+        verification_refs=(outcome_ref, handoff.lease_ref),
         now=now,
         lock_timeout_s=cfg.lock_timeout_s,
     )
@@ -656,13 +675,7 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         issue_id=claim.issue_id,
         summary=session_summary,
         next_step=report.next_step,
-        witness_refs=(
-            claim.policy_ref,
-            handoff.lease_ref,
-            *evidence,
-            *failure_refs,
-            *escalation_refs,
-        ),
+        witness_refs=step_refs,
         lineage_refs=claim.lineage_refs,
         issues_path=cfg.paths.issues,
     )
@@ -703,17 +716,8 @@ def execute_claim(
 
 def _give_back(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
     """Release a lease we cannot work under (a corrupt session or ledger): never leave it held."""
-    from premath.issues.memory import release_lease
-
     try:
-        release_lease(
-            cfg.paths.issues,
-            claim.issue_id,
-            cfg.worker_id,
-            claim.lease_id,
-            now=now,
-            timeout_s=cfg.lock_timeout_s,
-        )
+        _release(cfg, claim, now)
     except PremathError:
         return
 

@@ -9,6 +9,7 @@ went stale but that nobody reclaimed is still ours (nobody else can hold it).
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from premath.issues.lifecycle import set_status, set_text
 from premath.models.issue_row import IssueRow
@@ -49,17 +50,19 @@ def merge_notes(existing: str, note: str) -> str:
     return f"{old}\n\n{new}"
 
 
-def _transition(
+def transition_held(
     path: str,
     issue_id: str,
     worker_id: str,
     lease_id: str | None,
     *,
-    status: str,
-    note: str | None,
+    status: Literal["closed", "blocked"],
+    note: str | None = None,
     now: datetime,
     timeout_s: float,
 ) -> Transition:
+    """Move the issue to `status` (its lease goes with in_progress), `note` merged into its
+    notes, only while this worker still holds it under `lease_id`."""
     now_text = format_autosi_z(epoch_nanos(now))
 
     def mutate(issues: IssueMap) -> tuple[Transition, bool]:
@@ -74,48 +77,3 @@ def _transition(
         return Transition(True, ""), True
 
     return mutate_store(path, mutate, now=now, timeout_s=timeout_s)
-
-
-def close_held(
-    path: str,
-    issue_id: str,
-    worker_id: str,
-    lease_id: str | None,
-    *,
-    now: datetime,
-    timeout_s: float,
-) -> Transition:
-    """Close the issue if this worker still holds it (the lease goes with the status)."""
-    return _transition(
-        path,
-        issue_id,
-        worker_id,
-        lease_id,
-        status="closed",
-        note=None,
-        now=now,
-        timeout_s=timeout_s,
-    )
-
-
-def block_held(
-    path: str,
-    issue_id: str,
-    worker_id: str,
-    lease_id: str | None,
-    note: str,
-    *,
-    now: datetime,
-    timeout_s: float,
-) -> Transition:
-    """Mark the issue blocked with an escalation note, if this worker still holds it."""
-    return _transition(
-        path,
-        issue_id,
-        worker_id,
-        lease_id,
-        status="blocked",
-        note=note,
-        now=now,
-        timeout_s=timeout_s,
-    )

@@ -87,6 +87,24 @@ def run_worker(
         return _steps(cfg, max_steps, continue_on_failure, clock, sleep, report, first_step_index)
 
 
+def run_one_step(
+    cfg: WorkerConfig, step_index: int, clock: Clock, *, report: Report = lambda _line: None
+) -> tuple[dict[str, Any], int]:
+    """`harness step`: one step of the worker loop, stopping on failure; (document, exit code)."""
+    outcome = run_worker(
+        cfg,
+        max_steps=1,
+        continue_on_failure=False,
+        clock=clock,
+        report=report,
+        first_step_index=step_index,
+    )
+    if not outcome.steps:
+        return {"action": "harness.step", "stepId": None, "claimed": False}, outcome.exit_code
+    (step,) = outcome.steps
+    return {"action": "harness.step", "claimed": True, **step.to_document()}, outcome.exit_code
+
+
 def _steps(
     cfg: WorkerConfig,
     max_steps: int,

@@ -36,8 +36,8 @@ ATIF_SCHEMA_VERSIONS: Final[tuple[str, ...]] = get_args(AtifSchemaVersion)
 ATIF_SCHEMA_VERSION: Final[AtifSchemaVersion] = "ATIF-v1.2"
 
 StepSource = Literal["system", "user", "agent"]
-IMAGE_MEDIA_TYPES: Final = ("image/jpeg", "image/png", "image/gif", "image/webp")
-AUDIO_MEDIA_TYPES: Final = (
+ImageMediaType = Literal["image/jpeg", "image/png", "image/gif", "image/webp"]
+AudioMediaType = Literal[
     "audio/wav",
     "audio/mpeg",
     "audio/mp4",
@@ -46,7 +46,7 @@ AUDIO_MEDIA_TYPES: Final = (
     "audio/flac",
     "audio/webm",
     "audio/aiff",
-)
+]
 AUDIO_MEDIA_TYPE_ALIASES: Final = {
     "audio/x-wav": "audio/wav",
     "audio/wave": "audio/wav",
@@ -93,23 +93,14 @@ class AtifModel(BaseModel):
 
 
 class ImageSource(AtifModel):
-    media_type: Literal["image/jpeg", "image/png", "image/gif", "image/webp"] = Field(
-        description="MIME type of the image."
-    )
+    media_type: ImageMediaType = Field(description="MIME type of the image.")
     path: str = Field(description="Relative (to trajectory.json) or absolute path, or a URL.")
 
 
 class AudioSource(AtifModel):
-    media_type: Literal[
-        "audio/wav",
-        "audio/mpeg",
-        "audio/mp4",
-        "audio/aac",
-        "audio/ogg",
-        "audio/flac",
-        "audio/webm",
-        "audio/aiff",
-    ] = Field(description="MIME type of the audio (aliases such as audio/mp3 are normalised).")
+    media_type: AudioMediaType = Field(
+        description="MIME type of the audio (aliases such as audio/mp3 are normalised)."
+    )
     path: str = Field(description="Relative (to trajectory.json) or absolute path, or a URL.")
     duration_sec: float | None = optional("Length of the clip in seconds (v1.8).")
 

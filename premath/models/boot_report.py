@@ -13,5 +13,3 @@ BootFailureClass = Literal[
     "boot.ledger_invalid",
     "boot.startup_verification_failed",
 ]
-
-TargetSource = Literal["resume", "feature_ledger", "ready"]

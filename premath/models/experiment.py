@@ -80,24 +80,24 @@ class Design(ExperimentModel):
     )
 
 
-class Baseline(ExperimentModel):
+class _Arm(ExperimentModel):
+    """What the baseline and each variant set; subclasses only describe `variant_id`."""
+
+    variant_id: str = Field(min_length=1)
+    args: Args = []
+    env: Env = {}
+    image: str | None = Field(None, min_length=1, description="Image override (docker only).")
+
+    _env = field_validator("env")(_check_env)
+    _args = field_validator("args")(_check_args)
+
+
+class Baseline(_Arm):
     variant_id: str = Field(min_length=1, description="Id of the control variant.")
-    args: Args = []
-    env: Env = {}
-    image: str | None = Field(None, min_length=1, description="Image override (docker only).")
-
-    _env = field_validator("env")(_check_env)
-    _args = field_validator("args")(_check_args)
 
 
-class Variant(ExperimentModel):
+class Variant(_Arm):
     variant_id: str = Field(min_length=1, description="Unique id of this treatment.")
-    args: Args = []
-    env: Env = {}
-    image: str | None = Field(None, min_length=1, description="Image override (docker only).")
-
-    _env = field_validator("env")(_check_env)
-    _args = field_validator("args")(_check_args)
 
 
 class Resources(ExperimentModel):

@@ -22,7 +22,6 @@ GOVERNANCE_CLAIM_ID = "profile.doctrine_inf_governance.v0"
 
 Disposition = Literal["consumed", "observed", "discarded"]
 DISPOSITIONS: tuple[Disposition, ...] = ("consumed", "observed", "discarded")
-ResultStatus = Literal["ok", "error"]
 HANDLED_STOP_REASONS = frozenset({"tool_use", "pause_turn", "max_tokens", "end_turn"})
 
 # Every class the gate can emit (typestate.md §5): the conformance coverage guard compares the

@@ -7,7 +7,6 @@ canonical encoders can write it as it stands.
 from typing import Any, Literal
 
 from premath.models.serde import (
-    SchemaViolation,
     expect_object,
     optional_string,
     require,
@@ -96,6 +95,3 @@ def parse_session(value: Any) -> dict[str, Any]:
     if not rust_trim(fields["sessionId"]):
         raise SessionInvalid("invalid harness session id (empty)")
     return in_field_order(fields)
-
-
-__all__ = ["SchemaViolation", "SessionInvalid", "in_field_order", "parse_session"]

@@ -396,7 +396,6 @@ def _read_metadata(path: Path) -> dict[str, Any]:
 
 def write_export(export: Export, out: str | os.PathLike[str], *, force: bool) -> dict[str, Any]:
     """Write the trajectory to `out` (an existing file only with `force`) and validate it."""
-    from premath.runner.atif_validate import validate_file
     from premath.store.atomic import write_atomic
     from premath.store.canonical import document_bytes
 
@@ -404,10 +403,7 @@ def write_export(export: Export, out: str | os.PathLike[str], *, force: bool) ->
     if target.exists() and not force:
         raise Conflict(f"{target} exists; pass --force to replace it, or choose another --out")
     write_atomic(target, document_bytes(export.document))
-    report = validate_file(target)
-    errors = [error.document() for error in report.errors]
-    if export.version_problem is not None:
-        errors.append({"location": "schema_version", "message": export.version_problem})
+    errors = written_errors(export, target)
     return {
         "path": os.fspath(target),
         "schema_version": export.document.get("schema_version"),
@@ -417,3 +413,20 @@ def write_export(export: Export, out: str | os.PathLike[str], *, force: bool) ->
         "valid": not errors,
         "errors": errors,
     }
+
+
+def written_errors(export: Export, path: str | os.PathLike[str]) -> list[dict[str, str]]:
+    """Harbor's verdict on the file `export` was written to, plus its schema-version problem."""
+    from premath.runner.atif_validate import validate_file
+
+    errors = [error.document() for error in validate_file(path).errors]
+    if export.version_problem is not None:
+        errors.append({"location": "schema_version", "message": export.version_problem})
+    return errors
+
+
+def printable_document(export: Export) -> dict[str, Any]:
+    """The trajectory for stdout, where no file carries the problem: a version problem fails."""
+    if export.version_problem is not None:
+        raise InputInvalid(export.version_problem)
+    return export.document

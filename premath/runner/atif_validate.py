@@ -9,6 +9,7 @@ wins); media paths resolve against the file's folder, as Harbor's media check do
 
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -181,3 +182,9 @@ def validate_file(path: str | os.PathLike[str], *, check_media: bool = True) -> 
         return ValidationReport(shown, (unreadable,))
     base_dir = target.parent if check_media else None
     return ValidationReport(shown, tuple(validate_document(document, base_dir=base_dir)))
+
+
+def validate_files(paths: Iterable[str], *, check_media: bool = True) -> dict[str, Any]:
+    """`atif validate`: one report per file, valid only when every file is."""
+    reports = [validate_file(path, check_media=check_media).document() for path in paths]
+    return {"valid": all(report["valid"] for report in reports), "files": reports}

@@ -8,12 +8,9 @@ succeeds only if the harness succeeded and its trajectory validates; every artif
 far stays on any failure.
 """
 
-import contextlib
 import os
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +27,7 @@ from premath.runner.bench_defaults import (
 )
 from premath.runner.bench_events import append_event, event_time, read_events
 from premath.runner.bench_paths import BenchRunPaths, new_run_dir
+from premath.runner.interrupts import stop_signals_raise
 from premath.store.atomic import write_atomic
 from premath.store.canonical import document_bytes
 from premath.timefmt import format_seconds_z
@@ -48,7 +46,6 @@ if TYPE_CHECKING:
 AGENT_NAME = "premath"
 RESULT_SIZE_CAP = 1 << 20
 HARNESS_ROWS_CAP = 64 << 20
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 @dataclass(frozen=True)
@@ -152,29 +149,7 @@ def _tool_counts(events: list[Any]) -> dict[str, int]:
 
 
 class Interrupted(Exception):
-    """premath itself got SIGTERM or SIGINT while the harness ran."""
-
-
-@contextlib.contextmanager
-def _interruptible() -> Iterator[None]:
-    """Turn SIGTERM/SIGINT into `Interrupted` while the harness runs (main thread only).
-
-    `run_bounded` kills the harness's process group when an exception leaves it, so a stopped
-    premath leaves no harness behind, and the run still writes its artifacts.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, _frame: object) -> None:
-        raise Interrupted(signal.Signals(signum).name)
-
-    previous = {signum: signal.signal(signum, interrupt) for signum in _STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    """premath itself got SIGTERM or SIGINT while the harness ran (the signal's name)."""
 
 
 def _run_harness(
@@ -201,7 +176,7 @@ def _run_harness(
     record("harness.started", argv=argv)
     passed = {name: os.environ[name] for name in request.pass_env if name in os.environ}
     try:
-        with _interruptible():
+        with stop_signals_raise(Interrupted):
             outcome = run_bounded(
                 argv,
                 cwd=request.cwd,
@@ -262,8 +237,7 @@ def _export(
     request: BenchRequest, paths: BenchRunPaths, events: list[Any], verdict: _Verdict
 ) -> tuple[dict[str, Any], list[dict[str, str]]]:
     """Write atif/trajectory.json from the events, validate the file; (document, errors)."""
-    from premath.runner.atif_export import ExportContext, export_trajectory
-    from premath.runner.atif_validate import validate_file
+    from premath.runner.atif_export import ExportContext, export_trajectory, written_errors
 
     context = ExportContext(
         session_id=paths.run_id,
@@ -274,9 +248,7 @@ def _export(
     )
     export = export_trajectory(events, context)
     write_atomic(paths.trajectory, document_bytes(export.document))
-    errors = [error.document() for error in validate_file(paths.trajectory).errors]
-    if export.version_problem is not None:
-        errors.append({"location": "schema_version", "message": export.version_problem})
+    errors = written_errors(export, paths.trajectory)
     if errors:
         first = errors[0]
         verdict.fail(

@@ -49,6 +49,19 @@ def _objective(variant: dict[str, Any]) -> str:
     return "-" if objective is None else f"{objective['mean']:.4g} ({objective['name']})"
 
 
+def _variant_cells(variant: dict[str, Any]) -> list[str]:
+    """One variant's row, the same in the text table and the HTML page."""
+    return [
+        variant["variant_id"] + (" (baseline)" if variant["is_baseline"] else ""),
+        str(variant["trials"]),
+        str(variant["success"]),
+        str(variant["failure"]),
+        str(variant["error"]),
+        _pct(variant["pass_rate"]),
+        _objective(variant),
+    ]
+
+
 def report_text(report: dict[str, Any]) -> str:
     trials = report["trials"]
     lines = [
@@ -57,18 +70,7 @@ def report_text(report: dict[str, Any]) -> str:
         f"  Trials: {trials['final']} of {trials['scheduled']} final, {trials['pending']} pending",
         "",
     ]
-    rows = [
-        [
-            variant["variant_id"] + (" (baseline)" if variant["is_baseline"] else ""),
-            str(variant["trials"]),
-            str(variant["success"]),
-            str(variant["failure"]),
-            str(variant["error"]),
-            _pct(variant["pass_rate"]),
-            _objective(variant),
-        ]
-        for variant in report["variants"]
-    ]
+    rows = [_variant_cells(variant) for variant in report["variants"]]
     lines += _table(
         ["variant", "trials", "success", "failure", "error", "pass rate", "objective mean"], rows
     )
@@ -158,20 +160,7 @@ def report_html(report: dict[str, Any]) -> str:
     esc = html.escape
     variants = {v["variant_id"]: v for v in report["variants"]}
     variant_rows = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{esc(cell)}</td>"
-            for cell in (
-                v["variant_id"] + (" (baseline)" if v["is_baseline"] else ""),
-                str(v["trials"]),
-                str(v["success"]),
-                str(v["failure"]),
-                str(v["error"]),
-                _pct(v["pass_rate"]),
-                _objective(v),
-            )
-        )
-        + "</tr>"
+        "<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in _variant_cells(v)) + "</tr>"
         for v in report["variants"]
     )
     sections = []

@@ -18,7 +18,7 @@ from premath.models.experiment import RetryOn
 from premath.models.trial import TrialRecord
 from premath.runner.executors import Executor, Invocation
 from premath.runner.paths import AttemptPaths, RunPaths
-from premath.runner.process import ProcessOutcome
+from premath.runner.process import spawn_failed
 from premath.runner.results import DEFAULT_RESULT_CAP, Verdict, judge
 from premath.runner.schedule import Slot
 from premath.runner.trial_steps import END_ACTION, START_ACTION, STARTED_CLASS, trial_step_line
@@ -86,24 +86,6 @@ def _prepare(paths: AttemptPaths, task_payload: bytes) -> None:
     paths.out_dir.mkdir()
 
 
-def _executor_failure(exc: PremathError) -> ProcessOutcome:
-    """A stand-in outcome for an attempt the executor could not start; nothing ran."""
-    return ProcessOutcome(
-        status="spawn_failed",
-        exit_code=None,
-        signal=None,
-        duration_s=0.0,
-        stdout_bytes=0,
-        stderr_bytes=0,
-        stdout_truncated=False,
-        stderr_truncated=False,
-        stdout_tail="",
-        stderr_tail="",
-        pid=None,
-        spawn_error=exc.message,
-    )
-
-
 def run_slot(
     context: RunContext,
     slot: Slot,
@@ -147,7 +129,7 @@ def run_slot(
         try:
             process = executor.execute(invocation, paths)
         except PremathError as exc:  # e.g. a path docker cannot mount: this attempt only
-            process = _executor_failure(exc)
+            process = spawn_failed(exc.message)  # nothing ran
             executor_error = Verdict("error", "executor_failed", exc.message)
         finished = format_seconds_z(context.clock.now())
         if process.status == "cancelled":

@@ -16,6 +16,7 @@ from premath.clock import FrozenClock, SystemClock
 from premath.harness.worker import run_worker
 from tests.harness.loop_support import issue_rows, make_issues, trajectory, worker_config
 from tests.support.cli import run_premath
+from tests.support.processes import wait_dead
 
 pytestmark = pytest.mark.slow
 
@@ -155,6 +156,19 @@ def test_worker_killed_mid_step_leaves_a_stale_lease_that_a_later_worker_reclaim
     assert (step["stepId"], step["resultClass"]) == ("w2.bd-1.1", "completed")
 
 
+def _one_worker_coordinator(root: Path) -> subprocess.CompletedProcess[bytes]:
+    return run_premath(
+        "harness-loop",
+        "coordinator",
+        "--worktree",
+        "w1",
+        "--verify-cmd",
+        "true",
+        "--json",
+        cwd=root,
+    )
+
+
 def test_coordinator_without_worktrees_is_a_usage_error(tmp_path):
     result = run_premath(
         "harness-loop", "coordinator", "--json", cwd=tmp_path, env={"PREMATH_WORKTREES": ""}
@@ -166,48 +180,17 @@ def test_coordinator_without_worktrees_is_a_usage_error(tmp_path):
 
 def test_coordinator_reports_a_worker_runtime_error_without_a_traceback(tmp_path):
     (tmp_path / "w1").mkdir()
-    result = run_premath(
-        "harness-loop",
-        "coordinator",
-        "--worktree",
-        "w1",
-        "--verify-cmd",
-        "true",
-        "--json",
-        cwd=tmp_path,
-    )
+    result = _one_worker_coordinator(tmp_path)
     assert result.returncode == 1
     assert b"error: issues file not found" in result.stderr
     make_issues(tmp_path, ["bd-1"])
     (tmp_path / ".premath" / "harness_session.worker.1.json").write_text("{corrupt")
-    failed = run_premath(
-        "harness-loop",
-        "coordinator",
-        "--worktree",
-        "w1",
-        "--verify-cmd",
-        "true",
-        "--json",
-        cwd=tmp_path,
-    )
+    failed = _one_worker_coordinator(tmp_path)
     assert failed.returncode == 1
     (worker,) = orjson.loads(failed.stdout)["rounds"][0]["workers"]
     assert worker["error"]["code"] == "artifact_invalid"
     assert b"Traceback" not in failed.stderr
     assert issue_rows(tmp_path)["bd-1"]["status"] == "open"
-
-
-def _gone(pid: int, timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_worker_past_its_deadline_stops_its_command_and_gives_the_lease_back(tmp_path):
@@ -234,7 +217,7 @@ def test_worker_past_its_deadline_stops_its_command_and_gives_the_lease_back(tmp
     assert (
         worker["error"]["message"] == "worker stopped by SIGTERM; its claimed lease was given back"
     )
-    assert _gone(int(pid_file.read_text()))
+    assert wait_dead(int(pid_file.read_text()))
     row = issue_rows(tmp_path)["bd-1"]
     assert (row["status"], "lease" in row) == ("open", False)
     (step,) = trajectory(tmp_path)
@@ -253,16 +236,7 @@ def test_coordinator_refuses_a_dependency_cycle_before_any_worker(tmp_path):
     rows[1]["dependencies"] = [{"issue_id": "bd-2", "depends_on_id": "bd-1", "type": "related"}]
     path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
     (tmp_path / "w1").mkdir()
-    result = run_premath(
-        "harness-loop",
-        "coordinator",
-        "--worktree",
-        "w1",
-        "--verify-cmd",
-        "true",
-        "--json",
-        cwd=tmp_path,
-    )
+    result = _one_worker_coordinator(tmp_path)
     assert result.returncode == 1
     report = orjson.loads(result.stdout)
     assert (report["stoppedReason"], report["rounds"]) == ("dependency_cycle", [])

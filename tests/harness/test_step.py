@@ -3,9 +3,7 @@
 Each test reads what a user would: the issues file, the trajectory, the session and the ledger.
 """
 
-import time
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
@@ -24,22 +22,9 @@ from tests.harness.loop_support import (
     trajectory,
     worker_config,
 )
+from tests.support.processes import wait_dead
 
 CLOCK = SystemClock()
-
-
-def _running(pid: int) -> bool:
-    """True while `pid` is a live process (a zombie awaiting its reaper is not), within 5 s."""
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return False
-        if state == "Z":
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def test_success_closes_the_issue_and_records_every_artifact(tmp_path):
@@ -126,7 +111,7 @@ def test_hanging_work_is_killed_retried_then_escalated_with_a_checkable_issue(tm
     assert [a.failure_classes for a in report.attempts] == [("gate_timeout",)] * 3
     assert [a.decision.retry for a in report.attempts] == [True, True, False]
     assert report.result_class == "escalated_issue_discover"
-    assert not _running(int(marker.read_text()))
+    assert wait_dead(int(marker.read_text()))
     rows = issue_rows(tmp_path)
     assert rows["bd-1"]["status"] == "blocked"
     (created,) = [row for issue_id, row in rows.items() if issue_id != "bd-1"]

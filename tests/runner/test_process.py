@@ -5,7 +5,6 @@ import shutil
 import sys
 import threading
 import time
-from pathlib import Path
 
 import orjson
 import pytest
@@ -18,6 +17,7 @@ from premath.runner.process import (
     reap_group_ticket,
     run_bounded,
 )
+from tests.support.processes import read_pid, wait_dead
 
 PY = sys.executable
 
@@ -32,36 +32,6 @@ def run(argv, tmp_path, **kwargs):
         "output_cap": 1 << 20,
     } | kwargs
     return run_bounded(argv, **options)
-
-
-def wait_dead(pid: int, within_s: float = 5.0) -> bool:
-    """True once `pid` no longer exists (a zombie counts as gone: it runs nothing)."""
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        try:
-            status = Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0]
-        except FileNotFoundError:
-            return True
-        except OSError:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-            status = "R"
-        if status == "Z":
-            return True
-        time.sleep(0.02)
-    return False
-
-
-def read_pid(path: Path, within_s: float = 5.0) -> int:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        text = path.read_text() if path.exists() else ""
-        if text.strip():
-            return int(text)
-        time.sleep(0.01)
-    raise AssertionError(f"{path} never got a pid")
 
 
 def test_exit_zero_writes_both_streams_to_their_files(tmp_path):

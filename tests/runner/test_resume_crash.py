@@ -13,16 +13,26 @@ import orjson
 import pytest
 
 from tests.runner.conftest import make_experiment
-from tests.runner.test_process import read_pid, wait_dead
 from tests.support.cli import run_premath
+from tests.support.processes import read_pid, wait_dead
 
 pytestmark = pytest.mark.slow
+
+PREMATH = [sys.executable, "-m", "premath"]
 
 
 def _rows(path: Path) -> list[dict]:
     if not path.exists():
         return []
     return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def _start_run(
+    experiment: Path, cwd: Path, *extra: str, output: int = subprocess.DEVNULL
+) -> subprocess.Popen[bytes]:
+    """`premath experiment run EXPERIMENT --run-id r1` as a background process."""
+    argv = [*PREMATH, "experiment", "run", os.fspath(experiment), "--run-id", "r1", *extra]
+    return subprocess.Popen(argv, cwd=cwd, stdout=output, stderr=output)
 
 
 def _kill_when_some_rows_exist(argv: list[str], cwd: Path, trials: Path, rng: random.Random):
@@ -49,15 +59,14 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path):
     )
     trials = tmp_path / ".premath/runs/r1/trials.jsonl"
     rng = random.Random(1234)
-    premath = [sys.executable, "-m", "premath"]
     _kill_when_some_rows_exist(
-        [*premath, "experiment", "run", os.fspath(experiment), "--run-id", "r1"],
+        [*PREMATH, "experiment", "run", os.fspath(experiment), "--run-id", "r1"],
         tmp_path,
         trials,
         rng,
     )
     for _ in range(2):
-        _kill_when_some_rows_exist([*premath, "experiment", "resume", "r1"], tmp_path, trials, rng)
+        _kill_when_some_rows_exist([*PREMATH, "experiment", "resume", "r1"], tmp_path, trials, rng)
     interrupted = len(_rows(trials))
     assert 0 < interrupted < 24
     time.sleep(0.3)  # harnesses orphaned by the kills finish their 50 ms of work
@@ -77,21 +86,7 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path):
 def test_two_processes_cannot_run_one_folder(tmp_path):
     tasks = [{"id": f"t{i}", "mode": "slow", "seconds": 0.5} for i in range(4)]
     experiment = make_experiment(tmp_path / "exp", tasks)
-    first = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "premath",
-            "experiment",
-            "run",
-            os.fspath(experiment),
-            "--run-id",
-            "r1",
-        ],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    first = _start_run(experiment, tmp_path)
     try:
         lock = tmp_path / ".premath/runs/r1/run.lock"
         deadline = time.monotonic() + 20
@@ -113,22 +108,7 @@ def test_sigterm_stops_the_run_cleanly_and_resume_finishes_it(tmp_path):
     experiment = make_experiment(
         tmp_path / "exp", tasks, concurrency=3, runtime={"timeout_ms": 600_000}
     )
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "premath",
-            "experiment",
-            "run",
-            os.fspath(experiment),
-            "--run-id",
-            "r1",
-            "--json",
-        ],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
+    proc = _start_run(experiment, tmp_path, "--json", output=subprocess.PIPE)
     trajectory = tmp_path / ".premath/runs/r1/harness_trajectory.jsonl"
     deadline = time.monotonic() + 120
     while len(_rows(trajectory)) < 3 and time.monotonic() < deadline:
@@ -159,21 +139,7 @@ def test_resume_ends_harnesses_a_killed_runner_left_running(tmp_path):
         ],
         runtime={"timeout_ms": 120_000},
     )
-    runner = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "premath",
-            "experiment",
-            "run",
-            os.fspath(experiment),
-            "--run-id",
-            "r1",
-        ],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    runner = _start_run(experiment, tmp_path)
     grandchild = read_pid(pid_file, within_s=20)
     os.kill(runner.pid, signal.SIGKILL)
     runner.wait()

@@ -17,7 +17,7 @@ from premath.runner.runs import (
     run_experiment,
 )
 from tests.runner.conftest import final_records, make_experiment
-from tests.runner.test_process import read_pid, wait_dead
+from tests.support.processes import read_pid, wait_dead
 
 
 def run(experiment: Path, clock, **kwargs):
