@@ -115,7 +115,7 @@ def harness_claim(app: AppContext, /, **options: Any) -> Reply:
 
     step_index = options.pop("step_index")
     cfg = make_worker_config(**worker_config_kwargs(options, app))
-    document = claim_for_agent(cfg, step_index, app.clock.now())
+    document = claim_for_agent(cfg, step_index, app.clock)
     return Reply(document, text=lambda d: d.get("nextStep", "no ready issue to claim"))
 
 

@@ -183,14 +183,19 @@ def _claim(
     )
 
 
-def claim_next_issue(cfg: WorkerConfig, step_index: int, now: datetime) -> Claim | None:
-    """Claim the next ready issue for this worker, or None when nothing is ready."""
+def claim_next_issue(cfg: WorkerConfig, step_index: int, clock: Clock) -> Claim | None:
+    """Claim the next ready issue for this worker, or None when nothing is ready.
+
+    The step's start is read after the claim returns: while this worker waited for the issues
+    lock, another may have closed a blocker, and a start stamped before that close would put the
+    dependent's step before its blocker's end.
+    """
     from premath.issues.memory import claim_next
 
     document = claim_next(
         cfg.paths.issues,
         cfg.worker_id,
-        now=now,
+        now=clock.now(),
         timeout_s=cfg.lock_timeout_s,
         ttl_seconds=cfg.lease_ttl_s,
     )
@@ -198,16 +203,16 @@ def claim_next_issue(cfg: WorkerConfig, step_index: int, now: datetime) -> Claim
         return None
     issue = document["issue"]
     lease = issue.get("lease") or {}
-    return _claim(cfg, issue["id"], lease.get("leaseId"), step_index, now)
+    return _claim(cfg, issue["id"], lease.get("leaseId"), step_index, clock.now())
 
 
-def claim_for_agent(cfg: WorkerConfig, step_index: int, now: datetime) -> dict[str, Any]:
+def claim_for_agent(cfg: WorkerConfig, step_index: int, clock: Clock) -> dict[str, Any]:
     """`harness claim`: claim the next ready issue and begin its step; the agent works next."""
-    claim = claim_next_issue(cfg, step_index, now)
+    claim = claim_next_issue(cfg, step_index, clock)
     document: dict[str, Any] = {"action": "harness.claim", "claimed": claim is not None}
     if claim is None:
         return document
-    begin_step(cfg, claim, now)
+    begin_step(cfg, claim, clock.now())
     document.update(
         issueId=claim.issue_id,
         leaseId=claim.lease_id,
@@ -690,7 +695,7 @@ def run_step(
     report: Report = lambda _line: None,
 ) -> StepReport | None:
     """Claim, work, verify, gate and record one issue; None when nothing is ready."""
-    claim = claim_next_issue(cfg, step_index, clock.now())
+    claim = claim_next_issue(cfg, step_index, clock)
     if claim is None:
         return None
     return execute_claim(cfg, claim, clock, sleep=sleep, report=report)

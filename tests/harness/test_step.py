@@ -139,7 +139,7 @@ def test_escalating_an_escalation_issue_blocks_instead_of_discovering(tmp_path):
 def test_rejected_join_check_mutates_nothing_and_records_the_classes(tmp_path):
     make_issues(tmp_path, ["bd-1"])
     cfg = worker_config(tmp_path, work_cmd=py("print('x' * 5000)"), output_cap=100)
-    claim = claim_next_issue(cfg, 1, CLOCK.now())
+    claim = claim_next_issue(cfg, 1, CLOCK)
     assert claim is not None
     begin_step(cfg, claim, CLOCK.now())
     issues_file = tmp_path / ".premath" / "issues.jsonl"
@@ -218,7 +218,7 @@ def test_missing_issues_file_is_an_error_recorded_in_the_trajectory(tmp_path):
 def test_interrupted_step_is_superseded_then_its_stale_lease_reclaimed(tmp_path):
     make_issues(tmp_path, ["bd-1", "bd-2"])
     cfg = worker_config(tmp_path)
-    first = claim_next_issue(cfg, 1, CLOCK.now())
+    first = claim_next_issue(cfg, 1, CLOCK)
     assert first is not None
     assert first.issue_id == "bd-1"
     begin_step(cfg, first, CLOCK.now())  # ... and the worker died here
@@ -249,7 +249,7 @@ def test_worker_stops_at_first_failure_unless_told_to_continue(tmp_path):
 def test_another_workers_feature_in_progress_is_a_clear_error_not_a_clobber(tmp_path):
     make_issues(tmp_path, ["bd-1", "bd-2"])
     other = worker_config(tmp_path, "w-other")
-    first = claim_next_issue(other, 1, CLOCK.now())
+    first = claim_next_issue(other, 1, CLOCK)
     assert first is not None
     begin_step(other, first, CLOCK.now())
     with pytest.raises(InputInvalid, match="already has feature bd-1 in progress"):
