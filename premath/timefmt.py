@@ -3,6 +3,8 @@
 import re
 from datetime import UTC, datetime
 
+from premath.text import RUST_WHITE_SPACE
+
 _STRICT_RFC3339 = re.compile(
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})"
     r"(?:\.([0-9]+))?([Zz]|[+-][0-9]{2}:[0-9]{2})"
@@ -76,10 +78,6 @@ def parse_strict_rfc3339(value: str) -> tuple[int, int] | None:
 # AutoSi form with `Z` on write, `to_rfc3339()` (`+00:00`) for lease fields in CLI output.
 # Instants are integer epoch nanoseconds: `datetime` stops at microseconds, chrono does not.
 
-_RUST_WHITE_SPACE = (
-    "\t\n\x0b\x0c\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
-    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-)
 # chrono's NaiveDate range (years -262144..=262143 in 0.4.43).
 _MIN_YEAR, _MAX_YEAR = -262144, 262143
 
@@ -95,7 +93,7 @@ class _Scan:
 
     def skip_space(self) -> None:
         text, pos = self.text, self.pos
-        while pos < len(text) and text[pos] in _RUST_WHITE_SPACE:
+        while pos < len(text) and text[pos] in RUST_WHITE_SPACE:
             pos += 1
         self.pos = pos
 
@@ -159,7 +157,7 @@ class _Scan:
         if len(hours) < 2 or not hours.isascii() or not hours.isdigit():
             return None
         pos += 2
-        while pos < len(text) and (text[pos] == ":" or text[pos] in _RUST_WHITE_SPACE):
+        while pos < len(text) and (text[pos] == ":" or text[pos] in RUST_WHITE_SPACE):
             pos += 1
         minutes = text[pos : pos + 2]
         if len(minutes) < 2 or not minutes.isascii() or not minutes.isdigit() or minutes[0] > "5":

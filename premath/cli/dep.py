@@ -4,33 +4,12 @@ from typing import Any
 
 import click
 
+from premath.cli._issues import issues_option, lines_text
 from premath.cli._options import json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+from premath.models.issue_row import DEPENDENCY_TYPES
 
-ISSUES_PATH = ".premath/issues.jsonl"
-# issue-memory-and-loops.md §A3, in the reference's order (also the help text's order)
-DEPENDENCY_TYPES = (
-    "blocks",
-    "parent-child",
-    "conditional-blocks",
-    "related",
-    "discovered-from",
-    "relates-to",
-    "duplicates",
-    "supersedes",
-    "waits-for",
-    "replies-to",
-)
 dependency_type = click.Choice(DEPENDENCY_TYPES)
-issues_option = click.option(
-    "--issues", default=ISSUES_PATH, show_default=True, help="Issues JSONL path"
-)
-
-
-def _lines(title: str, rows: list[tuple[str, Any]], items: list[str] | None = None) -> str:
-    lines = [title, *(f"  {label}: {value}" for label, value in rows)]
-    lines.extend(f"  - {item}" for item in items or ())
-    return "\n".join(lines)
 
 
 def _integrity_text(integrity: dict[str, Any]) -> str:
@@ -42,7 +21,7 @@ def _integrity_text(integrity: dict[str, Any]) -> str:
 def edge_text(action: str, verb: str, document: dict[str, Any]) -> str:
     edge = document["dependency"]
     kind = edge["type"] if "type" in edge else f"{edge['fromType']} -> {edge['toType']}"
-    return _lines(
+    return lines_text(
         f"premath dep {action}",
         [
             (verb, f"{edge['issueId']} -> {edge['dependsOnId']} ({kind})"),
@@ -52,7 +31,7 @@ def edge_text(action: str, verb: str, document: dict[str, Any]) -> str:
 
 
 def project_text(document: dict[str, Any]) -> str:
-    return _lines(
+    return lines_text(
         "premath dep project",
         [
             ("View", document["view"]),
@@ -69,7 +48,7 @@ def project_text(document: dict[str, Any]) -> str:
 
 
 def diagnostics_text(document: dict[str, Any]) -> str:
-    return _lines(
+    return lines_text(
         "premath dep diagnostics",
         [
             ("Path", document["issuesPath"]),

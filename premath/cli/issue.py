@@ -1,38 +1,29 @@
 """`premath issue ...`: the issue memory (`.premath/issues.jsonl`), its leases and checks."""
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from premath.cli._options import json_option
+from premath.cli._issues import issues_option, lines_text
+from premath.cli._options import F, json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.errors import IoFailure
 
-ISSUES_PATH = ".premath/issues.jsonl"
 I32 = click.IntRange(-(2**31), 2**31 - 1)
-
-issues_option = click.option(
-    "--issues", default=ISSUES_PATH, show_default=True, help="Issues JSONL path"
-)
-
-
-def _lines(title: str, rows: list[tuple[str, Any]], items: list[str] | None = None) -> str:
-    lines = [title, *(f"  {label}: {value}" for label, value in rows)]
-    lines.extend(f"  - {item}" for item in items or ())
-    return "\n".join(lines)
 
 
 def added_text(document: dict[str, Any]) -> str:
     issue = document["issue"]
-    return _lines(
+    return lines_text(
         "premath issue add",
         [("Added", f"{issue['id']} [{issue['status']}]"), ("Path", document["issuesPath"])],
     )
 
 
 def list_text(document: dict[str, Any]) -> str:
-    return _lines(
+    return lines_text(
         "premath issue list",
         [("Path", document["issuesPath"]), ("Count", document["count"])],
         [f"{i['id']} [{i['status']} p{i['priority']}] {i['title']}" for i in document["items"]],
@@ -40,7 +31,7 @@ def list_text(document: dict[str, Any]) -> str:
 
 
 def ready_text(document: dict[str, Any]) -> str:
-    return _lines(
+    return lines_text(
         "premath issue ready",
         [("Path", document["issuesPath"]), ("Count", document["count"])],
         [f"{i['id']} [p{i['priority']}] {i['title']}" for i in document["items"]],
@@ -84,7 +75,7 @@ def check_text(document: dict[str, Any]) -> str:
 
 def updated_text(document: dict[str, Any]) -> str:
     issue = document["issue"]
-    return _lines(
+    return lines_text(
         "premath issue update",
         [("Updated", f"{issue['id']} [{issue['status']}]"), ("Path", document["issuesPath"])],
     )
@@ -97,7 +88,7 @@ def claimed_text(action: str, document: dict[str, Any]) -> str:
         if issue is None
         else f"{issue['id']} -> {issue['assignee']} [{issue['status']}]"
     )
-    return _lines(
+    return lines_text(
         f"premath issue {action}", [("Claimed", claimed), ("Path", document["issuesPath"])]
     )
 
@@ -111,11 +102,11 @@ def lease_text(action: str, verb: str, document: dict[str, Any]) -> str:
             ("Lease", f"{lease['leaseId']} (owner {lease['owner']}, expires {lease['expiresAt']})")
         )
     rows.append(("Path", document["issuesPath"]))
-    return _lines(f"premath issue {action}", rows)
+    return lines_text(f"premath issue {action}", rows)
 
 
 def projection_text(document: dict[str, Any]) -> str:
-    return _lines(
+    return lines_text(
         "premath issue lease-projection",
         [
             ("Path", document["issuesPath"]),
@@ -131,7 +122,7 @@ def projection_text(document: dict[str, Any]) -> str:
 
 def discovered_text(document: dict[str, Any]) -> str:
     issue, edge = document["issue"], document["dependency"]
-    return _lines(
+    return lines_text(
         "premath issue discover",
         [
             ("Added", f"{issue['id']} [{issue['status']}]"),
@@ -157,46 +148,43 @@ def issue() -> None:
     """Issue memory: add, list, claim and close work items (.premath/issues.jsonl)"""
 
 
+def new_issue_options(*, status: bool) -> Callable[[F], F]:
+    """The fields of a new issue (`premath.issues.lifecycle.NewIssue`) as options."""
+    options = [
+        click.option("--id", "issue_id", help="Issue id (default: the smallest unused bd-N)"),
+        click.option("--description", default="", help="Issue description"),
+        click.option("--status", default="open", show_default=True, help="Issue status"),
+        click.option(
+            "--priority", type=I32, default=2, show_default=True, help="Priority (0 is highest)"
+        ),
+        click.option(
+            "--type", "issue_type", default="task", show_default=True, help="epic or task"
+        ),
+        click.option("--assignee", default="", help="Assignee"),
+        click.option("--owner", default="", help="Owner"),
+    ]
+    if not status:
+        del options[2]
+
+    def decorate(command: F) -> F:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
 @issue.command("add")
 @click.argument("title")
-@click.option("--id", "issue_id", help="Issue id (default: the smallest unused bd-N)")
-@click.option("--description", default="", help="Issue description")
-@click.option("--status", default="open", show_default=True, help="Issue status")
-@click.option("--priority", type=I32, default=2, show_default=True, help="Priority (0 is highest)")
-@click.option("--type", "issue_type", default="task", show_default=True, help="epic or task")
-@click.option("--assignee", default="", help="Assignee")
-@click.option("--owner", default="", help="Owner")
+@new_issue_options(status=True)
 @issues_option
 @json_option
 @pass_app
-def issue_add(
-    app: AppContext,
-    title: str,
-    issue_id: str | None,
-    description: str,
-    status: str,
-    priority: int,
-    issue_type: str,
-    assignee: str,
-    owner: str,
-    issues: str,
-) -> Reply:
+def issue_add(app: AppContext, title: str, issues: str, **fields: Any) -> Reply:
     """Add an issue (creates the issues file when missing)."""
     from premath.issues.memory import add_issue
 
-    document = add_issue(
-        issues,
-        title,
-        now=app.clock.now(),
-        timeout_s=app.lock_timeout(),
-        issue_id=issue_id,
-        description=description,
-        status=status,
-        priority=priority,
-        issue_type=issue_type,
-        assignee=assignee,
-        owner=owner,
-    )
+    document = add_issue(issues, title, now=app.clock.now(), timeout_s=app.lock_timeout(), **fields)
     return Reply(document, text=added_text)
 
 
@@ -271,15 +259,10 @@ def issue_check(app: AppContext, note_warn_threshold: int, issues: str) -> Reply
 def issue_update(
     app: AppContext,
     issue_id: str,
-    title: str | None,
-    description: str | None,
     notes: str | None,
     notes_file: str | None,
-    status: str | None,
-    priority: int | None,
-    assignee: str | None,
-    owner: str | None,
     issues: str,
+    **fields: Any,
 ) -> Reply:
     """Update fields of an issue."""
     from premath.issues.memory import update_issue
@@ -289,17 +272,7 @@ def issue_update(
     if notes_file is not None:
         notes = read_notes_file(notes_file)
     document = update_issue(
-        issues,
-        issue_id,
-        now=app.clock.now(),
-        timeout_s=app.lock_timeout(),
-        title=title,
-        description=description,
-        notes=notes,
-        status=status,
-        priority=priority,
-        assignee=assignee,
-        owner=owner,
+        issues, issue_id, now=app.clock.now(), timeout_s=app.lock_timeout(), notes=notes, **fields
     )
     return Reply(document, text=updated_text)
 
@@ -415,41 +388,17 @@ def issue_lease_projection(app: AppContext, issues: str) -> Reply:
 @issue.command("discover")
 @click.argument("parent_id", metavar="PARENT")
 @click.argument("title")
-@click.option("--id", "issue_id", help="Issue id (default: the smallest unused bd-N)")
-@click.option("--description", default="", help="Issue description")
-@click.option("--priority", type=I32, default=2, show_default=True, help="Priority")
-@click.option("--type", "issue_type", default="task", show_default=True, help="epic or task")
-@click.option("--assignee", default="", help="Assignee")
-@click.option("--owner", default="", help="Owner")
+@new_issue_options(status=False)
 @issues_option
 @json_option
 @pass_app
 def issue_discover(
-    app: AppContext,
-    parent_id: str,
-    title: str,
-    issue_id: str | None,
-    description: str,
-    priority: int,
-    issue_type: str,
-    assignee: str,
-    owner: str,
-    issues: str,
+    app: AppContext, parent_id: str, title: str, issues: str, **fields: Any
 ) -> Reply:
     """Add an issue found while working on PARENT, linked to it (discovered-from)."""
     from premath.issues.memory import discover_issue
 
     document = discover_issue(
-        issues,
-        parent_id,
-        title,
-        now=app.clock.now(),
-        timeout_s=app.lock_timeout(),
-        issue_id=issue_id,
-        description=description,
-        priority=priority,
-        issue_type=issue_type,
-        assignee=assignee,
-        owner=owner,
+        issues, parent_id, title, now=app.clock.now(), timeout_s=app.lock_timeout(), **fields
     )
     return Reply(document, text=discovered_text)

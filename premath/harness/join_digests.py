@@ -24,7 +24,7 @@ _U64_LIMIT = 2**64
 def _f64(value: float | int) -> orjson.Fragment:
     # The project's one serde float formatter; imported on first use since floats are rare in
     # digested payloads and its module costs the hot path several milliseconds.
-    from premath.store.issues_file import serde_float
+    from premath.store.canonical import serde_float
 
     try:
         number = float(value)

@@ -5,7 +5,7 @@ from typing import Any
 from premath.errors import Conflict, NotFound
 from premath.issues.graph import find_path
 from premath.issues.lifecycle import put_field
-from premath.models.issue_row import DependencyRow, IssueRow
+from premath.models.issue_row import IssueRow
 from premath.store.issues_file import IssueMap
 from premath.text import rust_trim
 
@@ -21,22 +21,29 @@ def _require(issues: IssueMap, issue_id: str, prefix: str) -> IssueRow:
     return row
 
 
+def _require_pair(issues: IssueMap, issue_id: str, target: str, kind: str, prefix: str) -> IssueRow:
+    """Both ends exist and differ (the reference's checks, in its order); the source row."""
+    row = _require(issues, issue_id, prefix)
+    _require(issues, target, prefix)
+    if issue_id == target:
+        raise Conflict(f"{prefix}dependency self-loop is not allowed: {issue_id} ({kind})")
+    return row
+
+
 def _touch(row: IssueRow, now_text: str) -> None:
     row["updated_at"] = now_text
 
 
 def add_dependency(
     issues: IssueMap, issue_id: str, target: str, kind: str, created_by: str, now_text: str
-) -> DependencyRow:
-    """Append `issue_id -> target (kind)` unless it is a self-loop, a duplicate or closes a cycle.
+) -> IssueRow:
+    """Append `issue_id -> target (kind)` unless it is a self-loop, a duplicate or closes a cycle;
+    returns the changed row.
 
     The cycle search follows every dependency type over the whole store (B17).
     """
     prefix = "failed to add dependency: "
-    row = _require(issues, issue_id, prefix)
-    _require(issues, target, prefix)
-    if issue_id == target:
-        raise Conflict(f"{prefix}dependency self-loop is not allowed: {issue_id} ({kind})")
+    row = _require_pair(issues, issue_id, target, kind, prefix)
     edges = row.get("dependencies", [])
     if any(e["depends_on_id"] == target and e["type"] == kind for e in edges):
         raise Conflict(f"{prefix}dependency already exists: {_edge_text(issue_id, target, kind)}")
@@ -51,12 +58,12 @@ def add_dependency(
         edge["created_by"] = created_by
     put_field(row, "dependencies", [*edges, edge])
     _touch(row, now_text)
-    return edge  # type: ignore[return-value]
+    return row
 
 
 def remove_dependency(
     issues: IssueMap, issue_id: str, target: str, kind: str, now_text: str
-) -> None:
+) -> IssueRow:
     """Delete every `issue_id -> target (kind)` edge; none matching is an error."""
     prefix = "failed to remove dependency: "
     row = _require(issues, issue_id, prefix)
@@ -69,6 +76,7 @@ def remove_dependency(
     else:
         row.pop("dependencies", None)
     _touch(row, now_text)
+    return row
 
 
 def replace_dependency(
@@ -79,14 +87,11 @@ def replace_dependency(
     to_kind: str,
     created_by: str,
     now_text: str,
-) -> None:
+) -> IssueRow:
     """Change the type of the first `from_kind` edge in place (no cycle check: the same pair
     stays connected); `created_by` is overwritten only by a non-blank value."""
     prefix = "failed to replace dependency: "
-    row = _require(issues, issue_id, prefix)
-    _require(issues, target, prefix)
-    if issue_id == target:
-        raise Conflict(f"{prefix}dependency self-loop is not allowed: {issue_id} ({to_kind})")
+    row = _require_pair(issues, issue_id, target, to_kind, prefix)
     edges = row.get("dependencies", [])
     position = next(
         (i for i, e in enumerate(edges) if e["depends_on_id"] == target and e["type"] == from_kind),
@@ -107,3 +112,4 @@ def replace_dependency(
         edge["created_by"] = created_by
     edges[position] = edge  # type: ignore[call-overload]
     _touch(row, now_text)
+    return row

@@ -5,6 +5,7 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any, Literal
 
+from premath.issues.lifecycle import issue_brief
 from premath.models.issue_row import BLOCKING_TYPES, DependencyRow, IssueRow
 from premath.store.issues_file import IssueMap
 from premath.text import rust_trim
@@ -76,15 +77,15 @@ def is_unblocked(edges: Iterable[DependencyRow], issues: IssueMap) -> bool:
 def ready_issues(issues: IssueMap) -> list[IssueRow]:
     """`issue ready`: status exactly `open` and unblocked, sorted by id (byte order)."""
     foreign = foreign_edges(issues)
-    ready = []
-    for issue_id, row in issues.items():
-        if row["status"] != "open":
-            continue
-        if ("dependencies" in row or issue_id in foreign) and not is_unblocked(
-            edges_of(issue_id, row, foreign), issues
-        ):
-            continue
-        ready.append(row)
+    ready = [
+        row
+        for issue_id, row in issues.items()
+        if row["status"] == "open"
+        and is_unblocked(
+            edges_of(issue_id, row, foreign) if foreign else row.get("dependencies", _NO_EDGES),
+            issues,
+        )
+    ]
     ready.sort(key=operator.itemgetter("id"))
     return ready
 
@@ -118,16 +119,7 @@ def blocked_issues(issues: IssueMap) -> list[dict[str, Any]]:
             )
         manual = row["status"] == "blocked"
         if blockers or manual:
-            items.append(
-                {
-                    "id": issue_id,
-                    "title": row["title"],
-                    "status": row["status"],
-                    "priority": row["priority"],
-                    "manualBlocked": manual,
-                    "blockers": blockers,
-                }
-            )
+            items.append({**issue_brief(row), "manualBlocked": manual, "blockers": blockers})
     return items
 
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from premath.errors import InputInvalid, LeaseRefused, NotFound, PremathError
 from premath.issues.graph import is_unblocked
-from premath.issues.lifecycle import put_field, set_status
+from premath.issues.lifecycle import issue_summary, put_field, set_status
 from premath.models.issue_row import IssueRow, LeaseRow
 from premath.store.issues_file import IssueMap
 from premath.text import id_token, rust_trim
@@ -415,16 +415,7 @@ def lease_view(row: IssueRow, now_ns: int | None = None) -> dict[str, Any] | Non
 
 def claimed_issue_view(row: IssueRow, now_ns: int | None = None) -> dict[str, Any]:
     """`issue{id,title,status,priority,issueType,assignee,owner,lease}` of claim output."""
-    return {
-        "id": row["id"],
-        "title": row["title"],
-        "status": row["status"],
-        "priority": row["priority"],
-        "issueType": row["issue_type"],
-        "assignee": row.get("assignee", ""),
-        "owner": row.get("owner", ""),
-        "lease": lease_view(row, now_ns),
-    }
+    return {**issue_summary(row), "lease": lease_view(row, now_ns)}
 
 
 def lease_projection(issues: IssueMap, now_ns: int) -> dict[str, Any]:

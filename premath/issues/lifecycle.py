@@ -1,5 +1,6 @@
 """Creating issues and changing their fields the way the reference's `Issue` methods do (§A1)."""
 
+from dataclasses import dataclass
 from typing import Any
 
 from premath.errors import Conflict, InputInvalid
@@ -73,50 +74,60 @@ def next_auto_id(issues: IssueMap) -> str:
     return f"{AUTO_ID_PREFIX}{number}"
 
 
-def new_issue(
-    issues: IssueMap,
-    *,
-    title: str,
-    now_text: str,
-    issue_id: str | None = None,
-    description: str = "",
-    status: str = DEFAULT_STATUS,
-    priority: int = 2,
-    issue_type: str = "task",
-    assignee: str = "",
-    owner: str = "",
-) -> IssueRow:
+@dataclass(frozen=True)
+class NewIssue:
+    """What `issue add` and `issue discover` take for a new issue."""
+
+    title: str
+    issue_id: str | None = None
+    """None: the smallest unused `bd-N`."""
+    description: str = ""
+    status: str = DEFAULT_STATUS
+    priority: int = 2
+    issue_type: str = "task"
+    assignee: str = ""
+    owner: str = ""
+
+
+def new_issue(issues: IssueMap, new: NewIssue, now_text: str) -> IssueRow:
     """Insert a new issue (not yet saved); its status goes through set_status."""
-    kind = checked_issue_type(issue_type)
-    chosen = next_auto_id(issues) if issue_id is None else issue_id
+    kind = checked_issue_type(new.issue_type)
+    chosen = next_auto_id(issues) if new.issue_id is None else new.issue_id
     if chosen in issues:
         raise Conflict(f"issue already exists: {chosen}")
     row: IssueRow = {
         "id": chosen,
-        "title": title,
-        "status": status,
-        "priority": priority,
+        "title": new.title,
+        "status": new.status,
+        "priority": new.priority,
         "issue_type": kind,
         "created_at": now_text,
         "updated_at": now_text,
         "ephemeral": False,
     }
-    set_text(row, "description", description)
-    set_text(row, "assignee", assignee)
-    set_text(row, "owner", owner)
-    set_status(row, status, now_text)
+    set_text(row, "description", new.description)
+    set_text(row, "assignee", new.assignee)
+    set_text(row, "owner", new.owner)
+    set_status(row, new.status, now_text)
     issues[chosen] = row
     return row
 
 
-def issue_summary(row: IssueRow) -> dict[str, Any]:
-    """`issue{id,title,status,priority,issueType,assignee,owner}` of add/update/discover output."""
+def issue_brief(row: IssueRow) -> dict[str, Any]:
+    """`{id,title,status,priority}`: an item of `issue ready` (and the head of the others)."""
     return {
         "id": row["id"],
         "title": row["title"],
         "status": row["status"],
         "priority": row["priority"],
-        "issueType": row["issue_type"],
-        "assignee": row.get("assignee", ""),
-        "owner": row.get("owner", ""),
     }
+
+
+def issue_listing(row: IssueRow) -> dict[str, Any]:
+    """`{id,title,status,priority,issueType,assignee}`: an item of `issue list`."""
+    return {**issue_brief(row), "issueType": row["issue_type"], "assignee": row.get("assignee", "")}
+
+
+def issue_summary(row: IssueRow) -> dict[str, Any]:
+    """`issue{...,owner}` of add/update/discover output (`issue_listing` and the owner)."""
+    return {**issue_listing(row), "owner": row.get("owner", "")}

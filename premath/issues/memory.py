@@ -7,6 +7,7 @@ writers go through `mutate_store` (lock, load, change, atomic rewrite, unlock).
 """
 
 import os
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -15,6 +16,7 @@ from premath.issues import dependencies, graph, leases, lifecycle
 from premath.issues.check import check_issues
 from premath.models.issue_row import IssueRow
 from premath.store.issues_file import (
+    Changes,
     IssueMap,
     load_issues,
     mutate_store,
@@ -42,14 +44,7 @@ def list_issues(
 ) -> dict[str, Any]:
     issues = read_store(path, now)
     items = [
-        {
-            "id": row["id"],
-            "title": row["title"],
-            "status": row["status"],
-            "priority": row["priority"],
-            "issueType": row["issue_type"],
-            "assignee": row.get("assignee", ""),
-        }
+        lifecycle.issue_listing(row)
         for row in (issues[issue_id] for issue_id in sorted(issues))
         if (status is None or row["status"] == status)
         and (assignee is None or row.get("assignee", "") == assignee)
@@ -58,15 +53,7 @@ def list_issues(
 
 
 def ready(path: str, *, now: datetime) -> dict[str, Any]:
-    items = [
-        {
-            "id": row["id"],
-            "title": row["title"],
-            "status": row["status"],
-            "priority": row["priority"],
-        }
-        for row in graph.ready_issues(read_store(path, now))
-    ]
+    items = list(map(lifecycle.issue_brief, graph.ready_issues(read_store(path, now))))
     return {"action": "issue.ready", "issuesPath": path, "count": len(items), "items": items}
 
 
@@ -110,43 +97,63 @@ def dep_diagnostics(path: str, *, now: datetime, scope: graph.GraphScope) -> dic
 
 
 # --- issue writers -----------------------------------------------------------------------------
+# A writer that edits one existing row reports its id to `mutate_store`, which then re-encodes that
+# row only; adding a row reports `True` (the whole store is encoded).
 
 
-def add_issue(
+def _edit_row(
     path: str,
-    title: str,
+    edit: Callable[[IssueMap], IssueRow | None],
     *,
     now: datetime,
     timeout_s: float,
-    issue_id: str | None = None,
-    description: str = "",
-    status: str = "open",
-    priority: int = 2,
-    issue_type: str = "task",
-    assignee: str = "",
-    owner: str = "",
+) -> IssueRow | None:
+    """Run `edit` under the store lock: it changes at most one existing row in place and
+    returns it (None: nothing changed)."""
+
+    def mutate(issues: IssueMap) -> tuple[IssueRow | None, Changes]:
+        row = edit(issues)
+        return row, () if row is None else (row["id"],)
+
+    return mutate_store(path, mutate, now=now, timeout_s=timeout_s)
+
+
+def _edit_existing_row(
+    path: str, edit: Callable[[IssueMap], IssueRow], *, now: datetime, timeout_s: float
+) -> IssueRow:
+    """`_edit_row` on a store that must exist (checked before taking the lock)."""
+    require_store_file(path)
+    row = _edit_row(path, edit, now=now, timeout_s=timeout_s)
+    assert row is not None  # `edit` returns the row or raises
+    return row
+
+
+def _add_row(
+    path: str, add: Callable[[IssueMap], IssueRow], *, now: datetime, timeout_s: float
+) -> IssueRow:
+    return mutate_store(path, lambda issues: (add(issues), True), now=now, timeout_s=timeout_s)
+
+
+def _issue_document(
+    action: str, path: str, issue: dict[str, Any] | None, **extra: Any
 ) -> dict[str, Any]:
-    """`issue add`: creates the file (and its folders) when missing."""
+    return {"action": action, "issuesPath": path, **extra, "issue": issue}
+
+
+def add_issue(
+    path: str, title: str, *, now: datetime, timeout_s: float, **fields: Any
+) -> dict[str, Any]:
+    """`issue add`: creates the file (and its folders) when missing. `fields`: `NewIssue`'s."""
+    new = lifecycle.NewIssue(title=title, **fields)
     _, now_text = _now(now)
-    lifecycle.checked_issue_type(issue_type)
-
-    def mutate(issues: IssueMap) -> tuple[IssueRow, bool]:
-        row = lifecycle.new_issue(
-            issues,
-            title=title,
-            now_text=now_text,
-            issue_id=issue_id,
-            description=description,
-            status=status,
-            priority=priority,
-            issue_type=issue_type,
-            assignee=assignee,
-            owner=owner,
-        )
-        return row, True
-
-    row = mutate_store(path, mutate, now=now, timeout_s=timeout_s)
-    return {"action": "issue.add", "issuesPath": path, "issue": lifecycle.issue_summary(row)}
+    lifecycle.checked_issue_type(new.issue_type)
+    row = _add_row(
+        path,
+        lambda issues: lifecycle.new_issue(issues, new, now_text),
+        now=now,
+        timeout_s=timeout_s,
+    )
+    return _issue_document("issue.add", path, lifecycle.issue_summary(row))
 
 
 def update_issue(
@@ -168,10 +175,9 @@ def update_issue(
     texts = {"description": description, "notes": notes, "assignee": assignee, "owner": owner}
     nothing = title is None and status is None and priority is None
     nothing = nothing and all(value is None for value in texts.values())
-    require_store_file(path)
     _, now_text = _now(now)
 
-    def mutate(issues: IssueMap) -> tuple[IssueRow, bool]:
+    def edit(issues: IssueMap) -> IssueRow:
         row = issues.get(issue_id)
         if row is None:
             raise NotFound(f"issue not found: {issue_id}")
@@ -187,77 +193,61 @@ def update_issue(
         if status is not None:
             lifecycle.set_status(row, status, now_text)
         row["updated_at"] = now_text
-        return row, True
+        return row
 
-    row = mutate_store(path, mutate, now=now, timeout_s=timeout_s)
-    return {"action": "issue.update", "issuesPath": path, "issue": lifecycle.issue_summary(row)}
+    row = _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
+    return _issue_document("issue.update", path, lifecycle.issue_summary(row))
 
 
 def discover_issue(
-    path: str,
-    parent_id: str,
-    title: str,
-    *,
-    now: datetime,
-    timeout_s: float,
-    issue_id: str | None = None,
-    description: str = "",
-    priority: int = 2,
-    issue_type: str = "task",
-    assignee: str = "",
-    owner: str = "",
+    path: str, parent_id: str, title: str, *, now: datetime, timeout_s: float, **fields: Any
 ) -> dict[str, Any]:
-    """`issue discover`: a new open issue with a `discovered-from` edge to its parent."""
+    """`issue discover`: a new open issue with a `discovered-from` edge to its parent.
+    `fields`: `NewIssue`'s but `status`."""
+    new = lifecycle.NewIssue(title=title, **fields)
     require_store_file(path)
     _, now_text = _now(now)
-    lifecycle.checked_issue_type(issue_type)
+    lifecycle.checked_issue_type(new.issue_type)
 
-    def mutate(issues: IssueMap) -> tuple[IssueRow, bool]:
+    def add(issues: IssueMap) -> IssueRow:
         if parent_id not in issues:
             raise NotFound(f"parent issue not found: {parent_id}")
-        row = lifecycle.new_issue(
-            issues,
-            title=title,
-            now_text=now_text,
-            issue_id=issue_id,
-            description=description,
-            priority=priority,
-            issue_type=issue_type,
-            assignee=assignee,
-            owner=owner,
-        )
+        row = lifecycle.new_issue(issues, new, now_text)
         edge = {"issue_id": row["id"], "depends_on_id": parent_id, "type": "discovered-from"}
         lifecycle.put_field(row, "dependencies", [edge])
-        return row, True
+        return row
 
-    row = mutate_store(path, mutate, now=now, timeout_s=timeout_s)
-    return {
-        "action": "issue.discover",
-        "issuesPath": path,
-        "issue": lifecycle.issue_summary(row),
-        "dependency": {"issueId": row["id"], "dependsOnId": parent_id, "type": "discovered-from"},
-    }
+    row = _add_row(path, add, now=now, timeout_s=timeout_s)
+    edge = {"issueId": row["id"], "dependsOnId": parent_id, "type": "discovered-from"}
+    return _issue_document("issue.discover", path, lifecycle.issue_summary(row), dependency=edge)
 
 
 # --- leases ------------------------------------------------------------------------------------
+
+
+def _required_owner(assignee: str) -> str:
+    """The trimmed assignee; blank is refused without a failure class (the CLI's own check,
+    made before the transport's)."""
+    owner = rust_trim(assignee)
+    if not owner:
+        raise InputInvalid("assignee is required")
+    return owner
 
 
 def claim(
     path: str, issue_id: str, assignee: str, *, now: datetime, timeout_s: float
 ) -> dict[str, Any]:
     """`issue claim`: default lease (TTL 3600 s); a missing file is an empty store."""
-    owner = rust_trim(assignee)
-    if not owner:
-        raise InputInvalid("assignee is required")  # the CLI's check, before the transport's
+    owner = _required_owner(assignee)
     now_ns, _ = _now(now)
     expiry_ns = leases.lease_expiry(now_ns, None, None)
 
-    def mutate(issues: IssueMap) -> tuple[IssueRow, bool]:
-        row = leases.claim_issue(issues, issue_id, owner, now_ns=now_ns, expiry_ns=expiry_ns)
-        return row, True
+    def edit(issues: IssueMap) -> IssueRow:
+        return leases.claim_issue(issues, issue_id, owner, now_ns=now_ns, expiry_ns=expiry_ns)
 
-    row = mutate_store(path, mutate, now=now, timeout_s=timeout_s)
-    return {"action": "issue.claim", "issuesPath": path, "issue": leases.claimed_issue_view(row)}
+    row = _edit_row(path, edit, now=now, timeout_s=timeout_s)
+    assert row is not None  # claim_issue returns the row or raises
+    return _issue_document("issue.claim", path, leases.claimed_issue_view(row))
 
 
 def claim_next(
@@ -274,30 +264,23 @@ def claim_next(
     Unlike the reference, also reclaims an in_progress issue whose lease is stale (D3-1) and
     picks by priority, then natural id order (D3-2).
     """
-    owner = rust_trim(assignee)
-    if not owner:
-        raise InputInvalid("assignee is required")  # claim-next's message has no failure class
+    owner = _required_owner(assignee)
     ttl = leases.DEFAULT_TTL_SECONDS if ttl_seconds is None else ttl_seconds
     if not leases.MIN_TTL_SECONDS <= ttl <= leases.MAX_TTL_SECONDS:
         raise InputInvalid(f"{leases.TTL_RANGE_TEXT} (got {ttl})")
     now_ns, _ = _now(now)
     expiry_ns = leases.lease_expiry(now_ns, ttl, None)
 
-    def mutate(issues: IssueMap) -> tuple[IssueRow | None, bool]:
-        row = leases.claim_next_issue(
+    def edit(issues: IssueMap) -> IssueRow | None:
+        return leases.claim_next_issue(
             issues, owner, now_ns=now_ns, expiry_ns=expiry_ns, lease_id=lease_id
         )
-        return row, row is not None
 
-    row = mutate_store(path, mutate, now=now, timeout_s=timeout_s)
+    row = _edit_row(path, edit, now=now, timeout_s=timeout_s)
     if row is None and not os.path.exists(path):
         raise IoFailure(f"issues file not found: {path} (lease_mutation_store_io)")
-    return {
-        "action": "issue.claim_next",
-        "issuesPath": path,
-        "claimed": row is not None,
-        "issue": None if row is None else leases.claimed_issue_view(row),
-    }
+    issue = None if row is None else leases.claimed_issue_view(row)
+    return _issue_document("issue.claim_next", path, issue, claimed=row is not None)
 
 
 def renew_lease(
@@ -315,21 +298,15 @@ def renew_lease(
     owner = leases.required_assignee(assignee)
     now_ns, _ = _now(now)
     expiry_ns = leases.lease_expiry(now_ns, ttl_seconds, expires_at)
-    require_store_file(path)
 
-    def mutate(issues: IssueMap) -> tuple[IssueRow, bool]:
-        row = leases.renew_lease(
+    def edit(issues: IssueMap) -> IssueRow:
+        return leases.renew_lease(
             issues, issue_id, owner, lease_id, now_ns=now_ns, expiry_ns=expiry_ns
         )
-        return row, True
 
-    row = mutate_store(path, mutate, now=now, timeout_s=timeout_s)
-    return {
-        "action": "issue.lease_renew",
-        "issuesPath": path,
-        "changed": True,
-        "issue": leases.claimed_issue_view(row, now_ns),
-    }
+    row = _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
+    view = leases.claimed_issue_view(row, now_ns)
+    return _issue_document("issue.lease_renew", path, view, changed=True)
 
 
 def release_lease(
@@ -344,21 +321,20 @@ def release_lease(
     """`issue lease-release`: the holder gives its active lease up; the issue is open again."""
     owner = leases.required_assignee(assignee)
     now_ns, _ = _now(now)
-    require_store_file(path)
 
-    def mutate(issues: IssueMap) -> tuple[IssueRow, bool]:
-        return leases.release_lease(issues, issue_id, owner, lease_id, now_ns=now_ns), True
+    def edit(issues: IssueMap) -> IssueRow:
+        return leases.release_lease(issues, issue_id, owner, lease_id, now_ns=now_ns)
 
-    row = mutate_store(path, mutate, now=now, timeout_s=timeout_s)
-    return {
-        "action": "issue.lease_release",
-        "issuesPath": path,
-        "changed": True,
-        "issue": leases.claimed_issue_view(row, now_ns),
-    }
+    row = _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
+    view = leases.claimed_issue_view(row, now_ns)
+    return _issue_document("issue.lease_release", path, view, changed=True)
 
 
 # --- dependency writers ------------------------------------------------------------------------
+
+
+def _edge_document(action: str, path: str, dependency: dict[str, str]) -> dict[str, Any]:
+    return {"action": action, "issuesPath": path, "dependency": dependency}
 
 
 def dep_add(
@@ -371,37 +347,27 @@ def dep_add(
     now: datetime,
     timeout_s: float,
 ) -> dict[str, Any]:
-    require_store_file(path)
     _, now_text = _now(now)
 
-    def mutate(issues: IssueMap) -> tuple[None, bool]:
-        dependencies.add_dependency(issues, issue_id, target, kind, created_by, now_text)
-        return None, True
+    def edit(issues: IssueMap) -> IssueRow:
+        return dependencies.add_dependency(issues, issue_id, target, kind, created_by, now_text)
 
-    mutate_store(path, mutate, now=now, timeout_s=timeout_s)
-    return {
-        "action": "dep.add",
-        "issuesPath": path,
-        "dependency": {"issueId": issue_id, "dependsOnId": target, "type": kind},
-    }
+    _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
+    edge = {"issueId": issue_id, "dependsOnId": target, "type": kind}
+    return _edge_document("dep.add", path, edge)
 
 
 def dep_remove(
     path: str, issue_id: str, target: str, *, kind: str, now: datetime, timeout_s: float
 ) -> dict[str, Any]:
-    require_store_file(path)
     _, now_text = _now(now)
 
-    def mutate(issues: IssueMap) -> tuple[None, bool]:
-        dependencies.remove_dependency(issues, issue_id, target, kind, now_text)
-        return None, True
+    def edit(issues: IssueMap) -> IssueRow:
+        return dependencies.remove_dependency(issues, issue_id, target, kind, now_text)
 
-    mutate_store(path, mutate, now=now, timeout_s=timeout_s)
-    return {
-        "action": "dep.remove",
-        "issuesPath": path,
-        "dependency": {"issueId": issue_id, "dependsOnId": target, "type": kind},
-    }
+    _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
+    edge = {"issueId": issue_id, "dependsOnId": target, "type": kind}
+    return _edge_document("dep.remove", path, edge)
 
 
 def dep_replace(
@@ -415,24 +381,19 @@ def dep_replace(
     now: datetime,
     timeout_s: float,
 ) -> dict[str, Any]:
-    require_store_file(path)
     _, now_text = _now(now)
 
-    def mutate(issues: IssueMap) -> tuple[None, bool]:
-        dependencies.replace_dependency(
+    def edit(issues: IssueMap) -> IssueRow:
+        return dependencies.replace_dependency(
             issues, issue_id, target, from_kind, to_kind, created_by, now_text
         )
-        return None, True
 
-    mutate_store(path, mutate, now=now, timeout_s=timeout_s)
-    return {
-        "action": "dep.replace",
-        "issuesPath": path,
-        "dependency": {
-            "issueId": issue_id,
-            "dependsOnId": target,
-            "fromType": from_kind,
-            "toType": to_kind,
-            "createdBy": created_by,
-        },
+    _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
+    edge = {
+        "issueId": issue_id,
+        "dependsOnId": target,
+        "fromType": from_kind,
+        "toType": to_kind,
+        "createdBy": created_by,
     }
+    return _edge_document("dep.replace", path, edge)

@@ -4,6 +4,7 @@ Each function is a wire contract (harness-cli.md §0.2-§0.3); golden tests pin 
 orjson matches serde_json's escaping (raw non-ASCII, lowercase `\\u001f`, `/` and DEL unescaped).
 """
 
+import math
 from typing import Any
 
 import orjson
@@ -27,3 +28,47 @@ def row_bytes(row: Any) -> bytes:
 def digest_input(payload: Any) -> bytes:
     """Input of every `sha256` ref: compact JSON with sorted keys, UTF-8."""
     return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
+
+
+def serde_float(value: float) -> str:
+    """A float as serde_json writes it (ryu): `1e16`, `1.5e-7`, `0.1`, `2.0`, `-0.0`.
+
+    Python's repr gives the same shortest digits; only the layout differs (`1e+16`, `1.5e-07`).
+    """
+    if value == 0.0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    text = repr(value)
+    sign = ""
+    if text[0] == "-":
+        sign, text = "-", text[1:]
+    mantissa, _, exponent_text = text.partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    exponent = (int(exponent_text) if exponent_text else 0) - len(fraction)
+    digits = (whole + fraction).lstrip("0")
+    stripped = digits.rstrip("0")
+    exponent += len(digits) - len(stripped)
+    digits = stripped
+    length = len(digits)
+    point = length + exponent  # 10^(point-1) <= |value| < 10^point
+    if exponent >= 0 and point <= 16:
+        body = digits + "0" * exponent + ".0"
+    elif 0 < point <= 16:
+        body = f"{digits[:point]}.{digits[point:]}"
+    elif -5 < point <= 0:
+        body = "0." + "0" * -point + digits
+    elif length == 1:
+        body = f"{digits}e{point - 1}"
+    else:
+        body = f"{digits[0]}.{digits[1:]}e{point - 1}"
+    return sign + body
+
+
+def with_serde_floats(value: Any) -> Any:
+    """`value` with every float replaced by serde's text for it, for `orjson.dumps`."""
+    if type(value) is float:
+        return orjson.Fragment(serde_float(value).encode())
+    if type(value) is dict:
+        return {key: with_serde_floats(item) for key, item in value.items()}
+    if type(value) is list:
+        return [with_serde_floats(item) for item in value]
+    return value

@@ -1,6 +1,8 @@
 """Issue rows: the plain checker, its fast path and the pydantic model agree; bytes round-trip."""
 
 import contextlib
+import hashlib
+import re
 import string
 from pathlib import Path
 
@@ -11,10 +13,20 @@ from hypothesis import strategies as st
 
 from premath.errors import PremathError
 from premath.models.issue import IssueModel
-from premath.models.issue_row import RowInvalid, check_row, stamps_are_stored, stored_row_or_none
-from premath.store.issues_file import encode_store, parse_issues, serde_float
+from premath.models.issue_row import (
+    RowInvalid,
+    check_row,
+    stamps_are_stored,
+    stored_row_or_none,
+    text_is_stored,
+)
+from premath.store import issues_file
+from premath.store.canonical import serde_float
+from premath.store.issues_file import encode_store, parse_issues
 
 NOW_TEXT = "2026-03-01T10:00:00.123456Z"
+SPLICED_STORE_DIGEST = "da786b8f1eefb1b2eb37aca3d9551ad949f146d8e5369447f3fef940498fff89"
+"""What the issue-memory writers of commit 2a869f2 wrote for `_written_store(30)` and its edits."""
 STAMPS = [
     "2026-02-22T00:00:00Z",
     "2026-02-22T00:00:00.500Z",
@@ -273,10 +285,13 @@ def test_rows_of_the_reference_repository_round_trip_byte_for_byte():
     [
         ("2026-01-01T23:59:59.100Z", True),
         ("2026-01-01T00:00:00.123456789Z", True),
+        ("2026-01-01T00:00:00.000001Z", True),
         ("2016-12-31T23:59:60Z", True),
         ("2024-02-29T00:00:00Z", True),
         ("2000-02-29T00:00:00Z", True),
+        ("2400-02-29T00:00:00Z", True),
         ("2100-02-29T00:00:00Z", False),
+        ("2026-02-29T00:00:00Z", False),
         ("2026-04-31T00:00:00Z", False),
         ("2026-13-01T00:00:00Z", False),
         ("2026-01-01T24:00:00Z", False),
@@ -284,13 +299,15 @@ def test_rows_of_the_reference_repository_round_trip_byte_for_byte():
         ("2026-01-01T23:59:59.1Z", False),
         ("2026-01-01T23:59:59.000Z", False),
         ("2026-01-01T23:59:59.100000Z", False),
+        ("2026-01-01T23:59:59.123456000Z", False),
         ("2026-01-01T00:00:00+00:00", False),
         ("2026-01-01T00:00:00Z\n2026-01-01T00:00:00Z", False),
     ],
 )
-def test_batch_stamp_check_matches_the_stored_form(stamp, stored):
+def test_batch_and_line_stamp_checks_match_the_stored_form(stamp, stored):
     assert stamps_are_stored(["2026-01-01T00:00:00Z", stamp]) is stored
     assert stamps_are_stored([stamp]) is stored
+    assert text_is_stored(_row_line(stamp) + b"\n") is stored
 
 
 def _stored_shape(issue_id: str, created_at: str, title: str = "t") -> bytes:
@@ -330,3 +347,164 @@ def test_the_first_bad_line_is_reported_even_across_both_paths():
     data = _stored_shape("a", "2026-02-30T00:00:00Z") + b'{"id":"b"}\n'
     with pytest.raises(PremathError, match=r"line 1: parse error: invalid RFC 3339"):
         parse_issues(data, "t.jsonl", NOW_TEXT, tolerate_torn_tail=False)
+
+
+# --- the written-text fast path (`text_is_stored`) and splicing rewrites -----------------------
+
+
+def _row_line(created_at: str) -> bytes:
+    return _stored_shape("a", created_at).rstrip(b"\n")
+
+
+def test_written_lines_refuse_what_is_not_our_bytes():
+    line = _row_line("2026-02-22T00:00:00Z")
+    assert text_is_stored(line + b"\n" + line + b"\n")
+    assert not text_is_stored(line + b"\n" + line)
+    assert not text_is_stored(line + b"\n\n" + line)
+    for other in (
+        line.replace(b'"title":"t"', b'"title": "t"'),
+        line.replace(b'"title":"t"', b'"title":"\\u0074"'),
+        line.replace(b'"title":"t"', b'"title":"a\\/b"'),
+        line.replace(b'"title":"t"', b'"title":""'),
+        line.replace(b'"priority":2', b'"priority":-0'),
+        line.replace(b'"priority":2', b'"priority":2.0'),
+        line.replace(b'"priority":2', b'"priority":2147483647'),
+        line + b" ",
+    ):
+        assert not text_is_stored(line + b"\n" + other + b"\n"), other
+
+
+ESCAPED = st.text(alphabet='ab"\\\n\t\x01\x1f/é\u2028', min_size=1, max_size=4)
+
+
+@st.composite
+def perturbed_line(draw):
+    """A stored row's line, sometimes with bytes inserted, replaced or escaped differently."""
+    value = draw(near_stored())
+    if draw(st.booleans()):
+        value = {**value, "title": draw(ESCAPED)}
+    line = orjson.dumps(value)
+    if draw(st.booleans()) and len(line) > 2:
+        position = draw(st.integers(1, len(line) - 1))
+        insert = draw(st.sampled_from([b" ", b"\\/", b"\\u0061", b"\\u001F", b"0", b'"', b"\\"]))
+        line = line[:position] + insert + line[position + draw(st.integers(0, 1)) :]
+    return value, line
+
+
+@given(perturbed_line())
+def test_written_lines_are_rows_the_checker_leaves_unchanged(case):
+    _, line = case
+    if not text_is_stored(line + b"\n"):
+        return
+    value = orjson.loads(line)
+    stamps: list[str] = []
+    assert stored_row_or_none(value, stamps) is value
+    assert stamps_are_stored(stamps)
+    assert orjson.dumps(check_row(value, NOW_TEXT)) == line
+
+
+@given(st.lists(st.one_of(row_like(), near_stored()), max_size=5), st.booleans())
+def test_every_load_path_reads_the_same_store(values, sort):
+    lines = [orjson.dumps(v) for v in values]
+    data = b"".join(line + b"\n" for line in (sorted(lines) if sort else lines))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(issues_file, "_WRITTEN_CHECK_LINES", 10**9)
+        try:
+            expected = encode_store(
+                parse_issues(data, "t.jsonl", NOW_TEXT, tolerate_torn_tail=False)
+            )
+        except PremathError as exc:
+            expected = str(exc)
+        patch.setattr(issues_file, "_WRITTEN_CHECK_LINES", 0)
+        try:
+            got = encode_store(parse_issues(data, "t.jsonl", NOW_TEXT, tolerate_torn_tail=False))
+        except PremathError as exc:
+            got = str(exc)
+    assert got == expected
+
+
+def _written_store(count: int) -> bytes:
+    rows = []
+    for number in range(1, count + 1):
+        row = {"id": f"bd-{number:03}", "title": f"t{number}", "status": "open", "priority": 2,
+               "issue_type": "task", "created_at": "2026-02-22T00:00:00.123456Z",
+               "updated_at": "2026-02-22T00:00:00Z", "closed_at": "2026-02-22T00:00:00.500Z",
+               "ephemeral": False}  # fmt: skip
+        if number % 3 == 0:
+            row["status"] = "closed"
+        if number > 1:
+            row["dependencies"] = [
+                {"issue_id": row["id"], "depends_on_id": f"bd-{number - 1:03}", "type": "related"}
+            ]
+        rows.append(orjson.dumps(row) + b"\n")
+    return b"".join(rows)
+
+
+@pytest.mark.parametrize("threshold", [0, 10**9])
+def test_single_row_writers_splice_the_same_bytes_a_full_rewrite_writes(
+    tmp_path, monkeypatch, threshold
+):
+    from datetime import UTC, datetime
+
+    from premath.issues import memory
+
+    monkeypatch.setattr(issues_file, "_WRITTEN_CHECK_LINES", threshold)
+    path = str(tmp_path / "issues.jsonl")
+    Path(path).write_bytes(_written_store(30))
+    now = datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=UTC)
+    memory.claim_next(path, "w", now=now, timeout_s=1)
+    memory.update_issue(path, "bd-010", now=now, timeout_s=1, notes="n", status="closed")
+    memory.dep_add(path, "bd-030", "bd-001", kind="blocks", created_by="me", now=now, timeout_s=1)
+    memory.add_issue(path, "new", now=now, timeout_s=1)
+    data = Path(path).read_bytes()
+    assert encode_store(parse_issues(data, path, NOW_TEXT, tolerate_torn_tail=False)) == data
+    assert hashlib.sha256(data).hexdigest() == SPLICED_STORE_DIGEST
+
+
+def test_edges_with_a_null_creator_or_a_list_type_are_refused():
+    for edge, message in (
+        ({"created_by": None}, "invalid type: null, expected a string"),
+        ({"type": []}, "invalid type: sequence, expected a dependency type"),
+    ):
+        row = orjson.loads(_stored_shape("a", "2026-02-22T00:00:00Z"))
+        row["dependencies"] = [{"issue_id": "a", "depends_on_id": "b", "type": "blocks", **edge}]
+        with pytest.raises(PremathError, match=re.escape(message)):
+            parse_issues(orjson.dumps(row) + b"\n", "t.jsonl", NOW_TEXT, tolerate_torn_tail=False)
+
+
+@given(st.lists(near_stored(), max_size=6), st.sampled_from(["claim-next", "update", "dep"]))
+def test_splicing_writes_what_a_full_rewrite_writes(values, action):
+    import tempfile
+    from datetime import UTC, datetime
+
+    from premath.issues import memory
+
+    try:
+        issues = parse_issues(
+            b"".join(orjson.dumps(v) + b"\n" for v in values),
+            "t",
+            NOW_TEXT,
+            tolerate_torn_tail=False,
+        )
+    except PremathError:
+        return
+    store = encode_store(issues)
+    now = datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=UTC)
+    first, last = min(issues, default="a"), max(issues, default="a")
+    written = []
+    for threshold in (0, 10**9):
+        with tempfile.TemporaryDirectory() as folder, pytest.MonkeyPatch.context() as patch:
+            patch.setattr(issues_file, "_WRITTEN_CHECK_LINES", threshold)
+            path = f"{folder}/issues.jsonl"
+            Path(path).write_bytes(store)
+            with contextlib.suppress(PremathError):
+                if action == "claim-next":
+                    memory.claim_next(path, "w", now=now, timeout_s=1)
+                elif action == "update":
+                    memory.update_issue(path, first, now=now, timeout_s=1, status="closed")
+                else:
+                    memory.dep_add(
+                        path, first, last, kind="blocks", created_by="", now=now, timeout_s=1
+                    )
+            written.append(Path(path).read_bytes())
+    assert written[0] == written[1]

@@ -1,0 +1,18 @@
+"""What the `issue` and `dep` groups share: the `--issues` option and their text layout."""
+
+from typing import Any
+
+import click
+
+ISSUES_PATH = ".premath/issues.jsonl"
+
+issues_option = click.option(
+    "--issues", default=ISSUES_PATH, show_default=True, help="Issues JSONL path"
+)
+
+
+def lines_text(title: str, rows: list[tuple[str, Any]], items: list[str] | None = None) -> str:
+    """The reference's text layout: a title, `  Label: value` rows, then `  - item` lines."""
+    lines = [title, *(f"  {label}: {value}" for label, value in rows)]
+    lines.extend(f"  - {item}" for item in items or ())
+    return "\n".join(lines)
