@@ -1,5 +1,9 @@
 """`premath` command line: click groups, one module per group, loaded on first use."""
 
+import contextlib
+import os
+import sys
+
 import click
 
 from premath import __version__
@@ -37,4 +41,17 @@ def cli() -> None:
 
 
 def main() -> None:
-    cli.main()
+    """Console entry point: once the exit point has written everything, leave at once.
+
+    Interpreter teardown would only free what the command built (about 45 ms for a 100k-issue
+    store); every file we write is already fsynced, so nothing is lost by skipping it. Tests
+    call `cli.main` through CliRunner and keep the normal SystemExit.
+    """
+    try:
+        cli.main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)

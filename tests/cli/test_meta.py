@@ -1,13 +1,10 @@
 """Every command documents itself, speaks JSON, and hot commands stay off heavy imports."""
 
-import subprocess
-import sys
-
 import click
 import pytest
 
 from premath.cli import COMMAND_GROUPS, cli
-from tests.support.cli import invoke
+from tests.support.cli import heavy_imports_of, invoke
 
 
 def _leaf_commands() -> list[tuple[str, ...]]:
@@ -48,21 +45,9 @@ HOT_COMMANDS = [
     ("issue", "ready", "--json"),
     ("issue", "claim-next", "--assignee", "w1", "--json"),
 ]
-HEAVY_MODULES = ("pydantic", "yaml", "dateutil", "filelock")
 
 
 @pytest.mark.parametrize("argv", HOT_COMMANDS, ids=" ".join)
 def test_hot_commands_do_not_import_heavy_modules(tmp_path, argv):
-    probe = (
-        "import sys, runpy\n"
-        f"sys.argv = ['premath', *{list(argv)!r}]\n"
-        "try:\n"
-        "    runpy.run_module('premath', run_name='__main__')\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        f"print(sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules))\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False
-    )
-    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stderr
+    _, modules = heavy_imports_of(argv, tmp_path)
+    assert modules == []

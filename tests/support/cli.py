@@ -50,3 +50,24 @@ def run_premath(
         timeout=timeout,
         check=False,
     )
+
+
+HEAVY_MODULES = ("pydantic", "yaml", "dateutil", "filelock")
+
+
+def heavy_imports_of(argv: tuple[str, ...], cwd: Path) -> tuple[int, list[str]]:
+    """Run `premath ARGV` in a fresh interpreter; its exit code and the heavy modules it loaded."""
+    probe = (
+        "import sys\n"
+        "from premath.cli import cli\n"
+        "try:\n"
+        f"    cli.main({list(argv)!r})\n"
+        "except SystemExit as exit:\n"
+        "    code = exit.code\n"
+        f"print(code, sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=cwd, capture_output=True, text=True, check=False
+    )
+    code, _, modules = proc.stdout.strip().splitlines()[-1].partition(" ")
+    return int(code), orjson.loads(modules.replace("'", '"'))
