@@ -145,7 +145,10 @@ def _scan(
                 except ArtifactInvalid:
                     if line.terminated:
                         raise
-                    torn_tail, row = line, _SKIP
+                    # The end of the file as we found it: an append may be landing right now,
+                    # and what a later read returns would be its rest, not a new line.
+                    torn_tail = line
+                    break
                 if row is _SKIP:
                     continue
             try:

@@ -27,7 +27,11 @@ class JsonlLine:
 
 
 def iter_lines(path: str | os.PathLike[str]) -> Iterator[JsonlLine]:
-    """Stream the non-blank lines of a JSONL file; memory stays bounded by the longest line."""
+    """Stream the non-blank lines of a JSONL file; memory stays bounded by the longest line.
+
+    An unterminated line is the end of the file as we found it: an append may be landing while
+    we read, and whatever a later read returns is the rest of that line, never a new one.
+    """
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
             terminated = raw.endswith(b"\n")
@@ -36,6 +40,8 @@ def iter_lines(path: str | os.PathLike[str]) -> Iterator[JsonlLine]:
                 text = text[:-1]
             if text.strip():
                 yield JsonlLine(number, text, terminated)
+            if not terminated:
+                return
 
 
 def report_torn_tail(path: str | os.PathLike[str], line: JsonlLine) -> None:

@@ -78,6 +78,9 @@ elif mode == "grandchild":
     with open(task["pid_file"], "w") as handle:
         handle.write(str(child.pid))
     time.sleep(60)
+elif mode == "allocate":
+    ballast = bytearray(task["mb"] * 1024 * 1024)
+    write({"outcome": "success"})
 elif mode == "slow":
     time.sleep(task.get("seconds", 0.2))
     write({"outcome": "success", "metrics": seen})

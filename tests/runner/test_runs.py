@@ -367,12 +367,15 @@ def test_the_harness_sees_only_the_allowlist_and_its_variant_env(workdir, clock,
 def test_local_executor_memory_cap_is_applied(workdir, clock):
     if not sys.platform.startswith("linux"):
         pytest.skip("prlimit is Linux-only")
-    experiment = make_experiment(
-        workdir / "exp", [{"id": "a", "mode": "ok"}], runtime={"resources": {"memory_mb": 16}}
-    )
+    tasks = [
+        {"id": "small", "mode": "allocate", "mb": 8},
+        {"id": "big", "mode": "allocate", "mb": 512},
+    ]
+    experiment = make_experiment(workdir / "exp", tasks, runtime={"resources": {"memory_mb": 256}})
     run(experiment, clock, run_id="r1")
-    (record,) = final_records(open_run("r1")).values()
-    assert record.outcome == "error"  # Python cannot start within 16 MiB of address space
+    records = {key[1]: record for key, record in final_records(open_run("r1")).items()}
+    assert records["small"].outcome == "success"
+    assert (records["big"].outcome, records["big"].error_class) == ("error", "harness_exit_nonzero")
 
 
 def test_our_own_io_failure_stops_the_run_with_a_resume_hint(workdir, clock):
