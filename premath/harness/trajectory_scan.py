@@ -16,7 +16,6 @@ import os
 import pickle
 import signal
 import stat
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import islice
@@ -33,6 +32,7 @@ from premath.models.trajectory import (
     step_order_fields,
 )
 from premath.store.documents import os_error_text
+from premath.store.forked_check import may_fork
 from premath.store.jsonl import JsonlLine
 from premath.text import rust_trim
 
@@ -194,20 +194,11 @@ def select_rows(path: str, mode: QueryMode, limit: int) -> Selection:
     size = _size_if_present(path)
     if size is None:
         return Selection()
-    if size >= PARALLEL_MIN_BYTES and _may_fork():
+    if size >= PARALLEL_MIN_BYTES and may_fork():
         halves = _halves(path, size)
         if halves is not None:
             return _select_in_two(path, mode, limit, *halves)
     return _scan_whole(path, mode, limit)
-
-
-def _may_fork() -> bool:
-    if not hasattr(os, "fork") or threading.active_count() != 1:
-        return False
-    cores = (
-        os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
-    )
-    return len(cores) >= 2
 
 
 def _halves(path: str, size: int) -> tuple[int, int] | None:

@@ -4,6 +4,8 @@ import contextlib
 import hashlib
 import re
 import string
+import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -22,9 +24,10 @@ from premath.models.issue_row import (
 )
 from premath.store import issues_file
 from premath.store.canonical import serde_float
-from premath.store.issues_file import encode_store, parse_issues
+from premath.store.issues_file import encode_store, load_issues, parse_issues
 
 NOW_TEXT = "2026-03-01T10:00:00.123456Z"
+NOW = datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=UTC)
 SPLICED_STORE_DIGEST = "da786b8f1eefb1b2eb37aca3d9551ad949f146d8e5369447f3fef940498fff89"
 """What the issue-memory writers of commit 2a869f2 wrote for `_written_store(30)` and its edits."""
 STAMPS = [
@@ -420,7 +423,15 @@ def test_every_load_path_reads_the_same_store(values, sort):
             got = encode_store(parse_issues(data, "t.jsonl", NOW_TEXT, tolerate_torn_tail=False))
         except PremathError as exc:
             got = str(exc)
+        with tempfile.TemporaryDirectory() as folder:  # the file path: the check on a 2nd core
+            path = Path(folder) / "t.jsonl"
+            path.write_bytes(data)
+            try:
+                loaded = encode_store(load_issues(str(path), NOW, tolerate_torn_tail=False))
+            except PremathError as exc:
+                loaded = str(exc).replace(str(path), "t.jsonl")
     assert got == expected
+    assert loaded == expected
 
 
 def _written_store(count: int) -> bytes:

@@ -1,0 +1,57 @@
+"""A check run on the other core: its answer, a failing child, and no child left behind."""
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from premath.store.forked_check import check_in_parallel, may_fork
+
+needs_fork = pytest.mark.skipif(not may_fork(), reason="needs fork and two CPUs")
+
+
+def _children_of_this_process() -> set[str]:
+    path = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+    return set(path.read_text().split()) if path.exists() else set()
+
+
+@needs_fork
+@pytest.mark.parametrize("answer", [True, False])
+def test_the_answer_comes_from_the_child(answer):
+    parent, before = os.getpid(), _children_of_this_process()
+    with check_in_parallel(lambda: answer and os.getpid() != parent) as result:
+        assert result() is answer
+        assert result() is answer  # asked twice, waited once
+    assert _children_of_this_process() == before
+
+
+@needs_fork
+def test_a_failing_check_answers_false():
+    def boom() -> bool:
+        raise RuntimeError("boom")
+
+    with check_in_parallel(boom) as result:
+        assert result() is False
+
+
+@needs_fork
+def test_an_answer_never_asked_for_leaves_no_child():
+    before = _children_of_this_process()
+    with check_in_parallel(lambda: threading.Event().wait(60)):
+        assert len(_children_of_this_process() - before) == 1
+    assert _children_of_this_process() == before
+
+
+def test_with_other_threads_running_the_check_runs_here():
+    stop = threading.Event()
+    helper = threading.Thread(target=stop.wait)
+    helper.start()
+    before = _children_of_this_process()
+    try:
+        with check_in_parallel(lambda: os.getpid()) as result:
+            assert result() == os.getpid()
+            assert _children_of_this_process() == before
+    finally:
+        stop.set()
+        helper.join()
