@@ -12,6 +12,7 @@ SCHEMA_KINDS: dict[str, str] = {
     "experiment": "premath.models.experiment:ExperimentSpec",
     "trial-result": "premath.models.trial:HarnessResult",
     "trial-record": "premath.models.trial:TrialRecord",
+    "issue-row": "premath.models.issue:IssueModel",
     "atif-trajectory": "premath.models.atif:Trajectory",
     "bench-policy": "premath.models.bench:BenchPolicy",
     "bench-summary": "premath.models.bench:RunSummary",
