@@ -6,12 +6,12 @@ Documents are plain dicts in the reference's field order with absent fields left
 from typing import Any, Literal
 
 from premath.models.serde import (
-    expect_object,
+    checks_for,
     optional_string,
-    require,
     sequence,
     string,
     string_list,
+    typed_fields,
     unsigned,
 )
 
@@ -55,19 +55,28 @@ def ledger_in_field_order(fields: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+ROW_REQUIRED = ("featureId", "status", "updatedAt")
+_ROW_CHECKS = {
+    **checks_for(ROW_REQUIRED, string),
+    **checks_for(("issueId", "summary"), optional_string),
+    **checks_for(ROW_REF_LISTS, string_list),
+}
+
+
 def _parse_row(value: Any) -> dict[str, Any]:
-    row = expect_object(value, "struct FeatureRow")
-    fields: dict[str, Any] = {}
-    for name, item in row.items():
-        if name in ("featureId", "status", "updatedAt"):
-            fields[name] = string(item)
-        elif name in ("issueId", "summary"):
-            fields[name] = optional_string(item)
-        elif name in ROW_REF_LISTS:
-            fields[name] = string_list(item)
-    for name in ("featureId", "status", "updatedAt"):
-        require(fields, name)
-    return row_in_field_order(fields)
+    return row_in_field_order(typed_fields(value, "struct FeatureRow", _ROW_CHECKS, ROW_REQUIRED))
+
+
+def _parse_rows(value: Any) -> list[dict[str, Any]]:
+    return [_parse_row(row) for row in sequence(value)]
+
+
+_LEDGER_CHECKS = {
+    "schema": unsigned,
+    **checks_for(("ledgerKind", "updatedAt"), string),
+    "sessionRef": optional_string,
+    "features": _parse_rows,
+}
 
 
 def parse_ledger(value: Any) -> dict[str, Any]:
@@ -75,19 +84,9 @@ def parse_ledger(value: Any) -> dict[str, Any]:
 
     Raises SchemaViolation (a parse error in the reference) or LedgerHeaderInvalid.
     """
-    document = expect_object(value, "struct FeatureLedger")
-    fields: dict[str, Any] = {}
-    for name, item in document.items():
-        if name == "schema":
-            fields[name] = unsigned(item)
-        elif name in ("ledgerKind", "updatedAt"):
-            fields[name] = string(item)
-        elif name == "sessionRef":
-            fields[name] = optional_string(item)
-        elif name == "features":
-            fields[name] = [_parse_row(row) for row in sequence(item)]
-    for name in ("schema", "ledgerKind", "updatedAt"):
-        require(fields, name)
+    fields = typed_fields(
+        value, "struct FeatureLedger", _LEDGER_CHECKS, ("schema", "ledgerKind", "updatedAt")
+    )
     fields.setdefault("features", [])
     if fields["schema"] != LEDGER_SCHEMA:
         raise LedgerHeaderInvalid(f"invalid schema {fields['schema']} (expected 1)")

@@ -6,6 +6,7 @@ unknown keys are ignored. Hot commands validate with these plain checks instead 
 its line/column suffix.
 """
 
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 U32_MAX = 2**32 - 1
@@ -72,3 +73,23 @@ def sequence(value: Any) -> list[Any]:
 
 def string_list(value: Any) -> list[str]:
     return [string(item) for item in sequence(value)]
+
+
+FieldCheck = Callable[[Any], Any]
+"""Type-checks one field's decoded value and returns it, or raises SchemaViolation."""
+
+
+def checks_for(fields: Iterable[str], check: FieldCheck) -> dict[str, FieldCheck]:
+    return dict.fromkeys(fields, check)
+
+
+def typed_fields(
+    value: Any, struct: str, checks: Mapping[str, FieldCheck], required: Iterable[str]
+) -> dict[str, Any]:
+    """serde's view of a struct: known fields type-checked in document order, unknown keys
+    ignored, then the first missing required field (in declaration order) reported."""
+    document = expect_object(value, struct)
+    fields = {name: checks[name](item) for name, item in document.items() if name in checks}
+    for name in required:
+        require(fields, name)
+    return fields

@@ -7,11 +7,11 @@ canonical encoders can write it as it stands.
 from typing import Any, Literal
 
 from premath.models.serde import (
-    expect_object,
+    checks_for,
     optional_string,
-    require,
     string,
     string_list,
+    typed_fields,
     unsigned,
 )
 from premath.text import rust_trim
@@ -51,6 +51,14 @@ FIELD_ORDER = (
 )
 
 
+_FIELD_CHECKS = {
+    "schema": unsigned,
+    **checks_for(REQUIRED_STRINGS, string),
+    **checks_for(OPTIONAL_STRINGS, optional_string),
+    **checks_for(REF_LISTS, string_list),
+}
+
+
 class SessionInvalid(ValueError):
     """A session that parses but breaks a rule; the message is the reference's."""
 
@@ -69,19 +77,9 @@ def parse_session(value: Any) -> dict[str, Any]:
 
     Raises SchemaViolation (a parse error in the reference) or SessionInvalid (a check).
     """
-    document = expect_object(value, "struct HarnessSession")
-    fields: dict[str, Any] = {}
-    for name, item in document.items():
-        if name == "schema":
-            fields[name] = unsigned(item)
-        elif name in REQUIRED_STRINGS:
-            fields[name] = string(item)
-        elif name in OPTIONAL_STRINGS:
-            fields[name] = optional_string(item)
-        elif name in REF_LISTS:
-            fields[name] = string_list(item)
-    for name in ("schema", *REQUIRED_STRINGS):
-        require(fields, name)
+    fields = typed_fields(
+        value, "struct HarnessSession", _FIELD_CHECKS, ("schema", *REQUIRED_STRINGS)
+    )
     if fields["schema"] != SESSION_SCHEMA:
         raise SessionInvalid(f"invalid harness session schema {fields['schema']} (expected 1)")
     if fields["sessionKind"] != SESSION_KIND:

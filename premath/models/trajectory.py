@@ -13,14 +13,14 @@ from typing import Any, Final, Literal
 
 from premath.models.serde import (
     U64_MAX,
-    expect_object,
+    checks_for,
     optional_string,
-    require,
     string,
     string_list,
+    typed_fields,
     unsigned,
 )
-from premath.text import RUST_WHITE_SPACE, normalize_refs
+from premath.text import RUST_WHITE_SPACE, clean_optional, normalize_refs, rust_trim
 from premath.timefmt import NANOS_PER_SECOND, parse_strict_rfc3339
 
 STEP_SCHEMA: Final = 1
@@ -154,30 +154,12 @@ def instant_key(value: str) -> int | None:
 # ---- rows -----------------------------------------------------------------------------------
 
 
-def _trim(value: str) -> str:
-    return value.strip(RUST_WHITE_SPACE)
-
-
-def _clean(value: str | None) -> str | None:
-    return None if value is None else _trim(value) or None
-
-
-def _typed_fields(value: Any) -> dict[str, Any]:
-    """serde's view of the row: known fields type-checked in document order, unknown ignored."""
-    document = expect_object(value, ROW_STRUCT)
-    fields: dict[str, Any] = {}
-    for name, item in document.items():
-        if name == "schema":
-            fields[name] = unsigned(item, U64_MAX, "u64")
-        elif name in REQUIRED_STRINGS:
-            fields[name] = string(item)
-        elif name in OPTIONAL_STRINGS:
-            fields[name] = optional_string(item)
-        elif name in REF_LISTS:
-            fields[name] = string_list(item)
-    for name in _REQUIRED:
-        require(fields, name)
-    return fields
+_FIELD_CHECKS = {
+    "schema": lambda value: unsigned(value, U64_MAX, "u64"),
+    **checks_for(REQUIRED_STRINGS, string),
+    **checks_for(OPTIONAL_STRINGS, optional_string),
+    **checks_for(REF_LISTS, string_list),
+}
 
 
 def normalize_step(fields: dict[str, Any]) -> dict[str, Any]:
@@ -189,21 +171,21 @@ def normalize_step(fields: dict[str, Any]) -> dict[str, Any]:
     schema = fields["schema"]
     if schema != STEP_SCHEMA:
         raise StepInvalid(f"schema mismatch (expected={STEP_SCHEMA}, actual={schema})")
-    if _trim(fields["stepKind"]) != STEP_KIND:
+    if rust_trim(fields["stepKind"]) != STEP_KIND:
         raise StepInvalid(f"stepKind mismatch (expected={STEP_KIND}, actual={fields['stepKind']})")
-    step_id = _trim(fields["stepId"])
+    step_id = rust_trim(fields["stepId"])
     if not step_id:
         raise StepInvalid("stepId must be non-empty")
-    issue_id = _clean(fields.get("issueId"))
-    action = _trim(fields["action"])
+    issue_id = clean_optional(fields.get("issueId"))
+    action = rust_trim(fields["action"])
     if not action:
         raise StepInvalid("action must be non-empty")
-    result_class = _trim(fields["resultClass"])
+    result_class = rust_trim(fields["resultClass"])
     if not result_class:
         raise StepInvalid("resultClass must be non-empty")
     refs = {name: normalize_refs(fields.get(name) or ()) for name in REF_LISTS}
-    started_at = _clean(fields.get("startedAt"))
-    finished_at = _trim(fields["finishedAt"])
+    started_at = clean_optional(fields.get("startedAt"))
+    finished_at = rust_trim(fields["finishedAt"])
     if not finished_at:
         raise StepInvalid("finishedAt must be non-empty")
     if instant_key(finished_at) is None:
@@ -227,7 +209,7 @@ def parse_step(value: Any) -> dict[str, Any]:
 
     Raises SchemaViolation (a parse error in the reference) or StepInvalid (a rule).
     """
-    return normalize_step(_typed_fields(value))
+    return normalize_step(typed_fields(value, ROW_STRUCT, _FIELD_CHECKS, _REQUIRED))
 
 
 OrderFields = tuple[int, str, str, str]
