@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from premath.models.serde import (
     checks_for,
+    in_wire_order,
     optional_string,
     sequence,
     string,
@@ -39,20 +40,12 @@ class LedgerHeaderInvalid(ValueError):
 
 
 def row_in_field_order(fields: dict[str, Any]) -> dict[str, Any]:
-    return {
-        name: fields[name]
-        for name in ROW_ORDER
-        if fields.get(name) is not None and not (name in ROW_REF_LISTS and not fields[name])
-    }
+    return in_wire_order(fields, ROW_ORDER, ROW_REF_LISTS)
 
 
 def ledger_in_field_order(fields: dict[str, Any]) -> dict[str, Any]:
     """`features` is always written, even when empty; `sessionRef` only when present."""
-    return {
-        name: fields[name]
-        for name in LEDGER_ORDER
-        if name == "features" or fields.get(name) is not None
-    }
+    return in_wire_order({**fields, "features": fields.get("features", [])}, LEDGER_ORDER)
 
 
 ROW_REQUIRED = ("featureId", "status", "updatedAt")
@@ -87,7 +80,6 @@ def parse_ledger(value: Any) -> dict[str, Any]:
     fields = typed_fields(
         value, "struct FeatureLedger", _LEDGER_CHECKS, ("schema", "ledgerKind", "updatedAt")
     )
-    fields.setdefault("features", [])
     if fields["schema"] != LEDGER_SCHEMA:
         raise LedgerHeaderInvalid(f"invalid schema {fields['schema']} (expected 1)")
     if fields["ledgerKind"] != LEDGER_KIND:

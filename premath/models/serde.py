@@ -93,3 +93,16 @@ def typed_fields(
     for name in required:
         require(fields, name)
     return fields
+
+
+def in_wire_order(
+    fields: Mapping[str, Any], order: Iterable[str], omit_if_empty: Iterable[str] = ()
+) -> dict[str, Any]:
+    """A struct as serde writes it: declaration order, absent (None) options left out, and the
+    lists marked `skip_serializing_if = "Vec::is_empty"` left out when empty."""
+    empty_omitted = frozenset(omit_if_empty)
+    return {
+        name: fields[name]
+        for name in order
+        if fields.get(name) is not None and not (name in empty_omitted and not fields[name])
+    }

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from premath.models.serde import (
     checks_for,
+    in_wire_order,
     optional_string,
     string,
     string_list,
@@ -65,11 +66,7 @@ class SessionInvalid(ValueError):
 
 def in_field_order(fields: dict[str, Any]) -> dict[str, Any]:
     """The session as written: field order, absent options and empty ref lists left out."""
-    return {
-        name: fields[name]
-        for name in FIELD_ORDER
-        if fields.get(name) is not None and not (name in REF_LISTS and not fields[name])
-    }
+    return in_wire_order(fields, FIELD_ORDER, REF_LISTS)
 
 
 def parse_session(value: Any) -> dict[str, Any]:
