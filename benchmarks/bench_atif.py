@@ -78,7 +78,7 @@ def _row(measure: str, size: str, ours: Sample, base: Sample, target_s: float) -
 
 
 def rows(quick: bool) -> list[Row]:
-    from premath.runner.atif_export import ExportContext, export_trajectory
+    from premath.atif.export import ExportContext, export_trajectory
     from premath.store.canonical import document_bytes
 
     table = []

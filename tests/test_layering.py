@@ -10,7 +10,17 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "premath"
-LAYER = {"__main__": 5, "cli": 4, "harness": 3, "runner": 3, "issues": 3, "store": 2, "models": 1}
+LAYER = {
+    "__main__": 5,
+    "cli": 4,
+    "harness": 3,
+    "runner": 3,
+    "bench": 3,
+    "atif": 3,
+    "issues": 3,
+    "store": 2,
+    "models": 1,
+}
 LEAF = 0
 
 

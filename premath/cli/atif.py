@@ -52,7 +52,7 @@ def atif_validate(files: tuple[str, ...], no_validate_media: bool) -> Reply:
     \b
     premath atif validate runs/*/atif/trajectory.json --json
     """
-    from premath.runner.atif_validate import validate_files
+    from premath.atif.validate import validate_files
 
     document = validate_files(files, check_media=not no_validate_media)
     return Reply(document, text=validate_text, exit_code=0 if document["valid"] else 1)
@@ -79,7 +79,7 @@ def atif_export(
     \b
     premath atif export .premath/bench/runs/bench-... --out trajectory.json
     """
-    from premath.runner.atif_export import export_source, printable_document, write_export
+    from premath.atif.export import export_source, printable_document, write_export
 
     export = export_source(
         source, schema_version=schema_version, session_id=session_id, model_name=model_name

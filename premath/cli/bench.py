@@ -7,14 +7,14 @@ from typing import Any
 
 import click
 
-from premath.cli._options import json_option
-from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
-from premath.runner.bench_defaults import (
+from premath.bench.defaults import (
     DEFAULT_OUTPUT_CAP,
     DEFAULT_SANDBOX_BACKEND,
     DEFAULT_TIMEOUT_S,
     DEFAULT_TOOL_TIMEOUT_S,
 )
+from premath.cli._options import json_option
+from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 
 
 def tool_text(document: dict[str, Any]) -> str:
@@ -91,8 +91,8 @@ def bench_run(app: AppContext, /, **options: Any) -> Reply:
     import sys
     from pathlib import Path
 
-    from premath.runner.bench_inputs import load_policy, load_task
-    from premath.runner.bench_run import BenchRequest, completion_line, run_benchmark
+    from premath.bench.inputs import load_policy, load_task
+    from premath.bench.run import BenchRequest, completion_line, run_benchmark
 
     task = load_task(options["task_path"], options["instruction"])
     command = _split_command(options["command"])
@@ -140,7 +140,7 @@ def bench_tool(app: AppContext, /, run_dir: str, argv: tuple[str, ...], **option
     \b
     premath bench tool --run-dir RUN --json -- ls -la /app
     """
-    from premath.runner.bench_tool import run_tool
+    from premath.bench.tool import run_tool
 
     document = run_tool(
         run_dir,
@@ -166,7 +166,7 @@ def bench_record(app: AppContext, run_dir: str, row: str) -> Reply:
     \b
     premath bench record --run-dir RUN --row '{"source": "agent", "message": "Done"}'
     """
-    from premath.runner.bench_tool import record_row
+    from premath.bench.tool import record_row
 
     document = record_row(run_dir, row, clock=app.clock, lock_timeout_s=app.lock_timeout())
     return Reply(document, text=record_text)

@@ -197,8 +197,8 @@ def experiment_report(
     html_path: str | None,
 ) -> Reply:
     """Compare each variant with the baseline: pass rates, errors, paired tests, CIs."""
-    from premath.runner.report import report_run
-    from premath.runner.report_render import report_text
+    from premath.runner.report.analysis import report_run
+    from premath.runner.report.render import report_text
 
     document = report_run(
         run_ref,

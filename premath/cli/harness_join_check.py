@@ -30,6 +30,6 @@ def harness_join_check(input_path: str) -> Reply:
 
     A rejected check is data: exit 0 with `result: rejected` and its failure classes.
     """
-    from premath.harness.join_check import run_join_check  # lazy: start-up budget
+    from premath.harness.join.check import run_join_check  # lazy: start-up budget
 
     return Reply(run_join_check(input_path), text=partial(join_check_text, input_path=input_path))

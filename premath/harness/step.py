@@ -37,6 +37,7 @@ from premath.harness.handoff import (
     success_handoff,
 )
 from premath.harness.heartbeat import lease_heartbeat
+from premath.harness.join.step_evidence import join_check_input
 from premath.harness.loop_config import WorkerConfig
 from premath.harness.refs import lineage_refs, policy_ref, step_id, witness_ref
 from premath.harness.retry import (
@@ -44,7 +45,6 @@ from premath.harness.retry import (
     failure_classes_from_witness_path,
     resolve_retry_decision,
 )
-from premath.harness.step_evidence import join_check_input
 from premath.harness.transitions import holder_problem, transition_held
 from premath.models.retry_policy import RetryDecision
 from premath.store.atomic import write_atomic
@@ -360,9 +360,9 @@ def _gate(
     witness_before: tuple[int, int, int] | None = None,
 ) -> Attempt:
     """Evaluate the attempt's join check, persist its witness, decide MutationReady."""
-    from premath.harness.join_check import evaluate_join_check
-    from premath.harness.join_witness import join_witness_path, write_join_witness
-    from premath.harness.mutation_ready import mutation_ready
+    from premath.harness.join.check import evaluate_join_check
+    from premath.harness.join.mutation_ready import mutation_ready
+    from premath.harness.join.witness import join_witness_path, write_join_witness
 
     typed = []
     classes: list[str] = []

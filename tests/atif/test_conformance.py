@@ -5,7 +5,7 @@ import re
 import orjson
 import pytest
 
-from premath.runner.atif_validate import validate_file
+from premath.atif.validate import validate_file
 from tests.support.cli import SHARED
 from tests.support.corpus import require_shared
 

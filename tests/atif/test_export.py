@@ -3,13 +3,13 @@
 import orjson
 import pytest
 
-from premath.runner.atif_export import (
+from premath.atif.export import (
     ExportContext,
     choose_schema_version,
     export_trajectory,
     required_schema_version,
 )
-from premath.runner.bench_events import append_event
+from premath.bench.events import append_event
 from tests.conftest import T0
 
 AT = "2026-03-01T10:00:00.000Z"

@@ -6,9 +6,9 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from premath.atif.export import ExportContext, export_trajectory
+from premath.atif.validate import validate_document
 from premath.models.atif import Trajectory
-from premath.runner.atif_export import ExportContext, export_trajectory
-from premath.runner.atif_validate import validate_document
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 CALL_IDS = st.sampled_from(["call_1", "call_2", "x", ""])

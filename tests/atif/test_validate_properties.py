@@ -7,7 +7,7 @@ import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 
-from premath.runner.atif_validate import validate_document, validate_file
+from premath.atif.validate import validate_document, validate_file
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
 KEYS = (

@@ -5,9 +5,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from premath.bench.policy import matching_rule
 from premath.models.bench import BenchPolicy, DenyRule
 from premath.models.bench_policy import parse_deny_rules
-from premath.runner.bench_policy import matching_rule
 
 POLICY = BenchPolicy(
     deny=[

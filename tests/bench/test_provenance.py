@@ -2,7 +2,7 @@
 
 import pytest
 
-from premath.runner.bench_provenance import commit_sha
+from premath.bench.provenance import commit_sha
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 OTHER = "fedcba9876543210fedcba9876543210fedcba98"

@@ -5,7 +5,7 @@ import os
 import orjson
 import pytest
 
-from premath.runner.atif_validate import validate_file
+from premath.atif.validate import validate_file
 from tests.bench.conftest import EXAMPLE_POLICY, SAMPLE_TASK, sample_command
 
 ARTIFACTS = ("raw", "atif/trajectory.json", "summary.json", "run-metadata.json")

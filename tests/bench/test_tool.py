@@ -3,9 +3,9 @@
 import orjson
 import pytest
 
-from premath.runner.bench_events import read_events
-from premath.runner.bench_paths import BenchRunPaths
-from premath.runner.bench_run import create_run_folder
+from premath.bench.events import read_events
+from premath.bench.paths import BenchRunPaths
+from premath.bench.run import create_run_folder
 from premath.store.atomic import write_atomic
 
 

@@ -21,7 +21,7 @@ from premath.harness.capabilities import (
     stop_handoff_classes,
     with_governance_overlay,
 )
-from premath.harness.join_check import evaluate_join_check
+from premath.harness.join.check import evaluate_join_check
 from tests.harness.join_check_inputs import baseline
 from tests.support.cli import SHARED
 from tests.support.corpus import require_shared

@@ -8,8 +8,8 @@ import orjson
 import pytest
 
 from premath.errors import InvalidUsage
-from premath.harness.join_check import evaluate_join_check, run_join_check
-from premath.harness.join_digests import EMPTY_SET_DIGEST, digest, digest_string
+from premath.harness.join.check import evaluate_join_check, run_join_check
+from premath.harness.join.digests import EMPTY_SET_DIGEST, digest, digest_string
 from premath.models.join_check import EMITTED_FAILURE_CLASSES
 from premath.store.canonical import stdout_bytes
 from tests.harness.join_check_inputs import baseline, evidence

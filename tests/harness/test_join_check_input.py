@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from premath.errors import InvalidUsage
-from premath.harness.join_check import evaluate_join_check, run_join_check
+from premath.harness.join.check import evaluate_join_check, run_join_check
 from tests.harness.join_check_inputs import baseline, evidence
 
 PARSE = "harness_join_check_invalid: failed to parse input json input.json: "

@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from premath.errors import InvalidUsage
-from premath.harness.join_check import evaluate_join_check, run_join_check
-from premath.harness.join_digests import canonical_bytes
+from premath.harness.join.check import evaluate_join_check, run_join_check
+from premath.harness.join.digests import canonical_bytes
 from premath.store.canonical import stdout_bytes
 from tests.harness.join_check_inputs import baseline, evidence
 

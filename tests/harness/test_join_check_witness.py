@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from premath.harness.join_check import evaluate_join_check
-from premath.harness.join_witness import join_witness_path, write_join_witness
+from premath.harness.join.check import evaluate_join_check
+from premath.harness.join.witness import join_witness_path, write_join_witness
 from premath.store.canonical import stdout_bytes
 from tests.harness.join_check_inputs import baseline, evidence
 
@@ -48,8 +48,8 @@ def test_different_evidence_different_path(workdir):
 
 WRITER = """
 import os, sys, time
-from premath.harness.join_check import evaluate_join_check
-from premath.harness.join_witness import join_witness_path, write_join_witness
+from premath.harness.join.check import evaluate_join_check
+from premath.harness.join.witness import join_witness_path, write_join_witness
 from tests.harness.join_check_inputs import baseline
 result = evaluate_join_check(baseline())
 path = join_witness_path(result)

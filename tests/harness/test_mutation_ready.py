@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from premath.harness.join_check import evaluate_join_check
-from premath.harness.mutation_ready import join_gate_fields, mutation_ready
+from premath.harness.join.check import evaluate_join_check
+from premath.harness.join.mutation_ready import join_gate_fields, mutation_ready
 from tests.harness.join_check_inputs import baseline, evidence
 
 ACTIVE_POLICY = "mut.pol.v1"

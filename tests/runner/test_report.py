@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from premath.runner.report import build_report
-from premath.runner.report_render import report_html, report_text
+from premath.runner.report.analysis import build_report
+from premath.runner.report.render import report_html, report_text
 from premath.runner.runs import open_run, run_experiment
 from tests.runner.conftest import make_experiment
 

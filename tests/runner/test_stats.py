@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from premath.runner.stats import (
+from premath.runner.report.stats import (
     cohens_h,
     fisher_exact_p,
     holm,

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from premath.errors import PremathError
 from premath.runner.dataset import parse_tasks
 from premath.runner.experiment import parse_experiment
-from premath.runner.report import build_report
+from premath.runner.report.analysis import build_report
 from premath.runner.results import parse_result
 from premath.runner.runs import open_run, resume_experiment, run_experiment
 from tests.runner.conftest import make_experiment
@@ -109,7 +109,7 @@ def test_a_torn_or_foreign_trials_row_is_skipped_and_its_slot_runs_again(workdir
 
 
 def test_the_html_page_escapes_names_from_the_experiment(workdir, clock):
-    from premath.runner.report_render import report_html
+    from premath.runner.report.render import report_html
 
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch) / "exp"

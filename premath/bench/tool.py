@@ -11,11 +11,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from premath.bench.defaults import DEFAULT_TOOL_OUTPUT_CAP, DEFAULT_TOOL_TIMEOUT_S
+from premath.bench.events import append_event
+from premath.bench.paths import BenchRunPaths
 from premath.clock import Clock
 from premath.errors import Conflict, InputInvalid, NotFound, PolicyDenied
-from premath.runner.bench_defaults import DEFAULT_TOOL_OUTPUT_CAP, DEFAULT_TOOL_TIMEOUT_S
-from premath.runner.bench_events import append_event
-from premath.runner.bench_paths import BenchRunPaths
 from premath.store.locks import hold_marker
 
 OBSERVATION_CAP = 64 << 10
@@ -77,9 +77,9 @@ def run_tool(
     cwd: Path | None = None,
 ) -> dict[str, Any]:
     """Run one command of the harness under the run's deny rules; the result document."""
+    from premath.bench.inputs import read_json_file
+    from premath.bench.policy import matching_rule
     from premath.models.bench_policy import parse_deny_rules
-    from premath.runner.bench_inputs import read_json_file
-    from premath.runner.bench_policy import matching_rule
     from premath.runner.process import allowlisted_env, run_bounded
 
     if not argv:
@@ -158,8 +158,8 @@ def record_row(
     import orjson
     from pydantic import ValidationError
 
+    from premath.bench.inputs import pydantic_problems
     from premath.models.bench import HarnessRow
-    from premath.runner.bench_inputs import pydantic_problems
 
     paths = live_run(run_dir)
     try:

@@ -8,7 +8,7 @@ the same witness twice gives the same bytes at the same path: an atomic replace 
 from collections.abc import Mapping
 from typing import Any
 
-from premath.harness.join_digests import digest
+from premath.harness.join.digests import digest
 from premath.store.atomic import write_atomic
 from premath.store.canonical import stdout_bytes
 from premath.text import id_token

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from premath.harness.join_digests import digest, digest_string
+from premath.harness.join.digests import digest, digest_string
 from premath.models.join_check import (
     CALL_SPEC_FIELDS,
     DISPOSITIONS,

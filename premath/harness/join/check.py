@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from premath.errors import InvalidUsage
-from premath.harness.typestate import (
+from premath.harness.join.typestate import (
     EvidenceInvalid,
     NormalizedEvidence,
     ascii_lower,

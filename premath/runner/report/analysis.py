@@ -10,8 +10,7 @@ from collections import Counter
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from premath.runner.runs import RunState, latest_records, open_run
-from premath.runner.stats import (
+from premath.runner.report.stats import (
     Interval,
     cohens_h,
     fisher_exact_p,
@@ -21,6 +20,7 @@ from premath.runner.stats import (
     paired_bootstrap,
     unpaired_bootstrap,
 )
+from premath.runner.runs import RunState, latest_records, open_run
 from premath.store.atomic import write_atomic
 
 if TYPE_CHECKING:
@@ -279,7 +279,7 @@ def report_run(
     html_path: str | None = None,
 ) -> dict[str, Any]:
     """`experiment report`: the report document; with html_path also a self-contained page."""
-    from premath.runner.report_render import report_html
+    from premath.runner.report.render import report_html
 
     report = build_report(
         open_run(run_ref, runs_dir), resamples=resamples, confidence=confidence, seed=seed

@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from premath import __version__
-from premath.clock import Clock
-from premath.errors import Conflict, InputInvalid, IoFailure
-from premath.runner.bench_defaults import (
+from premath.bench.defaults import (
     DEFAULT_OUTPUT_CAP,
     DEFAULT_SANDBOX_BACKEND,
     DEFAULT_TIMEOUT_S,
 )
-from premath.runner.bench_events import append_event, event_time, read_events
-from premath.runner.bench_paths import BenchRunPaths, new_run_dir
+from premath.bench.events import append_event, event_time, read_events
+from premath.bench.paths import BenchRunPaths, new_run_dir
+from premath.clock import Clock
+from premath.errors import Conflict, InputInvalid, IoFailure
 from premath.runner.interrupts import stop_signals_raise
 from premath.store.atomic import write_atomic
 from premath.store.canonical import document_bytes
@@ -156,8 +156,8 @@ def _run_harness(
     request: BenchRequest, paths: BenchRunPaths, record: Callable[..., None], verdict: _Verdict
 ) -> "HarnessProcess":
     """Spawn, wait, judge; the `harness` block of summary.json."""
+    from premath.bench.policy import matching_rule
     from premath.models.bench import HarnessProcess
-    from premath.runner.bench_policy import matching_rule
     from premath.runner.process import allowlisted_env, run_bounded
     from premath.runner.results import judge
 
@@ -237,7 +237,7 @@ def _export(
     request: BenchRequest, paths: BenchRunPaths, events: list[Any], verdict: _Verdict
 ) -> tuple[dict[str, Any], list[dict[str, str]]]:
     """Write atif/trajectory.json from the events, validate the file; (document, errors)."""
-    from premath.runner.atif_export import ExportContext, export_trajectory, written_errors
+    from premath.atif.export import ExportContext, export_trajectory, written_errors
 
     context = ExportContext(
         session_id=paths.run_id,
@@ -260,6 +260,8 @@ def _export(
 
 def run_benchmark(request: BenchRequest, *, clock: Clock, lock_timeout_s: float) -> dict[str, Any]:
     """Run one task; the completion document (status, exit code, artifact paths)."""
+    from premath.atif.export import check_schema_version
+    from premath.bench.provenance import commit_sha
     from premath.models.bench import (
         APPROVAL_MODE,
         AtifError,
@@ -271,8 +273,6 @@ def run_benchmark(request: BenchRequest, *, clock: Clock, lock_timeout_s: float)
         TrajectoryCheck,
         Usage,
     )
-    from premath.runner.atif_export import check_schema_version
-    from premath.runner.bench_provenance import commit_sha
 
     if request.atif_schema_version is not None:
         check_schema_version(request.atif_schema_version)

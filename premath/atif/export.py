@@ -364,7 +364,7 @@ def export_source(
 
     A run folder lends its name as the session id and its run-metadata.json's model name.
     """
-    from premath.runner.bench_events import read_events
+    from premath.bench.events import read_events
 
     path = Path(source)
     events_path = path / "raw" / "events.jsonl" if path.is_dir() else path
@@ -417,7 +417,7 @@ def write_export(export: Export, out: str | os.PathLike[str], *, force: bool) ->
 
 def written_errors(export: Export, path: str | os.PathLike[str]) -> list[dict[str, str]]:
     """Harbor's verdict on the file `export` was written to, plus its schema-version problem."""
-    from premath.runner.atif_validate import validate_file
+    from premath.atif.validate import validate_file
 
     errors = [error.document() for error in validate_file(path).errors]
     if export.version_problem is not None:
