@@ -26,6 +26,8 @@ COMMAND_GROUPS = {
     "experiment": "premath.cli.experiment:experiment",
     "run": "premath.cli.run:run",
     "schema": "premath.cli.schema:schema",
+    "transport-dispatch": "premath.cli.transport:transport_dispatch",
+    "transport-check": "premath.cli.transport:transport_check",
 }
 
 

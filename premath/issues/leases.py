@@ -437,3 +437,19 @@ def lease_projection(issues: IssueMap, now_ns: int) -> dict[str, Any]:
         "contendedCount": len(contended),
         "contendedIssueIds": contended,
     }
+
+
+def lease_items(issues: IssueMap, now_ns: int) -> list[dict[str, Any]]:
+    """Every issue holding a lease, in id order: `{id, status, assignee, lease, contended}`,
+    the lease with its `state` (the reference's MCP `issue_lease_projection` items)."""
+    return [
+        {
+            "id": issue_id,
+            "status": row["status"],
+            "assignee": row.get("assignee", ""),
+            "lease": lease_view(row, now_ns),
+            "contended": is_contended(row, now_ns),
+        }
+        for issue_id, row in sorted(issues.items())
+        if "lease" in row
+    ]

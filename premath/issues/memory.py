@@ -69,8 +69,16 @@ def check(path: str, *, now: datetime, note_warn_threshold: int) -> dict[str, An
 
 def lease_projection(path: str, *, now: datetime) -> dict[str, Any]:
     now_ns, _ = _now(now)
-    projection = leases.lease_projection(read_store(path, now), now_ns)
-    return {"action": "issue.lease_projection", "issuesPath": path, **projection}
+    issues = read_store(path, now)
+    projection = leases.lease_projection(issues, now_ns)
+    items = leases.lease_items(issues, now_ns)
+    return {
+        "action": "issue.lease_projection",
+        "issuesPath": path,
+        **projection,
+        "count": len(items),
+        "items": items,
+    }
 
 
 def dep_project(path: str, *, now: datetime, view: graph.EdgeView) -> dict[str, Any]:
