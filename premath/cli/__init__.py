@@ -28,6 +28,7 @@ COMMAND_GROUPS = {
     "schema": "premath.cli.schema:schema",
     "transport-dispatch": "premath.cli.transport:transport_dispatch",
     "transport-check": "premath.cli.transport:transport_check",
+    "mcp-serve": "premath.cli.mcp_serve:mcp_serve",
 }
 
 

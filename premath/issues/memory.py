@@ -26,6 +26,11 @@ from premath.text import rust_trim
 from premath.timefmt import epoch_nanos, format_autosi_z
 
 
+RowHook = Callable[[IssueRow], None]
+"""Runs under the store lock on the row a writer changed, before the save (the MCP write
+witness is attached this way)."""
+
+
 def _now(now: datetime) -> tuple[int, str]:
     now_ns = epoch_nanos(now)
     return now_ns, format_autosi_z(now_ns)
@@ -115,31 +120,50 @@ def _edit_row(
     *,
     now: datetime,
     timeout_s: float,
+    on_row: RowHook | None = None,
 ) -> IssueRow | None:
     """Run `edit` under the store lock: it changes at most one existing row in place and
     returns it (None: nothing changed)."""
 
     def mutate(issues: IssueMap) -> tuple[IssueRow | None, Changes]:
         row = edit(issues)
+        if row is not None and on_row is not None:
+            on_row(row)
         return row, () if row is None else (row["id"],)
 
     return mutate_store(path, mutate, now=now, timeout_s=timeout_s)
 
 
 def _edit_existing_row(
-    path: str, edit: Callable[[IssueMap], IssueRow], *, now: datetime, timeout_s: float
+    path: str,
+    edit: Callable[[IssueMap], IssueRow],
+    *,
+    now: datetime,
+    timeout_s: float,
+    on_row: RowHook | None = None,
 ) -> IssueRow:
     """`_edit_row` on a store that must exist (checked before taking the lock)."""
     require_store_file(path)
-    row = _edit_row(path, edit, now=now, timeout_s=timeout_s)
+    row = _edit_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row)
     assert row is not None  # `edit` returns the row or raises
     return row
 
 
 def _add_row(
-    path: str, add: Callable[[IssueMap], IssueRow], *, now: datetime, timeout_s: float
+    path: str,
+    add: Callable[[IssueMap], IssueRow],
+    *,
+    now: datetime,
+    timeout_s: float,
+    on_row: RowHook | None = None,
 ) -> IssueRow:
-    return mutate_store(path, lambda issues: (add(issues), True), now=now, timeout_s=timeout_s)
+    def mutate(issues: IssueMap) -> tuple[IssueRow, Changes]:
+        row = add(issues)
+        if on_row is not None:
+            on_row(row)
+        return row, True
+
+    return mutate_store(path, mutate, now=now, timeout_s=timeout_s)
 
 
 def _issue_document(
@@ -149,7 +173,13 @@ def _issue_document(
 
 
 def add_issue(
-    path: str, title: str, *, now: datetime, timeout_s: float, **fields: Any
+    path: str,
+    title: str,
+    *,
+    now: datetime,
+    timeout_s: float,
+    on_row: RowHook | None = None,
+    **fields: Any,
 ) -> dict[str, Any]:
     """`issue add`: creates the file (and its folders) when missing. `fields`: `NewIssue`'s."""
     new = lifecycle.NewIssue(title=title, **fields)
@@ -160,6 +190,7 @@ def add_issue(
         lambda issues: lifecycle.new_issue(issues, new, now_text),
         now=now,
         timeout_s=timeout_s,
+        on_row=on_row,
     )
     return _issue_document("issue.add", path, lifecycle.issue_summary(row))
 
@@ -177,6 +208,7 @@ def update_issue(
     priority: int | None = None,
     assignee: str | None = None,
     owner: str | None = None,
+    on_row: RowHook | None = None,
 ) -> dict[str, Any]:
     """`issue update`: given fields only; a status change goes through set_status, so closing
     releases the lease (the assignee stays)."""
@@ -203,12 +235,19 @@ def update_issue(
         row["updated_at"] = now_text
         return row
 
-    row = _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
+    row = _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row)
     return _issue_document("issue.update", path, lifecycle.issue_summary(row))
 
 
 def discover_issue(
-    path: str, parent_id: str, title: str, *, now: datetime, timeout_s: float, **fields: Any
+    path: str,
+    parent_id: str,
+    title: str,
+    *,
+    now: datetime,
+    timeout_s: float,
+    on_row: RowHook | None = None,
+    **fields: Any,
 ) -> dict[str, Any]:
     """`issue discover`: a new open issue with a `discovered-from` edge to its parent.
     `fields`: `NewIssue`'s but `status`."""
@@ -225,7 +264,7 @@ def discover_issue(
         lifecycle.put_field(row, "dependencies", [edge])
         return row
 
-    row = _add_row(path, add, now=now, timeout_s=timeout_s)
+    row = _add_row(path, add, now=now, timeout_s=timeout_s, on_row=on_row)
     edge = {"issueId": row["id"], "dependsOnId": parent_id, "type": "discovered-from"}
     return _issue_document("issue.discover", path, lifecycle.issue_summary(row), dependency=edge)
 
@@ -354,26 +393,34 @@ def dep_add(
     created_by: str,
     now: datetime,
     timeout_s: float,
+    on_row: RowHook | None = None,
 ) -> dict[str, Any]:
     _, now_text = _now(now)
 
     def edit(issues: IssueMap) -> IssueRow:
         return dependencies.add_dependency(issues, issue_id, target, kind, created_by, now_text)
 
-    _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
+    _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row)
     edge = {"issueId": issue_id, "dependsOnId": target, "type": kind}
     return _edge_document("dep.add", path, edge)
 
 
 def dep_remove(
-    path: str, issue_id: str, target: str, *, kind: str, now: datetime, timeout_s: float
+    path: str,
+    issue_id: str,
+    target: str,
+    *,
+    kind: str,
+    now: datetime,
+    timeout_s: float,
+    on_row: RowHook | None = None,
 ) -> dict[str, Any]:
     _, now_text = _now(now)
 
     def edit(issues: IssueMap) -> IssueRow:
         return dependencies.remove_dependency(issues, issue_id, target, kind, now_text)
 
-    _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
+    _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row)
     edge = {"issueId": issue_id, "dependsOnId": target, "type": kind}
     return _edge_document("dep.remove", path, edge)
 
@@ -388,6 +435,7 @@ def dep_replace(
     created_by: str,
     now: datetime,
     timeout_s: float,
+    on_row: RowHook | None = None,
 ) -> dict[str, Any]:
     _, now_text = _now(now)
 
@@ -396,7 +444,7 @@ def dep_replace(
             issues, issue_id, target, from_kind, to_kind, created_by, now_text
         )
 
-    _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
+    _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row)
     edge = {
         "issueId": issue_id,
         "dependsOnId": target,

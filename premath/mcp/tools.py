@@ -1,0 +1,542 @@
+"""What each MCP tool does (agent-surface.md §1.4-§1.9): inputs in, the reference's result
+document out, or ToolRefused with the tool error text."""
+
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from premath.clock import Clock
+from premath.errors import PremathError
+from premath.issues import graph, leases, lifecycle
+from premath.issues import memory as issue_memory
+from premath.issues.check import check_issues
+from premath.models.issue_row import DEPENDENCY_TYPES, IssueRow
+from premath.store.issues_file import IssueMap, load_issues
+from premath.text import rust_trim
+from premath.timefmt import epoch_nanos
+from premath.transport.dispatch import dispatch
+from premath.transport.instruction_link import (
+    GateRefused,
+    MutationPolicy,
+    Mutation,
+    resolve_instruction_link,
+)
+from premath.transport.write_witness import attach, write_witness
+
+Document = dict[str, Any]
+
+
+class ToolRefused(Exception):
+    """A tool call answered with an error result; `message` is its text."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """`mcp-serve`'s options, resolved once at start-up."""
+
+    issues_path: str = ".premath/issues.jsonl"
+    query_backend: str = "jsonl"
+    projection_path: str = ".premath/surreal_issue_cache.json"
+    mutation_policy: MutationPolicy = "instruction-linked"
+    surface_path: str = "artifacts/observation/latest.json"
+    repo_root: str = "."
+    lock_timeout_s: float = 10.0
+
+
+class WarmStore:
+    """The parsed issue stores of this server, each kept while the file's identity (device,
+    inode, size, mtime) is unchanged: every call revalidates with one `stat`, so a write by any
+    other process (our CLI, the Rust tool, another server) is seen by the next call."""
+
+    def __init__(self) -> None:
+        self._stores: dict[str, tuple[tuple[int, int, int, int], IssueMap]] = {}
+
+    def read(self, path: str, now: datetime) -> IssueMap:
+        try:
+            stat = os.stat(path)
+        except FileNotFoundError:
+            self._stores.pop(path, None)
+            raise ToolRefused(f"issues file not found: {path}") from None
+        except OSError as exc:
+            raise ToolRefused(f"failed to load {path}: {exc.strerror or exc}") from None
+        identity = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        cached = self._stores.get(path)
+        if cached is not None and cached[0] == identity:
+            return cached[1]
+        try:
+            issues = load_issues(path, now)
+        except PremathError as exc:
+            message = exc.message
+            if not message.startswith("failed to load"):
+                message = f"failed to load {path}: {message}"
+            raise ToolRefused(message) from None
+        self._stores[path] = (identity, issues)
+        return issues
+
+
+def _lease_summary(row: IssueRow, now_ns: int) -> Document:
+    """`issueSummary` of the MCP tools: the CLI summary plus the lease with its state."""
+    return {**lifecycle.issue_summary(row), "lease": leases.lease_view(row, now_ns)}
+
+
+class ToolService:
+    """One server's tools over its configuration, clock and warm stores."""
+
+    def __init__(self, config: ServerConfig, clock: Clock) -> None:
+        self.config = config
+        self.clock = clock
+        self.stores = WarmStore()
+
+    # --- inputs --------------------------------------------------------------------------------
+
+    def _issues_path(self, args: Document) -> str:
+        return rust_trim(args.get("issuesPath", "")) or self.config.issues_path
+
+    def _blank_none(self, args: Document, name: str) -> str | None:
+        value = args.get(name)
+        return value if value is not None and rust_trim(value) else None
+
+    def _head(self, action: str, path: str) -> Document:
+        return {"action": action, "issuesPath": path, "queryBackend": self.config.query_backend}
+
+    # --- readers -------------------------------------------------------------------------------
+
+    def issue_ready(self, args: Document) -> Document:
+        now = self.clock.now()
+        path = self._issues_path(args)
+        issues = self.stores.read(path, now)
+        now_ns = epoch_nanos(now)
+        items = [_lease_summary(row, now_ns) for row in graph.ready_issues(issues)]
+        return {
+            **self._head("issue.ready", path),
+            "querySource": "jsonl",
+            "count": len(items),
+            "items": items,
+            "leaseProjection": leases.lease_projection(issues, now_ns),
+        }
+
+    def issue_list(self, args: Document) -> Document:
+        now = self.clock.now()
+        path = self._issues_path(args)
+        issues = self.stores.read(path, now)
+        now_ns = epoch_nanos(now)
+        status = self._blank_none(args, "status")
+        assignee = self._blank_none(args, "assignee")
+        items = [
+            _lease_summary(issues[issue_id], now_ns)
+            for issue_id in sorted(issues)
+            if (status is None or issues[issue_id]["status"] == status)
+            and (assignee is None or issues[issue_id].get("assignee", "") == assignee)
+        ]
+        return {
+            **self._head("issue.list", path),
+            "querySource": "jsonl",
+            "count": len(items),
+            "items": items,
+        }
+
+    def issue_check(self, args: Document) -> Document:
+        path = self._issues_path(args)
+        issues = self.stores.read(path, self.clock.now())
+        report = check_issues(issues, args.get("noteWarnThreshold", 2000))
+        return {"action": "issue.check", "issuesPath": path, **report}
+
+    def issue_blocked(self, args: Document) -> Document:
+        path = self._issues_path(args)
+        items = graph.blocked_issues(self.stores.read(path, self.clock.now()))
+        return {
+            **self._head("issue.blocked", path),
+            "querySource": "jsonl",
+            "count": len(items),
+            "items": items,
+        }
+
+    def issue_lease_projection(self, args: Document) -> Document:
+        now = self.clock.now()
+        path = self._issues_path(args)
+        issues = self.stores.read(path, now)
+        now_ns = epoch_nanos(now)
+        items = leases.lease_items(issues, now_ns)
+        return {
+            **self._head("issue.lease_projection", path),
+            "querySource": "jsonl",
+            "projection": leases.lease_projection(issues, now_ns),
+            "count": len(items),
+            "items": items,
+        }
+
+    def dep_diagnostics(self, args: Document) -> Document:
+        path = self._issues_path(args)
+        scope = args.get("graphScope", "active")
+        issues = self.stores.read(path, self.clock.now())
+        return {
+            **self._head("dep.diagnostics", path),
+            "graphScope": scope,
+            "integrity": graph.integrity(issues, scope),
+        }
+
+    # --- gated mutations ------------------------------------------------------------------------
+
+    def _gate(self, action: str, args: Document) -> Document | None:
+        try:
+            return resolve_instruction_link(
+                self.config.mutation_policy,
+                args.get("instructionId"),
+                self.config.repo_root,
+                Mutation(action),
+            )
+        except GateRefused as refused:
+            raise ToolRefused(refused.message) from None
+
+    def _witness(self, action: str, path: str, link: Document | None, issue_id: str) -> Document:
+        return write_witness(
+            action=action,
+            issue_id=issue_id,
+            issues_path=path,
+            repo_root=self.config.repo_root,
+            mutation_policy=self.config.mutation_policy,
+            query_backend=self.config.query_backend,
+            instruction=link,
+            now_ns=epoch_nanos(self.clock.now()),
+        )
+
+    def _write(self, action: str, args: Document, run: Any, *, must_exist: bool = True) -> Document:
+        """Gate, then run a memory writer with the witness attached under its lock; the result
+        is the writer's document plus the instruction link, the witness and the lease view."""
+        path = self._issues_path(args)
+        if must_exist and not os.path.exists(path):
+            raise ToolRefused(f"issues file not found: {path}")
+        link = self._gate(action, args)
+        now = self.clock.now()
+        written: dict[str, Any] = {}
+
+        def on_row(row: IssueRow) -> None:
+            witness = self._witness(action, path, link, row["id"])
+            attach(row, witness)
+            written["witness"] = witness
+            written["issue"] = _lease_summary(row, epoch_nanos(now))
+
+        try:
+            document = run(path, now, on_row)
+        except PremathError as exc:
+            raise ToolRefused(exc.message) from None
+        result = {**document, "queryBackend": self.config.query_backend}
+        if "issue" in result:
+            result["issue"] = written["issue"]
+        return {**result, "instruction": link, "writeWitness": written["witness"]}
+
+    def _timeout(self) -> float:
+        return self.config.lock_timeout_s
+
+    def issue_add(self, args: Document) -> Document:
+        fields = self._new_issue_fields(args)
+        if (status := self._blank_none(args, "status")) is not None:
+            fields["status"] = status
+        return self._write(
+            "issue.add",
+            args,
+            lambda path, now, on_row: issue_memory.add_issue(
+                path, args["title"], now=now, timeout_s=self._timeout(), on_row=on_row, **fields
+            ),
+            must_exist=False,
+        )
+
+    def _new_issue_fields(self, args: Document) -> Document:
+        fields: Document = {
+            "issue_id": self._blank_none(args, "id"),
+            "description": args.get("description", ""),
+            "priority": args.get("priority", 2),
+            "issue_type": self._blank_none(args, "issueType") or "task",
+            "assignee": args.get("assignee", ""),
+            "owner": args.get("owner", ""),
+        }
+        return fields
+
+    def issue_discover(self, args: Document) -> Document:
+        fields = self._new_issue_fields(args)
+        return self._write(
+            "issue.discover",
+            args,
+            lambda path, now, on_row: issue_memory.discover_issue(
+                path,
+                args["parentIssueId"],
+                args["title"],
+                now=now,
+                timeout_s=self._timeout(),
+                on_row=on_row,
+                **fields,
+            ),
+        )
+
+    def issue_update(self, args: Document) -> Document:
+        fields = {
+            name: args.get(name)
+            for name in ("title", "description", "notes", "priority", "assignee", "owner")
+        }
+        fields["status"] = self._blank_none(args, "status")
+        return self._write(
+            "issue.update",
+            args,
+            lambda path, now, on_row: issue_memory.update_issue(
+                path, args["id"], now=now, timeout_s=self._timeout(), on_row=on_row, **fields
+            ),
+        )
+
+    def _dep_type(self, args: Document, name: str) -> str:
+        value = self._blank_none(args, name) or "blocks"
+        if value not in DEPENDENCY_TYPES:
+            raise ToolRefused(
+                f"invalid dep_type `{value}` (expected one of: {', '.join(DEPENDENCY_TYPES)})"
+            )
+        return value
+
+    def dep_add(self, args: Document) -> Document:
+        kind = self._dep_type(args, "depType")
+        created_by = args.get("createdBy", "")
+        document = self._write(
+            "dep.add",
+            args,
+            lambda path, now, on_row: issue_memory.dep_add(
+                path,
+                args["issueId"],
+                args["dependsOnId"],
+                kind=kind,
+                created_by=created_by,
+                now=now,
+                timeout_s=self._timeout(),
+                on_row=on_row,
+            ),
+        )
+        document["dependency"] = {**document["dependency"], "createdBy": created_by}
+        return document
+
+    def dep_remove(self, args: Document) -> Document:
+        kind = self._dep_type(args, "depType")
+        return self._write(
+            "dep.remove",
+            args,
+            lambda path, now, on_row: issue_memory.dep_remove(
+                path,
+                args["issueId"],
+                args["dependsOnId"],
+                kind=kind,
+                now=now,
+                timeout_s=self._timeout(),
+                on_row=on_row,
+            ),
+        )
+
+    def dep_replace(self, args: Document) -> Document:
+        from_kind = self._dep_type(args, "fromDepType")
+        to_kind = self._dep_type(args, "toDepType")
+        return self._write(
+            "dep.replace",
+            args,
+            lambda path, now, on_row: issue_memory.dep_replace(
+                path,
+                args["issueId"],
+                args["dependsOnId"],
+                from_kind=from_kind,
+                to_kind=to_kind,
+                created_by=args.get("createdBy", ""),
+                now=now,
+                timeout_s=self._timeout(),
+                on_row=on_row,
+            ),
+        )
+
+    # --- lease tools: the transport's actions, witness attached under the same lock -----------
+
+    def _lease(self, action: str, args: Document, payload: Document) -> Document:
+        link = self._gate(action, args)
+        path = self._issues_path(args)
+        payload = {**payload, "issuesPath": path}
+        written: dict[str, Any] = {}
+
+        def on_change(row: IssueRow) -> None:
+            written["witness"] = self._witness(action, path, link, row["id"])
+            attach(row, written["witness"])
+
+        envelope = dispatch(
+            action, payload, now=self.clock.now(), timeout_s=self._timeout(), on_change=on_change
+        )
+        if envelope["result"] != "accepted":
+            classes = envelope.get("failureClasses") or ["transport_rejected"]
+            diagnostic = envelope.get("diagnostic", f"transport action rejected: {action}")
+            raise ToolRefused(f"[failureClass={classes[0]}] {diagnostic}")
+        result = {
+            **self._head(action, path),
+            "changed": envelope["changed"],
+            "instruction": link,
+            "writeWitness": written.get("witness"),
+            "leaseProjection": envelope["leaseProjection"],
+            "resolverWitnessRef": envelope["resolverWitnessRef"],
+            "resolverWitness": envelope["resolverWitness"],
+        }
+        if "issue" in envelope:
+            result["issue"] = envelope["issue"]
+        return result
+
+    def _lease_payload(self, args: Document, *names: str) -> Document:
+        return {name: args[name] for name in names if name in args}
+
+    def issue_claim(self, args: Document) -> Document:
+        payload = self._lease_payload(
+            args, "id", "assignee", "leaseId", "leaseTtlSeconds", "leaseExpiresAt"
+        )
+        return self._lease("issue.claim", args, payload)
+
+    def issue_claim_next(self, args: Document) -> Document:
+        payload = self._lease_payload(args, "assignee", "leaseId", "leaseTtlSeconds")
+        return self._lease("issue.claim_next", args, payload)
+
+    def issue_lease_renew(self, args: Document) -> Document:
+        payload = self._lease_payload(
+            args, "id", "assignee", "leaseId", "leaseTtlSeconds", "leaseExpiresAt"
+        )
+        return self._lease("issue.lease_renew", args, payload)
+
+    def issue_lease_release(self, args: Document) -> Document:
+        payload = self._lease_payload(args, "id", "assignee", "leaseId")
+        return self._lease("issue.lease_release", args, payload)
+
+    # --- observation surface --------------------------------------------------------------------
+
+    def _surface(self, args: Document) -> tuple[str, Document]:
+        path = rust_trim(args.get("surfacePath", "")) or self.config.surface_path
+        lead = f"failed to load observation surface at {path}: "
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            raise ToolRefused(f"{lead}failed to read observation surface: {exc}") from None
+        try:
+            surface = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise ToolRefused(f"{lead}failed to parse observation surface JSON: {exc}") from None
+        if not isinstance(surface, dict):
+            raise ToolRefused(f"{lead}failed to parse observation surface JSON: not an object")
+        schema = surface.get("schema")
+        if schema != 1:
+            raise ToolRefused(
+                f"{lead}invalid observation surface: schema mismatch (expected=1, actual={schema})"
+            )
+        kind = surface.get("surfaceKind")
+        if kind != "ci.observation.surface.v0":
+            raise ToolRefused(
+                f"{lead}invalid observation surface: surfaceKind mismatch "
+                f"(expected=ci.observation.surface.v0, actual={kind})"
+            )
+        return path, surface
+
+    def _latest(self, surface: Document) -> Document:
+        latest = surface.get("latest") or {}
+        return {key: latest.get(key) for key in ("delta", "required", "decision")}
+
+    def observe_latest(self, args: Document) -> Document:
+        path, surface = self._surface(args)
+        view = {"summary": surface.get("summary"), "latest": self._latest(surface)}
+        return {"action": "observe.latest", "surfacePath": path, "view": view}
+
+    def observe_needs_attention(self, args: Document) -> Document:
+        path, surface = self._surface(args)
+        summary = surface.get("summary") or {}
+        keys = (
+            "needsAttention",
+            "state",
+            "topFailureClass",
+            "latestProjectionDigest",
+            "latestInstructionId",
+            "coherence",
+        )
+        view = {key: summary.get(key) for key in keys}
+        return {"action": "observe.needs_attention", "surfacePath": path, "view": view}
+
+    def observe_instruction(self, args: Document) -> Document:
+        path, surface = self._surface(args)
+        wanted = args["instructionId"]
+        for row in surface.get("instructions") or []:
+            if isinstance(row, dict) and row.get("instructionId") == wanted:
+                return {"action": "observe.instruction", "surfacePath": path, "view": row}
+        raise ToolRefused(f"failed to query instruction: instruction not found: {wanted}")
+
+    def observe_projection(self, args: Document) -> Document:
+        path, surface = self._surface(args)
+        digest = args["projectionDigest"]
+        alias = args.get("projectionMatch", "typed") == "compatibility_alias"
+        latest = self._latest(surface)
+
+        def kept(row: Any) -> Any:
+            if not isinstance(row, dict):
+                return None
+            if row.get("typedCoreProjectionDigest") == digest:
+                return row
+            return row if alias and row.get("projectionDigest") == digest else None
+
+        view = {"projectionDigest": digest, **{key: kept(row) for key, row in latest.items()}}
+        if all(view[key] is None for key in latest):
+            raise ToolRefused(f"failed to query projection: projection not found: {digest}")
+        return {"action": "observe.projection", "surfacePath": path, "view": view}
+
+    # --- substrate and instruction tools ----------------------------------------------------------
+
+    def init_tool(self, args: Document) -> Document:
+        """`init_layout` (agent-surface.md §5.5), flat fields as the reference's tool returns."""
+        from premath.store.atomic import write_atomic
+
+        root_arg = rust_trim(args.get("rootPath", ""))
+        root = os.path.join(self.config.repo_root, root_arg) if root_arg else self.config.repo_root
+        if os.path.isabs(root_arg):
+            root = root_arg
+        premath_dir = os.path.join(root, ".premath")
+        issues_path = os.path.join(premath_dir, "issues.jsonl")
+        legacy = os.path.join(root, ".beads", "issues.jsonl")
+        created = {"repo": not os.path.exists(root), "dir": False, "file": False}
+        migrated = None
+        try:
+            os.makedirs(root, exist_ok=True)
+            if not os.path.isdir(root):
+                raise ToolRefused(f"init path is not a directory: {root}")
+            created["dir"] = not os.path.exists(premath_dir)
+            os.makedirs(premath_dir, exist_ok=True)
+            if os.path.exists(issues_path) and not os.path.isfile(issues_path):
+                raise ToolRefused(f"issues path exists but is not a file: {issues_path}")
+            if not os.path.exists(issues_path):
+                data = b""
+                if os.path.isfile(legacy):
+                    with open(legacy, "rb") as handle:
+                        data = handle.read()
+                    migrated = legacy
+                write_atomic(issues_path, data)
+                created["file"] = True
+        except OSError as exc:
+            raise ToolRefused(f"failed to initialize {issues_path}: {exc}") from None
+        return {
+            "action": "init.tool",
+            "repoRoot": root,
+            "premathDir": premath_dir,
+            "issuesPath": issues_path,
+            "createdRepoRoot": created["repo"],
+            "createdPremathDir": created["dir"],
+            "createdIssuesFile": created["file"],
+            "migratedFromLegacy": migrated,
+        }
+
+    def not_available(self, tool: str, owner: str) -> Document:
+        raise ToolRefused(f"{tool} is not available in this build yet ({owner})")
+
+    def issue_backend_status(self, args: Document) -> Document:
+        return self.not_available("issue_backend_status", "issue 14: issue backend-status")
+
+    def instruction_check(self, args: Document) -> Document:
+        return self.not_available("instruction_check", "issue 13: instruction-check")
+
+    def instruction_run(self, args: Document) -> Document:
+        return self.not_available("instruction_run", "issue 13: instruction pipeline")
