@@ -25,7 +25,6 @@ from premath.store.issues_file import (
 from premath.text import rust_trim
 from premath.timefmt import epoch_nanos, format_autosi_z
 
-
 RowHook = Callable[[IssueRow], None]
 """Runs under the store lock on the row a writer changed, before the save (the MCP write
 witness is attached this way)."""

@@ -108,7 +108,8 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "issue_blocked",
-        "List non-closed issues that are explicitly blocked or have unresolved blocking dependencies",
+        "List non-closed issues that are explicitly blocked or have unresolved blocking "
+        "dependencies",
         True,
         (ISSUES,),
     ),

@@ -20,8 +20,8 @@ from premath.timefmt import epoch_nanos
 from premath.transport.dispatch import dispatch
 from premath.transport.instruction_link import (
     GateRefused,
-    MutationPolicy,
     Mutation,
+    MutationPolicy,
     resolve_instruction_link,
 )
 from premath.transport.write_witness import attach, write_witness

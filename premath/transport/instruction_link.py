@@ -136,9 +136,7 @@ def resolve_instruction_link(
     return link
 
 
-def _check_scope(
-    instruction_id: str, path: str, link: dict[str, Any], mutation: Mutation
-) -> None:
+def _check_scope(instruction_id: str, path: str, link: dict[str, Any], mutation: Mutation) -> None:
     action = mutation.action
     digest = link["policyDigest"]
     if digest is None:

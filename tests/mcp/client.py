@@ -20,10 +20,12 @@ async def session(cwd: Path, *options: str) -> AsyncIterator[ClientSession]:
         env={"PYTHONPATH": str(REPO_ROOT)},
     )
     with open(cwd / "server.stderr", "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as client:
-                await client.initialize()
-                yield client
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            yield client
 
 
 async def call(client: ClientSession, name: str, arguments: dict | None = None):

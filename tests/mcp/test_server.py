@@ -5,7 +5,7 @@ import anyio
 import orjson
 import pytest
 
-from tests.cli.test_issue import FUTURE, ISSUES, PAST, lease, row, seed, stored
+from tests.cli.test_issue import ISSUES, PAST, lease, row, seed, stored
 from tests.mcp.client import call, session
 
 POLICY_DIGEST = "pol1_4ba916ce38da5c5607eb7f41d963294b34b644deb1fa6d55e133b072ca001b39"
@@ -205,10 +205,10 @@ def test_open_policy_mutations_and_lease_refusals(workdir):
             assert text.startswith("invalid dep_type `nope` (expected one of: blocks, ")
             claimed = (await call(client, "issue_claim_next", {"assignee": "a"}))[1]
             assert claimed["issue"]["id"] == "bd-1"
-            error, text = await call(client, "issue_claim", {"id": "bd-1", "assignee": "b"})
-            assert (
-                text
-                == "[failureClass=lease_contention_active] issue already leased: bd-1 (owner=a, lease_id=lease1_bd-1_a)"
+            _, text = await call(client, "issue_claim", {"id": "bd-1", "assignee": "b"})
+            assert text == (
+                "[failureClass=lease_contention_active] issue already leased: bd-1 "
+                "(owner=a, lease_id=lease1_bd-1_a)"
             )
             renewed = (
                 await call(
@@ -230,8 +230,10 @@ def test_open_policy_mutations_and_lease_refusals(workdir):
             assert (unchanged["changed"], unchanged["writeWitness"]) == (False, None)
             updated = (await call(client, "issue_update", {"id": "bd-3", "status": "closed"}))[1]
             assert updated["issue"]["status"] == "closed"
-            error, text = await call(client, "issue_update", {"id": "bd-3"})
-            assert text == "no update fields provided"
+            assert await call(client, "issue_update", {"id": "bd-3"}) == (
+                True,
+                "no update fields provided",
+            )
             init = (await call(client, "init_tool", {"rootPath": "fresh"}))[1]
             assert (init["createdIssuesFile"], init["migratedFromLegacy"]) == (True, None)
         assert (workdir / "fresh" / ".premath" / "issues.jsonl").read_bytes() == b""
@@ -243,13 +245,33 @@ BAD_CALLS = [
     ("nope", {}, "Unknown tool: nope"),
     ("issue_claim", {"id": 1, "assignee": "a"}, "invalid type: integer `1`, expected a string"),
     ("issue_claim", {"assignee": "a"}, "missing field `id`"),
-    ("issue_claim", {"id": "bd-1", "assignee": "a", "leaseId": "x", "lease_id": "y"}, "duplicate field `leaseId`"),
+    (
+        "issue_claim",
+        {"id": "bd-1", "assignee": "a", "leaseId": "x", "lease_id": "y"},
+        "duplicate field `leaseId`",
+    ),
     ("issue_check", {"noteWarnThreshold": -1}, "invalid value: integer `-1`, expected u64"),
-    ("dep_diagnostics", {"graphScope": "partial"}, "unknown variant `partial`, expected `active` or `full`"),
-    ("issue_claim", {"id": "bd-1", "assignee": "a", "leaseTtlSeconds": "60"}, 'invalid type: string "60", expected i64'),
-    ("issue_claim", {"id": "bd-1", "assignee": "a", "leaseTtlSeconds": 5}, "[failureClass=lease_invalid_ttl] lease_ttl_seconds must be in range [30, 86400]"),
-    ("issue_add", {"title": "x" * 2_000_000, "issueType": "bug"}, "invalid issue_type `bug` (expected one of: epic, task)"),
-]  # fmt: skip
+    (
+        "dep_diagnostics",
+        {"graphScope": "partial"},
+        "unknown variant `partial`, expected `active` or `full`",
+    ),
+    (
+        "issue_claim",
+        {"id": "bd-1", "assignee": "a", "leaseTtlSeconds": "60"},
+        'invalid type: string "60", expected i64',
+    ),
+    (
+        "issue_claim",
+        {"id": "bd-1", "assignee": "a", "leaseTtlSeconds": 5},
+        "[failureClass=lease_invalid_ttl] lease_ttl_seconds must be in range [30, 86400]",
+    ),
+    (
+        "issue_add",
+        {"title": "x" * 2_000_000, "issueType": "bug"},
+        "invalid issue_type `bug` (expected one of: epic, task)",
+    ),
+]
 
 
 def test_bad_input_is_a_typed_refusal_and_the_server_keeps_serving(workdir):
@@ -325,7 +347,10 @@ def test_help_does_not_import_the_sdk():
 
     from tests.mcp.client import REPO_ROOT
 
-    code = "import sys; from premath.cli import cli; import premath.cli.mcp_serve; print('mcp' in sys.modules)"
+    code = (
+        "import sys; from premath.cli import cli; import premath.cli.mcp_serve; "
+        "print('mcp' in sys.modules)"
+    )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, cwd=REPO_ROOT, check=True
     )
