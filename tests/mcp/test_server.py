@@ -199,7 +199,7 @@ def test_open_policy_mutations_and_lease_refusals(workdir):
                 )
             )[1]
             assert removed["action"] == "dep.remove"
-            error, text = await call(
+            _, text = await call(
                 client, "dep_add", {"issueId": "bd-1", "dependsOnId": "bd-3", "depType": "nope"}
             )
             assert text.startswith("invalid dep_type `nope` (expected one of: blocks, ")
