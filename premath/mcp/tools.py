@@ -14,7 +14,7 @@ from premath.issues import graph, leases, lifecycle
 from premath.issues import memory as issue_memory
 from premath.issues.check import check_issues
 from premath.models.issue_row import DEPENDENCY_TYPES, IssueRow
-from premath.store.issues_file import IssueMap, load_issues
+from premath.store.issues_file import IssueMap, WarmStores
 from premath.text import rust_trim
 from premath.timefmt import epoch_nanos
 from premath.transport.dispatch import dispatch
@@ -50,37 +50,6 @@ class ServerConfig:
     lock_timeout_s: float = 10.0
 
 
-class WarmStore:
-    """The parsed issue stores of this server, each kept while the file's identity (device,
-    inode, size, mtime) is unchanged: every call revalidates with one `stat`, so a write by any
-    other process (our CLI, the Rust tool, another server) is seen by the next call."""
-
-    def __init__(self) -> None:
-        self._stores: dict[str, tuple[tuple[int, int, int, int], IssueMap]] = {}
-
-    def read(self, path: str, now: datetime) -> IssueMap:
-        try:
-            stat = os.stat(path)
-        except FileNotFoundError:
-            self._stores.pop(path, None)
-            raise ToolRefused(f"issues file not found: {path}") from None
-        except OSError as exc:
-            raise ToolRefused(f"failed to load {path}: {exc.strerror or exc}") from None
-        identity = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
-        cached = self._stores.get(path)
-        if cached is not None and cached[0] == identity:
-            return cached[1]
-        try:
-            issues = load_issues(path, now)
-        except PremathError as exc:
-            message = exc.message
-            if not message.startswith("failed to load"):
-                message = f"failed to load {path}: {message}"
-            raise ToolRefused(message) from None
-        self._stores[path] = (identity, issues)
-        return issues
-
-
 def _lease_summary(row: IssueRow, now_ns: int) -> Document:
     """`issueSummary` of the MCP tools: the CLI summary plus the lease with its state."""
     return {**lifecycle.issue_summary(row), "lease": leases.lease_view(row, now_ns)}
@@ -92,7 +61,19 @@ class ToolService:
     def __init__(self, config: ServerConfig, clock: Clock) -> None:
         self.config = config
         self.clock = clock
-        self.stores = WarmStore()
+        self.warm = WarmStores()
+
+    def _read(self, path: str, now: datetime) -> IssueMap:
+        """The store at `path`, warm while the file is unchanged; a refusal names the file."""
+        if not os.path.exists(path):
+            raise ToolRefused(f"issues file not found: {path}")
+        try:
+            return self.warm.read(path, now)
+        except PremathError as exc:
+            message = exc.message
+            if not message.startswith("failed to load"):
+                message = f"failed to load {path}: {message}"
+            raise ToolRefused(message) from None
 
     # --- inputs --------------------------------------------------------------------------------
 
@@ -111,7 +92,7 @@ class ToolService:
     def issue_ready(self, args: Document) -> Document:
         now = self.clock.now()
         path = self._issues_path(args)
-        issues = self.stores.read(path, now)
+        issues = self._read(path, now)
         now_ns = epoch_nanos(now)
         items = [_lease_summary(row, now_ns) for row in graph.ready_issues(issues)]
         return {
@@ -125,7 +106,7 @@ class ToolService:
     def issue_list(self, args: Document) -> Document:
         now = self.clock.now()
         path = self._issues_path(args)
-        issues = self.stores.read(path, now)
+        issues = self._read(path, now)
         now_ns = epoch_nanos(now)
         status = self._blank_none(args, "status")
         assignee = self._blank_none(args, "assignee")
@@ -144,13 +125,13 @@ class ToolService:
 
     def issue_check(self, args: Document) -> Document:
         path = self._issues_path(args)
-        issues = self.stores.read(path, self.clock.now())
+        issues = self._read(path, self.clock.now())
         report = check_issues(issues, args.get("noteWarnThreshold", 2000))
         return {"action": "issue.check", "issuesPath": path, **report}
 
     def issue_blocked(self, args: Document) -> Document:
         path = self._issues_path(args)
-        items = graph.blocked_issues(self.stores.read(path, self.clock.now()))
+        items = graph.blocked_issues(self._read(path, self.clock.now()))
         return {
             **self._head("issue.blocked", path),
             "querySource": "jsonl",
@@ -161,7 +142,7 @@ class ToolService:
     def issue_lease_projection(self, args: Document) -> Document:
         now = self.clock.now()
         path = self._issues_path(args)
-        issues = self.stores.read(path, now)
+        issues = self._read(path, now)
         now_ns = epoch_nanos(now)
         items = leases.lease_items(issues, now_ns)
         return {
@@ -175,7 +156,7 @@ class ToolService:
     def dep_diagnostics(self, args: Document) -> Document:
         path = self._issues_path(args)
         scope = args.get("graphScope", "active")
-        issues = self.stores.read(path, self.clock.now())
+        issues = self._read(path, self.clock.now())
         return {
             **self._head("dep.diagnostics", path),
             "graphScope": scope,
@@ -365,7 +346,12 @@ class ToolService:
             attach(row, written["witness"])
 
         envelope = dispatch(
-            action, payload, now=self.clock.now(), timeout_s=self._timeout(), on_change=on_change
+            action,
+            payload,
+            now=self.clock.now(),
+            timeout_s=self._timeout(),
+            on_change=on_change,
+            warm=self.warm,
         )
         if envelope["result"] != "accepted":
             classes = envelope.get("failureClasses") or ["transport_rejected"]

@@ -409,6 +409,7 @@ def mutate_store(
     *,
     now: datetime,
     timeout_s: float,
+    warm: "WarmStores | None" = None,
 ) -> T:
     """Run `mutate` on the store under `<path>.lock`; save only when it reports a change.
 
@@ -429,23 +430,83 @@ def mutate_store(
         ) from None
     with contextlib.ExitStack() as release:
         release.push(lock)
-        loaded = (
-            _load(path, now, tolerate_torn_tail=False, keep_lines=True)
-            if os.path.exists(path)
-            else _Loaded({}, None)
-        )
+        loaded = warm.take(path) if warm is not None else None
+        if loaded is None:
+            loaded = (
+                _load(path, now, tolerate_torn_tail=False, keep_lines=True)
+                if os.path.exists(path)
+                else _Loaded({}, None)
+            )
         value, changed = mutate(loaded.issues)
         if changed:
             lines = None
             if isinstance(changed, tuple) and loaded.stored_lines is not None:
                 lines = _spliced_lines(loaded.issues, loaded.stored_lines, changed)
             if lines is None:
-                _write(path, encode_store(loaded.issues))
+                data = encode_store(loaded.issues)
+                _write(path, data)
+                lines = data.split(b"\n")
+                # `_spliced_lines` needs the ids in line order.
+                loaded = _Loaded({key: loaded.issues[key] for key in sorted(loaded.issues)}, None)
             else:
-                del loaded  # joining needs no rows: free them first (peak memory)
                 _write(path, b"\n".join(lines))
+            lines.pop()
             remove_orphaned_temp_files(path)
+            if warm is not None:
+                warm.keep(path, _Loaded(loaded.issues, lines))
+        elif warm is not None and os.path.exists(path):
+            warm.keep(path, loaded)
     return value
+
+
+FileIdentity = tuple[int, int, int, int]
+
+
+def file_identity(path: str) -> FileIdentity | None:
+    """(device, inode, size, mtime ns), or None when the file is absent or unreadable."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+class WarmStores:
+    """Parsed stores a long-running process (the MCP server) keeps between calls, each valid
+    while its file's identity (device, inode, size, mtime) is unchanged. Every use revalidates
+    with one `stat`, so a write by any other process is seen by the next call; a mutation hands
+    its store over (`take`) and gets the saved one back (`keep`), so a failed mutation can never
+    leave a half-changed store behind. Only strictly parsed stores (no torn tail) are kept."""
+
+    def __init__(self) -> None:
+        self._stores: dict[str, tuple[FileIdentity, _Loaded]] = {}
+
+    def take(self, path: str) -> _Loaded | None:
+        entry = self._stores.pop(path, None)
+        if entry is None or entry[0] != file_identity(path):
+            return None
+        return entry[1]
+
+    def keep(self, path: str, loaded: _Loaded) -> None:
+        identity = file_identity(path)
+        if identity is not None:
+            self._stores[path] = (identity, loaded)
+
+    def read(self, path: str, now: datetime) -> IssueMap:
+        """The store for a reader: the kept one while the file is unchanged, else loaded (and
+        kept when it parsed strictly). The caller must not change it."""
+        entry = self._stores.get(path)
+        if entry is not None and entry[0] == file_identity(path):
+            return entry[1].issues
+        identity = file_identity(path)
+        try:
+            loaded = _load(path, now, tolerate_torn_tail=False, keep_lines=True)
+        except ArtifactInvalid:
+            self._stores.pop(path, None)
+            return load_issues(path, now)
+        if identity is not None and identity == file_identity(path):
+            self._stores[path] = (identity, loaded)
+        return loaded.issues
 
 
 def _pid_alive(pid: int) -> bool:

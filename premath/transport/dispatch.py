@@ -9,6 +9,7 @@ from premath.issues import leases
 from premath.issues.lifecycle import issue_summary
 from premath.models.issue_row import IssueRow
 from premath.models.serde import SchemaViolation
+from premath.store.issues_file import WarmStores
 from premath.text import id_token, rust_trim
 from premath.timefmt import format_offset
 from premath.transport import lease_actions
@@ -107,6 +108,7 @@ def _lease_action(
     now: datetime,
     timeout_s: float,
     on_change: OnChange | None,
+    warm: WarmStores | None,
 ) -> Document:
     kind, noun, run = _LEASE_PAYLOADS[route.action]
     try:
@@ -115,7 +117,7 @@ def _lease_action(
         return _shape_rejection(route, "lease_invalid_payload", f"invalid {noun} payload: {exc}")
     path = lease_actions.issues_path_of(request.issues_path)
     try:
-        outcome = run(request, now=now, timeout_s=timeout_s, on_change=on_change)
+        outcome = run(request, now=now, timeout_s=timeout_s, on_change=on_change, warm=warm)
     except Rejected as rejection:
         return {
             **_bound(route, "rejected", [rejection.failure_class]),
@@ -215,10 +217,12 @@ def dispatch(
     now: datetime,
     timeout_s: float,
     on_change: OnChange | None = None,
+    warm: WarmStores | None = None,
 ) -> Document:
     """Run one transport action; the envelope says whether it was accepted.
 
-    `on_change` runs under the store lock on a lease action's changed row before the save.
+    `on_change` runs under the store lock on a lease action's changed row before the save;
+    `warm` keeps the parsed store between calls of a long-running caller.
     """
     name = rust_trim(action)
     route = ROUTES_BY_ACTION.get(name)
@@ -235,7 +239,9 @@ def dispatch(
             "semanticDigest": dispatch_digest(name, UNKNOWN_ACTION_ID),
         }
     if route.action in _LEASE_PAYLOADS:
-        return _lease_action(route, payload, now=now, timeout_s=timeout_s, on_change=on_change)
+        return _lease_action(
+            route, payload, now=now, timeout_s=timeout_s, on_change=on_change, warm=warm
+        )
     if route.action == "world.route_binding":
         return _world_route_binding(route, payload)
     return _fiber_action(route, payload)

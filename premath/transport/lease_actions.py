@@ -17,7 +17,7 @@ from premath.errors import ArtifactInvalid, IoFailure, LockBusy, NotFound, Prema
 from premath.issues import leases
 from premath.issues.lifecycle import set_status
 from premath.models.issue_row import IssueRow, LeaseRow
-from premath.store.issues_file import Changes, IssueMap, mutate_store
+from premath.store.issues_file import Changes, IssueMap, WarmStores, mutate_store
 from premath.text import rust_trim
 from premath.timefmt import NANOS_PER_SECOND, epoch_nanos, format_autosi_z, parse_strict_rfc3339
 from premath.transport.payloads import (
@@ -99,6 +99,7 @@ def _run(
     now: datetime,
     timeout_s: float,
     on_change: OnChange | None,
+    warm: WarmStores | None,
 ) -> LeaseOutcome:
     """`edit` under the store lock; it returns the row it acted on (changed or not), which is
     `target` (compared with its copy from before) or, without a target, a row changed or None.
@@ -114,7 +115,7 @@ def _run(
         return outcome, (row["id"],) if changed and row is not None else ()
 
     try:
-        return mutate_store(path, mutate, now=now, timeout_s=timeout_s)
+        return mutate_store(path, mutate, now=now, timeout_s=timeout_s, warm=warm)
     except LockBusy as exc:
         raise Rejected("lease_mutation_lock_busy", exc.message) from None
     except IoFailure as exc:
@@ -132,7 +133,12 @@ def _store_error_text(error: PremathError, path: str) -> str:
 
 
 def claim(
-    request: ClaimRequest, *, now: datetime, timeout_s: float, on_change: OnChange | None = None
+    request: ClaimRequest,
+    *,
+    now: datetime,
+    timeout_s: float,
+    on_change: OnChange | None = None,
+    warm: WarmStores | None = None,
 ) -> LeaseOutcome:
     """`issue.claim`: take, take over (stale) or renew (own) the lease on one issue."""
     now_ns = epoch_nanos(now)
@@ -155,7 +161,9 @@ def claim(
             raise Rejected(exc.failure_class, _bare(exc)) from None
 
     path = issues_path_of(request.issues_path)
-    return _run(path, edit, request.id, now=now, timeout_s=timeout_s, on_change=on_change)
+    return _run(
+        path, edit, request.id, now=now, timeout_s=timeout_s, on_change=on_change, warm=warm
+    )
 
 
 def _bare(error: leases.LeaseInputRejected | leases.LeaseIssueMissing | leases.LeaseDenied) -> str:
@@ -171,6 +179,7 @@ def claim_next(
     now: datetime,
     timeout_s: float,
     on_change: OnChange | None = None,
+    warm: WarmStores | None = None,
 ) -> LeaseOutcome:
     """`issue.claim_next`: the best ready issue for the caller, or none (D3-1, D3-2)."""
     now_ns = epoch_nanos(now)
@@ -188,7 +197,7 @@ def claim_next(
         )
 
     path = issues_path_of(request.issues_path)
-    outcome = _run(path, edit, None, now=now, timeout_s=timeout_s, on_change=on_change)
+    outcome = _run(path, edit, None, now=now, timeout_s=timeout_s, on_change=on_change, warm=warm)
     if not outcome.changed and not os.path.exists(path):
         # The reference reloads the store for the projection, and a missing file fails there.
         raise Rejected(
@@ -199,7 +208,12 @@ def claim_next(
 
 
 def renew(
-    request: RenewRequest, *, now: datetime, timeout_s: float, on_change: OnChange | None = None
+    request: RenewRequest,
+    *,
+    now: datetime,
+    timeout_s: float,
+    on_change: OnChange | None = None,
+    warm: WarmStores | None = None,
 ) -> LeaseOutcome:
     """`issue.lease_renew`: the holder of an active lease extends it."""
     now_ns = epoch_nanos(now)
@@ -226,7 +240,9 @@ def renew(
         )
 
     path = issues_path_of(request.issues_path)
-    return _run(path, edit, request.id, now=now, timeout_s=timeout_s, on_change=on_change)
+    return _run(
+        path, edit, request.id, now=now, timeout_s=timeout_s, on_change=on_change, warm=warm
+    )
 
 
 def _expect_holder(row: IssueRow, lease: LeaseRow, owner: str | None, lease_id: str | None) -> None:
@@ -243,7 +259,12 @@ def _expect_holder(row: IssueRow, lease: LeaseRow, owner: str | None, lease_id: 
 
 
 def release(
-    request: ReleaseRequest, *, now: datetime, timeout_s: float, on_change: OnChange | None = None
+    request: ReleaseRequest,
+    *,
+    now: datetime,
+    timeout_s: float,
+    on_change: OnChange | None = None,
+    warm: WarmStores | None = None,
 ) -> LeaseOutcome:
     """`issue.lease_release`: anyone may release, stale leases too; a given assignee or lease
     id must match the lease. Lease and assignee go; in_progress reopens."""
@@ -268,4 +289,6 @@ def release(
         return row
 
     path = issues_path_of(request.issues_path)
-    return _run(path, edit, request.id, now=now, timeout_s=timeout_s, on_change=on_change)
+    return _run(
+        path, edit, request.id, now=now, timeout_s=timeout_s, on_change=on_change, warm=warm
+    )
