@@ -316,6 +316,7 @@ _FIELD_TYPES: dict[str, type] = {
     "ephemeral": bool,
     "labels": list,
     "dependencies": list,
+    "metadata": dict,
 }
 _STAMP_FIELDS = ("created_at", "updated_at", "closed_at")
 _LEASE_SHAPES = {
@@ -333,7 +334,7 @@ _FIELD_POSITION = {name: index for index, name in enumerate(FIELD_ORDER)}
 class _Shape:
     """What a key tuple in stored order implies: the value types, and which parts to inspect."""
 
-    __slots__ = ("dependencies", "labels", "lease", "stamps", "types")
+    __slots__ = ("dependencies", "labels", "lease", "metadata", "stamps", "types")
 
     def __init__(self, keys: tuple[str, ...]) -> None:
         self.types = tuple(_FIELD_TYPES[key] for key in keys)
@@ -342,6 +343,7 @@ class _Shape:
         self.lease = "lease" in keys
         self.dependencies = "dependencies" in keys
         self.labels = "labels" in keys
+        self.metadata = "metadata" in keys
 
 
 _SHAPES: dict[tuple[str, ...], _Shape | None] = {}
@@ -363,9 +365,18 @@ def _shape(keys: tuple[str, ...]) -> _Shape | None:
     positions = [_FIELD_POSITION.get(key, -1) for key in keys]
     if -1 in positions or positions != sorted(set(positions)) or not set(keys) >= _ALWAYS:
         return None
-    if "metadata" in keys:
-        return None
     return _Shape(keys)
+
+
+def _metadata_is_stored(value: Any) -> bool:
+    """Keys sorted at every level and no float (floats take the general path, which writes
+    them as serde does): what `sort_metadata` leaves as it is (the MCP write witness)."""
+    if type(value) is dict:
+        keys = list(value)
+        return keys == sorted(keys) and all(map(_metadata_is_stored, value.values()))
+    if type(value) is list:
+        return all(map(_metadata_is_stored, value))
+    return type(value) is not float
 
 
 class NotStored(ValueError):
@@ -413,6 +424,8 @@ def stored_item(value: Any, stamps: list[str]) -> tuple[str, IssueRow]:
                 raise NotStored
             if edge["type"] not in _DEPENDENCY_TYPE_SET or edge.get("created_by") == "":
                 raise NotStored
+    if shape.metadata and not _metadata_is_stored(value["metadata"]):
+        raise NotStored
     if shape.labels:
         labels = value["labels"]
         if not labels or any(type(label) is not str for label in labels):
