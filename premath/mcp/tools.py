@@ -84,6 +84,27 @@ class ToolService:
         value = args.get(name)
         return value if value is not None and rust_trim(value) else None
 
+    def _query_source(self, path: str, issues: IssueMap) -> str:
+        """`jsonl`, or in surreal mode `surreal-projection` with the projection kept fresh."""
+        if self.config.query_backend != "surreal":
+            return "jsonl"
+        from premath.issues.projection import projection_is_stale, write_projection
+
+        if projection_is_stale(self.config.projection_path, path):
+            now_ns = epoch_nanos(self.clock.now())
+            try:
+                write_projection(self.config.projection_path, issues, path, now_ns)
+            except OSError as exc:
+                raise ToolRefused(
+                    f"failed to write projection {self.config.projection_path}: {exc}"
+                ) from None
+        return "surreal-projection"
+
+    def _refresh_projection(self, path: str) -> None:
+        """After a mutation in surreal mode: the projection follows the saved store."""
+        if self.config.query_backend == "surreal" and os.path.exists(path):
+            self._query_source(path, self._read(path, self.clock.now()))
+
     def _head(self, action: str, path: str) -> Document:
         return {"action": action, "issuesPath": path, "queryBackend": self.config.query_backend}
 
@@ -97,7 +118,7 @@ class ToolService:
         items = [_lease_summary(row, now_ns) for row in graph.ready_issues(issues)]
         return {
             **self._head("issue.ready", path),
-            "querySource": "jsonl",
+            "querySource": self._query_source(path, issues),
             "count": len(items),
             "items": items,
             "leaseProjection": leases.lease_projection(issues, now_ns),
@@ -118,7 +139,7 @@ class ToolService:
         ]
         return {
             **self._head("issue.list", path),
-            "querySource": "jsonl",
+            "querySource": self._query_source(path, issues),
             "count": len(items),
             "items": items,
         }
@@ -131,10 +152,11 @@ class ToolService:
 
     def issue_blocked(self, args: Document) -> Document:
         path = self._issues_path(args)
-        items = graph.blocked_issues(self._read(path, self.clock.now()))
+        issues = self._read(path, self.clock.now())
+        items = graph.blocked_issues(issues)
         return {
             **self._head("issue.blocked", path),
-            "querySource": "jsonl",
+            "querySource": self._query_source(path, issues),
             "count": len(items),
             "items": items,
         }
@@ -147,7 +169,7 @@ class ToolService:
         items = leases.lease_items(issues, now_ns)
         return {
             **self._head("issue.lease_projection", path),
-            "querySource": "jsonl",
+            "querySource": self._query_source(path, issues),
             "projection": leases.lease_projection(issues, now_ns),
             "count": len(items),
             "items": items,
@@ -208,6 +230,7 @@ class ToolService:
             document = run(path, now, on_row)
         except PremathError as exc:
             raise ToolRefused(exc.message) from None
+        self._refresh_projection(path)
         result = {**document, "queryBackend": self.config.query_backend}
         if "issue" in result:
             result["issue"] = written["issue"]
@@ -353,6 +376,8 @@ class ToolService:
             on_change=on_change,
             warm=self.warm,
         )
+        if envelope.get("changed"):
+            self._refresh_projection(path)
         if envelope["result"] != "accepted":
             classes = envelope.get("failureClasses") or ["transport_rejected"]
             diagnostic = envelope.get("diagnostic", f"transport action rejected: {action}")

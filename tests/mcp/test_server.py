@@ -355,3 +355,28 @@ def test_help_does_not_import_the_sdk():
         [sys.executable, "-c", code], capture_output=True, cwd=REPO_ROOT, check=True
     )
     assert done.stdout == b"False\n"
+
+
+def test_surreal_backend_keeps_the_projection_beside_the_store(workdir):
+    seed(workdir, row("bd-1"), row("bd-2"))
+    projection = workdir / ".premath" / "surreal_issue_cache.json"
+
+    async def scenario():
+        async with session(
+            workdir, "--issue-query-backend", "surreal", "--mutation-policy", "open"
+        ) as client:
+            ready = (await call(client, "issue_ready"))[1]
+            assert (ready["queryBackend"], ready["querySource"]) == (
+                "surreal",
+                "surreal-projection",
+            )
+            document = orjson.loads(projection.read_bytes())
+            assert list(document)[:3] == ["schema", "kind", "sourceIssuesPath"]
+            assert (document["issueCount"], document["sourceIssuesPath"]) == (2, ISSUES)
+            assert not projection.read_bytes().endswith(b"\n")
+            await call(client, "issue_claim", {"id": "bd-1", "assignee": "a"})
+            rows = {r["id"]: r for r in orjson.loads(projection.read_bytes())["issues"]}
+            assert rows["bd-1"]["status"] == "in_progress"
+            assert rows["bd-1"] == stored(workdir)["bd-1"]
+
+    run(scenario)
