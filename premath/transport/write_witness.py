@@ -1,6 +1,7 @@
 """`metadata.premathWriteWitness`: who wrote an issue row, under which policy and instruction
 (agent-surface.md §1.7)."""
 
+import os
 import shutil
 from typing import Any
 
@@ -9,6 +10,7 @@ from premath.models.issue_row import IssueRow, sort_metadata
 
 WITNESS_KIND = "bd.issue.write.v1"
 NANOS_PER_MILLI = 1_000_000
+_JJ_OUTPUT_CAP = 1024 * 1024
 
 
 def write_witness(
@@ -39,15 +41,47 @@ def write_witness(
     }
 
 
-def jj_snapshot(repo_root: str) -> dict[str, Any] | None:
-    """None where `jj` is not installed (the reference's answer when jj fails).
+def _jj(argv: list[str], cwd: str) -> str | None:
+    """The stdout of one `jj` command (bounded, 10 s), or None when it fails."""
+    import tempfile
 
-    TODO(issue 12): run `jj root`, `jj log` and `jj status` through runner.process where jj is.
-    """
-    del repo_root
-    if shutil.which("jj") is None:
+    from premath.runner.process import allowlisted_env, run_bounded
+
+    with tempfile.TemporaryDirectory() as folder:
+        stdout = os.path.join(folder, "stdout")
+        outcome = run_bounded(
+            ["jj", *argv],
+            cwd=cwd,
+            env=allowlisted_env(),
+            timeout_s=10.0,
+            stdout_path=stdout,
+            stderr_path=None,
+            output_cap=_JJ_OUTPUT_CAP,
+        )
+        if outcome.status != "ok" or outcome.exit_code != 0:
+            return None
+        with open(stdout, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+
+
+def _first_line(text: str | None) -> str | None:
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return lines[0] if lines else None
+
+
+def jj_snapshot(repo_root: str) -> dict[str, Any] | None:
+    """`{repoRoot, changeId, status}` of the jj working copy, or None where jj is missing, the
+    root is not a jj repository, or any command fails (the reference's three commands)."""
+    if shutil.which("jj") is None or not os.path.isdir(repo_root):
         return None
-    return None
+    root = _first_line(_jj(["root"], repo_root))
+    if root is None:
+        return None
+    change_id = _first_line(_jj(["log", "-r", "@", "--no-graph", "-T", 'change_id ++ "\\n"'], root))
+    status = _jj(["status"], root)
+    if change_id is None or status is None:
+        return None
+    return {"repoRoot": root, "changeId": change_id, "status": status}
 
 
 def attach(row: IssueRow, witness: dict[str, Any]) -> None:
