@@ -141,20 +141,18 @@ def lease_expiry(now_ns: int, ttl_seconds: int | None, expires_at: str | None) -
     if ttl_seconds is not None and expires_at is not None:
         raise lease_error(
             "lease_binding_ambiguous",
-            "give either lease_ttl_seconds or lease_expires_at, not both",
+            "provide only one of leaseTtlSeconds or leaseExpiresAt",
         )
     if expires_at is not None:
         parts = parse_strict_rfc3339(expires_at)
         if parts is None:
             raise lease_error(
                 "lease_invalid_expires_at",
-                f"lease_expires_at must be an RFC3339 date and time: {expires_at!r}",
+                "lease_expires_at must be RFC3339",
             )
         expiry = parts[0] * NANOS_PER_SECOND + parts[1]
         if expiry <= now_ns:
-            raise lease_error(
-                "lease_invalid_expires_at", f"lease_expires_at must be in the future: {expires_at}"
-            )
+            raise lease_error("lease_invalid_expires_at", "lease_expires_at must be in the future")
         return expiry
     ttl = DEFAULT_TTL_SECONDS if ttl_seconds is None else ttl_seconds
     if not MIN_TTL_SECONDS <= ttl <= MAX_TTL_SECONDS:

@@ -19,7 +19,7 @@ from premath.issues.lifecycle import set_status
 from premath.models.issue_row import IssueRow, LeaseRow
 from premath.store.issues_file import Changes, IssueMap, WarmStores, mutate_store
 from premath.text import rust_trim
-from premath.timefmt import NANOS_PER_SECOND, epoch_nanos, format_autosi_z, parse_strict_rfc3339
+from premath.timefmt import NANOS_PER_SECOND, epoch_nanos, format_autosi_z
 from premath.transport.payloads import (
     ClaimNextRequest,
     ClaimRequest,
@@ -58,30 +58,30 @@ def issues_path_of(requested: str | None) -> str:
     return blank_to_none(requested) or DEFAULT_ISSUES_PATH
 
 
+_LEASE_ERRORS = (leases.LeaseInputRejected, leases.LeaseIssueMissing, leases.LeaseDenied)
+_LeaseError = leases.LeaseInputRejected | leases.LeaseIssueMissing | leases.LeaseDenied
+
+
+def _bare(error: _LeaseError) -> str:
+    """The diagnostic of a lease error, without the ` (<class>)` the CLI appends."""
+    message = str(error)
+    suffix = f" ({error.failure_class})"
+    return message[: -len(suffix)] if message.endswith(suffix) else message
+
+
 def _assignee(value: str) -> str:
-    trimmed = rust_trim(value)
-    if not trimmed:
-        raise Rejected("lease_invalid_assignee", "assignee is required")
-    return trimmed
+    try:
+        return leases.required_assignee(value)
+    except leases.LeaseInputRejected as exc:
+        raise Rejected(exc.failure_class, _bare(exc)) from None
 
 
 def _expiry(now_ns: int, ttl_seconds: int | None, expires_at: str | None) -> int:
-    if ttl_seconds is not None and expires_at is not None:
-        raise Rejected(
-            "lease_binding_ambiguous", "provide only one of leaseTtlSeconds or leaseExpiresAt"
-        )
-    if expires_at is not None:
-        parts = parse_strict_rfc3339(expires_at)
-        if parts is None:
-            raise Rejected("lease_invalid_expires_at", "lease_expires_at must be RFC3339")
-        expiry = parts[0] * NANOS_PER_SECOND + parts[1]
-        if expiry <= now_ns:
-            raise Rejected("lease_invalid_expires_at", "lease_expires_at must be in the future")
-        return expiry
-    ttl = leases.DEFAULT_TTL_SECONDS if ttl_seconds is None else ttl_seconds
-    if not leases.MIN_TTL_SECONDS <= ttl <= leases.MAX_TTL_SECONDS:
-        raise Rejected("lease_invalid_ttl", leases.TTL_RANGE_TEXT)
-    return now_ns + ttl * NANOS_PER_SECOND
+    """The new expiry (the rules and texts of `leases.lease_expiry`) or the rejection."""
+    try:
+        return leases.lease_expiry(now_ns, ttl_seconds, expires_at)
+    except leases.LeaseInputRejected as exc:
+        raise Rejected(exc.failure_class, _bare(exc)) from None
 
 
 def _row(issues: IssueMap, issue_id: str) -> IssueRow:
@@ -157,20 +157,13 @@ def claim(
                 expiry_ns=expiry_ns,
                 lease_id=request.lease_id,
             )
-        except (leases.LeaseInputRejected, leases.LeaseIssueMissing, leases.LeaseDenied) as exc:
+        except _LEASE_ERRORS as exc:
             raise Rejected(exc.failure_class, _bare(exc)) from None
 
     path = issues_path_of(request.issues_path)
     return _run(
         path, edit, request.id, now=now, timeout_s=timeout_s, on_change=on_change, warm=warm
     )
-
-
-def _bare(error: leases.LeaseInputRejected | leases.LeaseIssueMissing | leases.LeaseDenied) -> str:
-    """The diagnostic of a lease error, without the ` (<class>)` the CLI appends."""
-    message = str(error)
-    suffix = f" ({error.failure_class})"
-    return message[: -len(suffix)] if message.endswith(suffix) else message
 
 
 def claim_next(
