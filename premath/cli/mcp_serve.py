@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from premath.cli._options import json_option
 from premath.cli._root import CONTEXT_SETTINGS, AppContext, StrictCommand, pass_app
 from premath.errors import InputInvalid
 
@@ -35,6 +36,7 @@ from premath.errors import InputInvalid
 @click.option("--repo-root", default=".", show_default=True, help="Repository root")
 @click.option("--server-name", default="premath-mcp", show_default=True, help="serverInfo.name")
 @click.option("--server-version", default="0.1.0", show_default=True, help="serverInfo.version")
+@json_option
 @pass_app
 def mcp_serve(
     app: AppContext,
@@ -47,7 +49,10 @@ def mcp_serve(
     server_name: str,
     server_version: str,
 ) -> int:
-    """Serve the issue and dependency tools over MCP (stdio, newline-delimited JSON-RPC)."""
+    """Serve the issue and dependency tools over MCP (stdio, newline-delimited JSON-RPC).
+
+    With --json, a start-up error is also printed as a JSON error document on stdout.
+    """
     lines = [
         "premath mcp-serve",
         "  transport: stdio",
