@@ -11,6 +11,7 @@ natural order (D3-2). The lease-renew and lease-release commands only let the ho
 active lease (D3-3).
 """
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any, Literal
@@ -93,8 +94,10 @@ def lease_error(failure_class: LeaseFailureClass, diagnostic: str) -> PremathErr
     return error
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def stored_nanos(text: str) -> int:
-    """Epoch nanoseconds of a stored (AutoSi `Z`) row timestamp."""
+    """Epoch nanoseconds of a stored (AutoSi `Z`) row timestamp (memoised: a long-running
+    server evaluates the same lease times on every call)."""
     from premath.timefmt import days_from_civil
 
     match = _STORED.fullmatch(text)

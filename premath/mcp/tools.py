@@ -14,7 +14,7 @@ from premath.issues import graph, leases, lifecycle
 from premath.issues import memory as issue_memory
 from premath.issues.check import check_issues
 from premath.models.issue_row import DEPENDENCY_TYPES, IssueRow
-from premath.store.issues_file import IssueMap, WarmStores
+from premath.store.issues_file import FileIdentity, IssueMap, WarmStores, file_identity
 from premath.text import rust_trim
 from premath.timefmt import epoch_nanos
 from premath.transport.dispatch import dispatch
@@ -62,6 +62,7 @@ class ToolService:
         self.config = config
         self.clock = clock
         self.warm = WarmStores()
+        self._ready_rows: dict[str, tuple[FileIdentity, list[tuple[IssueRow, Document]]]] = {}
 
     def _read(self, path: str, now: datetime) -> IssueMap:
         """The store at `path`, warm while the file is unchanged; a refusal names the file."""
@@ -110,12 +111,28 @@ class ToolService:
 
     # --- readers -------------------------------------------------------------------------------
 
+    def _ready(self, path: str, now: datetime) -> tuple[IssueMap, list[tuple[IssueRow, Document]]]:
+        """The store and its ready rows with their summaries, kept with the file's identity:
+        only the lease states (which depend on the time) are worked out on every call."""
+        before = file_identity(path)
+        issues = self._read(path, now)
+        cached = self._ready_rows.get(path)
+        if cached is not None and before is not None and cached[0] == before:
+            return issues, cached[1]
+        rows = [(row, lifecycle.issue_summary(row)) for row in graph.ready_issues(issues)]
+        if before is not None and before == file_identity(path):
+            self._ready_rows[path] = (before, rows)
+        return issues, rows
+
     def issue_ready(self, args: Document) -> Document:
         now = self.clock.now()
         path = self._issues_path(args)
-        issues = self._read(path, now)
+        issues, rows = self._ready(path, now)
         now_ns = epoch_nanos(now)
-        items = [_lease_summary(row, now_ns) for row in graph.ready_issues(issues)]
+        items = [
+            {**summary, "lease": leases.lease_view(row, now_ns) if "lease" in row else None}
+            for row, summary in rows
+        ]
         return {
             **self._head("issue.ready", path),
             "querySource": self._query_source(path, issues),
