@@ -59,3 +59,5 @@ def test_imports_flow_one_way(path):
             assert module == "premath.runner.process", f"{module} imports subprocess"
         if top == "filelock":
             assert module.startswith("premath.store"), f"{module} imports filelock"
+        if top in ("mcp", "mcp_types", "anyio"):
+            assert module.startswith("premath.mcp."), f"{module} imports the MCP SDK"
