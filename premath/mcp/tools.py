@@ -55,6 +55,10 @@ def _lease_summary(row: IssueRow, now_ns: int) -> Document:
     return {**lifecycle.issue_summary(row), "lease": leases.lease_view(row, now_ns)}
 
 
+def _issue_fields(row: IssueRow, now_ns: int) -> Document:
+    return {"issue": _lease_summary(row, now_ns)}
+
+
 class ToolService:
     """One server's tools over its configuration, clock and warm stores."""
 
@@ -227,31 +231,42 @@ class ToolService:
             now_ns=epoch_nanos(self.clock.now()),
         )
 
-    def _write(self, action: str, args: Document, run: Any, *, must_exist: bool = True) -> Document:
-        """Gate, then run a memory writer with the witness attached under its lock; the result
-        is the writer's document plus the instruction link, the witness and the lease view."""
+    def _write(
+        self,
+        action: str,
+        args: Document,
+        run: Any,
+        extra: Any,
+        *,
+        must_exist: bool = True,
+    ) -> Document:
+        """Gate, then run a memory writer with the witness attached under its lock. The result
+        is built from the row the writer changed: `extra(row)` gives the tool's own fields
+        (`issue` or `dependency`), then the instruction link and the witness."""
         path = self._issues_path(args)
         if must_exist and not os.path.exists(path):
             raise ToolRefused(f"issues file not found: {path}")
         link = self._gate(action, args)
         now = self.clock.now()
-        written: dict[str, Any] = {}
+        written: list[tuple[IssueRow, Document]] = []
 
         def on_row(row: IssueRow) -> None:
             witness = self._witness(action, path, link, row["id"])
             attach(row, witness)
-            written["witness"] = witness
-            written["issue"] = _lease_summary(row, epoch_nanos(now))
+            written.append((row, witness))
 
         try:
-            document = run(path, now, on_row)
+            run(path, now, on_row)
         except PremathError as exc:
             raise ToolRefused(exc.message) from None
         self._refresh_projection(path)
-        result = {**document, "queryBackend": self.config.query_backend}
-        if "issue" in result:
-            result["issue"] = written["issue"]
-        return {**result, "instruction": link, "writeWitness": written["witness"]}
+        row, witness = written[-1]
+        return {
+            **self._head(action, path),
+            **extra(row, epoch_nanos(now)),
+            "instruction": link,
+            "writeWitness": witness,
+        }
 
     def _timeout(self) -> float:
         return self.config.lock_timeout_s
@@ -266,6 +281,7 @@ class ToolService:
             lambda path, now, on_row: issue_memory.add_issue(
                 path, args["title"], now=now, timeout_s=self._timeout(), on_row=on_row, **fields
             ),
+            _issue_fields,
             must_exist=False,
         )
 
@@ -282,18 +298,25 @@ class ToolService:
 
     def issue_discover(self, args: Document) -> Document:
         fields = self._new_issue_fields(args)
+        parent = args["parentIssueId"]
+
+        def extra(row: IssueRow, now_ns: int) -> Document:
+            edge = {"issueId": row["id"], "dependsOnId": parent, "type": "discovered-from"}
+            return {**_issue_fields(row, now_ns), "dependency": edge}
+
         return self._write(
             "issue.discover",
             args,
             lambda path, now, on_row: issue_memory.discover_issue(
                 path,
-                args["parentIssueId"],
+                parent,
                 args["title"],
                 now=now,
                 timeout_s=self._timeout(),
                 on_row=on_row,
                 **fields,
             ),
+            extra,
         )
 
     def issue_update(self, args: Document) -> Document:
@@ -308,6 +331,7 @@ class ToolService:
             lambda path, now, on_row: issue_memory.update_issue(
                 path, args["id"], now=now, timeout_s=self._timeout(), on_row=on_row, **fields
             ),
+            _issue_fields,
         )
 
     def _dep_type(self, args: Document, name: str) -> str:
@@ -318,58 +342,67 @@ class ToolService:
             )
         return value
 
+    @staticmethod
+    def _edge(**fields: str) -> Any:
+        return lambda row, now_ns: {"dependency": fields}
+
     def dep_add(self, args: Document) -> Document:
         kind = self._dep_type(args, "depType")
         created_by = args.get("createdBy", "")
-        document = self._write(
+        issue_id, target = args["issueId"], args["dependsOnId"]
+        return self._write(
             "dep.add",
             args,
             lambda path, now, on_row: issue_memory.dep_add(
                 path,
-                args["issueId"],
-                args["dependsOnId"],
+                issue_id,
+                target,
                 kind=kind,
                 created_by=created_by,
                 now=now,
                 timeout_s=self._timeout(),
                 on_row=on_row,
             ),
+            self._edge(issueId=issue_id, dependsOnId=target, type=kind, createdBy=created_by),
         )
-        document["dependency"] = {**document["dependency"], "createdBy": created_by}
-        return document
 
     def dep_remove(self, args: Document) -> Document:
         kind = self._dep_type(args, "depType")
+        issue_id, target = args["issueId"], args["dependsOnId"]
         return self._write(
             "dep.remove",
             args,
             lambda path, now, on_row: issue_memory.dep_remove(
-                path,
-                args["issueId"],
-                args["dependsOnId"],
-                kind=kind,
-                now=now,
-                timeout_s=self._timeout(),
-                on_row=on_row,
+                path, issue_id, target, kind=kind, now=now, timeout_s=self._timeout(), on_row=on_row
             ),
+            self._edge(issueId=issue_id, dependsOnId=target, type=kind),
         )
 
     def dep_replace(self, args: Document) -> Document:
         from_kind = self._dep_type(args, "fromDepType")
         to_kind = self._dep_type(args, "toDepType")
+        created_by = args.get("createdBy", "")
+        issue_id, target = args["issueId"], args["dependsOnId"]
         return self._write(
             "dep.replace",
             args,
             lambda path, now, on_row: issue_memory.dep_replace(
                 path,
-                args["issueId"],
-                args["dependsOnId"],
+                issue_id,
+                target,
                 from_kind=from_kind,
                 to_kind=to_kind,
-                created_by=args.get("createdBy", ""),
+                created_by=created_by,
                 now=now,
                 timeout_s=self._timeout(),
                 on_row=on_row,
+            ),
+            self._edge(
+                issueId=issue_id,
+                dependsOnId=target,
+                fromType=from_kind,
+                toType=to_kind,
+                createdBy=created_by,
             ),
         )
 
