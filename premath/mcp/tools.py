@@ -66,7 +66,9 @@ class ToolService:
         self.config = config
         self.clock = clock
         self.warm = WarmStores()
-        self._ready_rows: dict[str, tuple[FileIdentity, list[tuple[IssueRow, Document]]]] = {}
+        self._ready_rows: dict[
+            str, tuple[FileIdentity, IssueMap, list[tuple[IssueRow, Document]]]
+        ] = {}
 
     def _read(self, path: str, now: datetime) -> IssueMap:
         """The store at `path`, warm while the file is unchanged; a refusal names the file."""
@@ -116,16 +118,17 @@ class ToolService:
     # --- readers -------------------------------------------------------------------------------
 
     def _ready(self, path: str, now: datetime) -> tuple[IssueMap, list[tuple[IssueRow, Document]]]:
-        """The store and its ready rows with their summaries, kept with the file's identity:
-        only the lease states (which depend on the time) are worked out on every call."""
+        """The store and its ready rows with their summaries, kept while the warm store is the
+        same object for the same file: only the lease states (which depend on the time) are
+        worked out on every call."""
         before = file_identity(path)
         issues = self._read(path, now)
         cached = self._ready_rows.get(path)
-        if cached is not None and before is not None and cached[0] == before:
-            return issues, cached[1]
+        if cached is not None and cached[0] == before and cached[1] is issues:
+            return issues, cached[2]
         rows = [(row, lifecycle.issue_summary(row)) for row in graph.ready_issues(issues)]
         if before is not None and before == file_identity(path):
-            self._ready_rows[path] = (before, rows)
+            self._ready_rows[path] = (before, issues, rows)
         return issues, rows
 
     def issue_ready(self, args: Document) -> Document:

@@ -483,9 +483,12 @@ class WarmStores:
 
     def take(self, path: str) -> _Loaded | None:
         entry = self._stores.pop(path, None)
-        if entry is None or entry[0] != file_identity(path):
+        if entry is None:
             return None
-        return entry[1]
+        identity = file_identity(path)
+        if entry[0] == identity:
+            return entry[1]
+        return _refreshed(entry[1], path, identity)
 
     def keep(self, path: str, loaded: _Loaded) -> None:
         identity = file_identity(path)
@@ -496,17 +499,71 @@ class WarmStores:
         """The store for a reader: the kept one while the file is unchanged, else loaded (and
         kept when it parsed strictly). The caller must not change it."""
         entry = self._stores.get(path)
-        if entry is not None and entry[0] == file_identity(path):
-            return entry[1].issues
         identity = file_identity(path)
+        if entry is not None and entry[0] == identity:
+            return entry[1].issues
+        refreshed = None if entry is None else _refreshed(entry[1], path, identity)
+        if refreshed is not None and identity is not None:
+            self._stores[path] = (identity, refreshed)
+            return refreshed.issues
         try:
             loaded = _load(path, now, tolerate_torn_tail=False, keep_lines=True)
         except ArtifactInvalid:
             self._stores.pop(path, None)
             return load_issues(path, now)
         if identity is not None and identity == file_identity(path):
-            self._stores[path] = (identity, loaded)
+            self._stores[path] = (identity, _with_stored_lines(loaded, path))
         return loaded.issues
+
+
+def _with_stored_lines(loaded: _Loaded, path: str) -> _Loaded:
+    """`loaded` with the file's lines when the file is exactly `encode_store` of it (a small
+    store's load does not check that; a warm store pays it once to refresh cheaply later)."""
+    if loaded.stored_lines is not None:
+        return loaded
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return loaded
+    if encode_store(loaded.issues) != data:
+        return loaded
+    lines = data.split(b"\n")
+    lines.pop()
+    return _Loaded(loaded.issues, lines)
+
+
+def _refreshed(old: _Loaded, path: str, identity: FileIdentity | None) -> _Loaded | None:
+    """The store after another writer rewrote it, rows changed in place (a claim, an update):
+    lines equal to the kept ones keep their rows; each other line must be a row in stored form,
+    byte for byte as our writers write it, with the same id at the same place. None when the
+    file is anything else (then it is loaded in full): at 1,000 issues this is a file read and
+    a line compare instead of a thousand row checks."""
+    if old.stored_lines is None or identity is None:
+        return None
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    if file_identity(path) != identity or not data.endswith(b"\n") or b"\0" in data:
+        return None
+    lines = data.split(b"\n")
+    lines.pop()
+    if len(lines) != len(old.stored_lines):
+        return None
+    ids = list(old.issues)
+    issues = dict(old.issues)
+    stamps: list[str] = []
+    try:
+        for position, line in enumerate(lines):
+            if line == old.stored_lines[position]:
+                continue
+            issue_id, row = stored_item(orjson.loads(line), stamps)
+            if issue_id != ids[position] or encode_row(row)[:-1] != line:
+                return None
+            issues[issue_id] = row
+    except (orjson.JSONDecodeError, NotStored):
+        return None
+    return _Loaded(issues, lines) if stamps_are_stored(stamps) else None
 
 
 def _pid_alive(pid: int) -> bool:
