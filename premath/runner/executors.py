@@ -7,15 +7,17 @@ two paths, the variant's env over a minimal allowlist, and nothing about the run
   stand-in for the image's WORKDIR), in its own process group, with the memory cap as an
   address-space limit. The task file is made read-only. It cannot isolate the network or swap
   images: images are refused when the experiment is checked; the network is not enforced.
-- `docker` runs the seed's line (`docker_argv`), the container named per trial attempt; after a
-  timeout the container we started, and only that one, is removed with `docker rm -f`.
+- `docker` runs the seed's line (`docker_argv`), the container named per trial attempt. It never
+  pulls: an image must already be on the engine. When the attempt ends, the container we started,
+  and only that one, is inspected (the OOM killer's verdict) and removed with `docker rm -f`,
+  which ends every process in it, `setsid` descendants included.
 """
 
 import os
 import re
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -62,6 +64,8 @@ class Invocation:
     memory_mb: int | None
     workdir: Path
     """Local executor: the harness's cwd."""
+    user: str | None
+    """Docker executor: run the harness as this user (`uid[:gid]`); /out is made writable."""
     label: str
     """Run and trial ids: with the attempt folder's name it names the attempt's container."""
 
@@ -131,7 +135,7 @@ def docker_argv(
     """The seed's `docker run` line, hardened; `invocation.image` must be set."""
     if invocation.image is None:
         raise InputInvalid("the docker executor needs an image (runtime.image or the variant's)")
-    argv = [docker, "run", "--rm", "--name", name]
+    argv = [docker, "run", "--pull=never", "--name", name]
     if invocation.network == "none":
         argv.append("--network=none")
     argv += ["--read-only", "--security-opt", "no-new-privileges", "--cap-drop", "ALL"]
@@ -139,6 +143,8 @@ def docker_argv(
         argv.append(f"--cpus={invocation.cpus:g}")
     if invocation.memory_mb is not None:
         argv.append(f"--memory={invocation.memory_mb}m")
+    if invocation.user is not None:
+        argv.append(f"--user={invocation.user}")
     for host_path in (task_file, out_dir):
         if ":" in host_path or "," in host_path:
             raise InputInvalid(f"docker cannot mount {host_path!r}: it contains ':' or ','")
@@ -190,6 +196,27 @@ class DockerExecutor:
         reason = outcome.spawn_error or outcome.stderr_tail.strip() or outcome.status
         return f"no Docker engine answers ({reason.splitlines()[-1] if reason else 'unknown'})"
 
+    def require(self, cwd: Path, images: Iterable[str]) -> None:
+        """Refuse, before anything is written, a run the engine or its images cannot serve."""
+        problem = self.engine_answers(cwd)
+        if problem is not None:
+            raise InputInvalid(
+                f"the docker executor needs a Docker engine: {problem}; start one "
+                "(`mise run docker-setup`, or `dockerd &` as root) or run with --executor local"
+            )
+        missing = [image for image in sorted(set(images)) if not self._has_image(image, cwd)]
+        if missing:
+            raise InputInvalid(
+                f"image {', '.join(missing)} is not on the Docker engine and premath never pulls: "
+                "build it (`docker build -t NAME .`) or load it (`docker load`) first"
+            )
+
+    def _has_image(self, image: str, cwd: Path) -> bool:
+        return (
+            self._docker(["image", "inspect", "--format", "{{.Id}}", image], cwd, 20.0).status
+            == "ok"
+        )
+
     def execute(self, invocation: Invocation, paths: AttemptPaths) -> ProcessOutcome:
         name = container_name(invocation.label, paths.root.name)
         argv = docker_argv(
@@ -198,6 +225,8 @@ class DockerExecutor:
             os.fspath(paths.task_file.absolute()),
             os.fspath(paths.out_dir.absolute()),
         )
+        if invocation.user is not None:
+            paths.out_dir.chmod(0o777)
         with self._lock:
             self._running.add(name)
         try:
@@ -213,12 +242,17 @@ class DockerExecutor:
                 cancel=self.cancel,
                 group_ticket=paths.group_ticket,
             )
-            if outcome.status in ("timeout", "cancelled"):
-                self._remove(name, paths.root)
+            if outcome.status == "exit_nonzero" and self._oom_killed(name, paths.root):
+                outcome = replace(outcome, status="oom_killed")
         finally:
+            self._remove(name, paths.root)
             with self._lock:
                 self._running.discard(name)
         return outcome
+
+    def _oom_killed(self, name: str, cwd: Path) -> bool:
+        state = self._docker(["inspect", "--format", "{{.State.OOMKilled}}", name], cwd, 20.0)
+        return state.status == "ok" and state.stdout_tail.strip() == "true"
 
     def _remove(self, name: str, cwd: Path) -> None:
         self._docker(["rm", "-f", name], cwd, 60.0)

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Bring up a local Docker engine and premath's offline base image, for tests and developers.
+#
+# No image registry is reachable here, so the base image is built from Debian's own packages
+# (debootstrap from the mirror apt already uses, then `docker import`). Idempotent: an engine
+# that already answers is used as it is, and an image already present is not rebuilt.
+#
+#   tools/docker/setup.sh          start (or reuse) the engine, build (or reuse) the image
+#   tools/docker/setup.sh --stop   stop the engine this script started (pid file), if any
+#
+# Environment: PREMATH_DOCKER_STATE (default .premath-docker/ in the repo: pid file, log),
+# PREMATH_BASE_IMAGE (default premath-base:bookworm).
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+state="${PREMATH_DOCKER_STATE:-$repo/.premath-docker}"
+image="${PREMATH_BASE_IMAGE:-premath-base:bookworm}"
+pidfile="$state/dockerd.pid"
+mkdir -p "$state"
+
+engine_answers() { docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+
+if [[ "${1:-}" == "--stop" ]]; then
+    if [[ -f "$pidfile" ]]; then
+        pid="$(cat "$pidfile")"
+        if kill "$pid" 2>/dev/null; then
+            for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        fi
+        rm -f "$pidfile"
+        echo "docker-setup: stopped dockerd (pid $pid)"
+    fi
+    exit 0
+fi
+
+need_packages=()
+command -v dockerd >/dev/null 2>&1 || need_packages+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || need_packages+=(debootstrap)
+if ((${#need_packages[@]})); then
+    if [[ "$(id -u)" != 0 ]]; then
+        echo "docker-setup: install ${need_packages[*]} first (needs root: apt-get install ${need_packages[*]})" >&2
+        exit 1
+    fi
+    echo "docker-setup: installing ${need_packages[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_packages[@]}" >/dev/null
+fi
+
+if ! engine_answers; then
+    echo "docker-setup: starting dockerd (log: $state/dockerd.log)"
+    nohup dockerd >"$state/dockerd.log" 2>&1 </dev/null &
+    echo $! >"$pidfile"
+    for _ in $(seq 1 300); do
+        engine_answers && break
+        if ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+            echo "docker-setup: dockerd exited; its log:" >&2
+            tail -20 "$state/dockerd.log" >&2
+            exit 1
+        fi
+        sleep 0.1
+    done
+    engine_answers || { echo "docker-setup: dockerd did not answer within 30 s" >&2; exit 1; }
+fi
+
+if ! docker image inspect "$image" >/dev/null 2>&1; then
+    mirror="$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)"
+    mirror="${mirror:-http://deb.debian.org/debian}"
+    rootfs="$(mktemp -d)"
+    trap 'rm -rf "$rootfs"' EXIT
+    echo "docker-setup: building $image with debootstrap from $mirror (about a minute)"
+    debootstrap --variant=minbase --include=python3 bookworm "$rootfs" "$mirror" >"$state/debootstrap.log" 2>&1 \
+        || { echo "docker-setup: debootstrap failed; see $state/debootstrap.log" >&2; exit 1; }
+    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* \
+        "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/locale/*
+    tar -C "$rootfs" -c . | docker import --change 'CMD ["/bin/bash"]' - "$image" >/dev/null
+fi
+echo "docker-setup: engine $(docker version --format '{{.Server.Version}}'), image $image ready"
