@@ -16,7 +16,7 @@ two paths, the variant's env over a minimal allowlist, and nothing about the run
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -24,6 +24,7 @@ from typing import Protocol
 from premath.errors import InputInvalid
 from premath.models.experiment import NetworkMode
 from premath.models.trial import ExecutorName
+from premath.runner.containers import DockerEngine, docker_client_env
 from premath.runner.paths import AttemptPaths
 from premath.runner.process import (
     DEFAULT_GRACE_S,
@@ -38,15 +39,6 @@ DEFAULT_OUTPUT_CAP = 10 * 1024 * 1024
 CONTAINER_TASK = "/in/task.json"
 CONTAINER_OUT = "/out"
 CONTAINER_RESULT = "/out/result.json"
-# The docker CLI (not the container) needs these to find its engine and config.
-DOCKER_CLIENT_ENV = (
-    "DOCKER_HOST",
-    "DOCKER_CONFIG",
-    "DOCKER_CONTEXT",
-    "DOCKER_CERT_PATH",
-    "DOCKER_TLS_VERIFY",
-    "XDG_RUNTIME_DIR",
-)
 _CONTAINER_NAME = re.compile(r"[^a-zA-Z0-9_.-]")
 
 
@@ -156,11 +148,6 @@ def docker_argv(
     return argv
 
 
-def docker_client_env(source: Mapping[str, str] | None = None) -> dict[str, str]:
-    origin = os.environ if source is None else source
-    return allowlisted_env({k: origin[k] for k in DOCKER_CLIENT_ENV if k in origin}, source=origin)
-
-
 class DockerExecutor:
     name: ExecutorName = "docker"
 
@@ -170,51 +157,17 @@ class DockerExecutor:
         output_cap: int = DEFAULT_OUTPUT_CAP,
         grace_s: float = DEFAULT_GRACE_S,
     ) -> None:
-        self.docker = docker
+        self.engine = DockerEngine(docker)
         self.output_cap = output_cap
         self.grace_s = grace_s
         self.cancel = threading.Event()
         self._running: set[str] = set()
         self._lock = threading.Lock()
 
-    def _docker(self, args: Sequence[str], cwd: Path, timeout_s: float) -> ProcessOutcome:
-        return run_bounded(
-            [self.docker, *args],
-            cwd=cwd,
-            env=docker_client_env(),
-            timeout_s=timeout_s,
-            stdout_path=None,
-            stderr_path=None,
-            output_cap=0,
-        )
-
-    def engine_answers(self, cwd: Path) -> str | None:
-        """None when an engine answers, else why not (for a clear error before any trial)."""
-        outcome = self._docker(["version", "--format", "{{.Server.Version}}"], cwd, 20.0)
-        if outcome.status == "ok" and outcome.stdout_tail.strip():
-            return None
-        reason = outcome.spawn_error or outcome.stderr_tail.strip() or outcome.status
-        return f"no Docker engine answers ({reason.splitlines()[-1] if reason else 'unknown'})"
-
     def require(self, cwd: Path, images: Iterable[str]) -> None:
         """Refuse, before anything is written, a run the engine or its images cannot serve."""
-        problem = self.engine_answers(cwd)
-        if problem is not None:
-            raise InputInvalid(
-                f"the docker executor needs a Docker engine: {problem}; start one "
-                "(`mise run docker-setup`, or `dockerd &` as root) or run with --executor local"
-            )
-        missing = [image for image in sorted(set(images)) if not self._has_image(image, cwd)]
-        if missing:
-            raise InputInvalid(
-                f"image {', '.join(missing)} is not on the Docker engine and premath never pulls: "
-                "build it (`docker build -t NAME .`) or load it (`docker load`) first"
-            )
-
-    def _has_image(self, image: str, cwd: Path) -> bool:
-        return (
-            self._docker(["image", "inspect", "--format", "{{.Id}}", image], cwd, 20.0).status
-            == "ok"
+        self.engine.require(
+            cwd, images, user="the docker executor", fallback="run with --executor local"
         )
 
     def execute(self, invocation: Invocation, paths: AttemptPaths) -> ProcessOutcome:
@@ -224,6 +177,7 @@ class DockerExecutor:
             name,
             os.fspath(paths.task_file.absolute()),
             os.fspath(paths.out_dir.absolute()),
+            self.engine.docker,
         )
         if invocation.user is not None:
             paths.out_dir.chmod(0o777)
@@ -242,33 +196,26 @@ class DockerExecutor:
                 cancel=self.cancel,
                 group_ticket=paths.group_ticket,
             )
-            if outcome.status == "exit_nonzero" and self._oom_killed(name, paths.root):
+            if outcome.status == "exit_nonzero" and self.engine.oom_killed(name, paths.root):
                 outcome = replace(outcome, status="oom_killed")
         finally:
-            self._remove(name, paths.root)
+            self.engine.remove(name, paths.root)
             with self._lock:
                 self._running.discard(name)
         return outcome
-
-    def _oom_killed(self, name: str, cwd: Path) -> bool:
-        state = self._docker(["inspect", "--format", "{{.State.OOMKilled}}", name], cwd, 20.0)
-        return state.status == "ok" and state.stdout_tail.strip() == "true"
-
-    def _remove(self, name: str, cwd: Path) -> None:
-        self._docker(["rm", "-f", name], cwd, 60.0)
 
     def cleanup(self) -> None:
         with self._lock:
             names = sorted(self._running)
         for name in names:
-            self._remove(name, Path.cwd())
+            self.engine.remove(name, Path.cwd())
 
     def reap(self, paths: AttemptPaths) -> bool:
         """The docker CLI's group, then the container: its name is derived from the attempt,
         so only a container this runner started can be removed."""
         reap_group_ticket(paths.group_ticket)
         run_id, trial_id = paths.root.parents[2].name, paths.root.parent.name
-        self._remove(container_name(f"{run_id}-{trial_id}", paths.root.name), paths.root)
+        self.engine.remove(container_name(f"{run_id}-{trial_id}", paths.root.name), paths.root)
         return True
 
 

@@ -13,6 +13,7 @@ from premath.runner.runs import open_run, run_experiment
 from tests.runner.conftest import final_records, make_experiment
 
 REPO = Path(__file__).resolve().parents[2]
+IMAGE_FORMAT = "{{.Id}} {{range .RepoDigests}}{{.}} {{end}}"
 
 
 def invocation(**overrides) -> Invocation:
@@ -175,8 +176,8 @@ def test_a_docker_run_goes_through_the_cli_with_per_trial_names(workdir, clock, 
     calls = _calls(fake_docker)
     assert calls[:3] == [
         ["version", "--format", "{{.Server.Version}}"],
-        ["image", "inspect", "--format", "{{.Id}}", "harness:v1"],
-        ["image", "inspect", "--format", "{{.Id}}", "harness:v2"],
+        ["image", "inspect", "--format", IMAGE_FORMAT, "harness:v1"],
+        ["image", "inspect", "--format", IMAGE_FORMAT, "harness:v2"],
     ]
     runs = [c for c in calls if c[0] == "run"]
     names = sorted(c[c.index("--name") + 1] for c in runs)
