@@ -8,8 +8,9 @@ in it, `setsid` descendants included.
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from premath.errors import InputInvalid
 from premath.runner.process import ProcessOutcome, allowlisted_env, run_bounded
@@ -88,6 +89,17 @@ class DockerEngine:
             return None
         image_id, *digests = probe.stdout_tail.split()
         return ImageIdentity(image_id, digests[0] if digests else None)
+
+    def run(self, name: str, argv: Sequence[str], cwd: Path, **bounded: Any) -> ProcessOutcome:
+        """`docker run --name NAME ...` to its end, then the OOM verdict, then the container
+        removed whatever happened (timeout, cancel, an exception such as an interrupt)."""
+        try:
+            outcome = run_bounded(list(argv), cwd=cwd, env=docker_client_env(), **bounded)
+            if outcome.status == "exit_nonzero" and self.oom_killed(name, cwd):
+                outcome = replace(outcome, status="oom_killed")
+        finally:
+            self.remove(name, cwd)
+        return outcome
 
     def oom_killed(self, name: str, cwd: Path) -> bool:
         state = self.call(["inspect", "--format", "{{.State.OOMKilled}}", name], cwd, 20.0)

@@ -17,14 +17,14 @@ import os
 import re
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from premath.errors import InputInvalid
 from premath.models.experiment import NetworkMode
 from premath.models.trial import ExecutorName
-from premath.runner.containers import DockerEngine, docker_client_env
+from premath.runner.containers import DockerEngine
 from premath.runner.paths import AttemptPaths
 from premath.runner.process import (
     DEFAULT_GRACE_S,
@@ -184,10 +184,10 @@ class DockerExecutor:
         with self._lock:
             self._running.add(name)
         try:
-            outcome = run_bounded(
+            return self.engine.run(
+                name,
                 argv,
-                cwd=paths.root,
-                env=docker_client_env(),
+                paths.root,
                 timeout_s=invocation.timeout_s,
                 stdout_path=paths.stdout_file,
                 stderr_path=paths.stderr_file,
@@ -196,13 +196,9 @@ class DockerExecutor:
                 cancel=self.cancel,
                 group_ticket=paths.group_ticket,
             )
-            if outcome.status == "exit_nonzero" and self.engine.oom_killed(name, paths.root):
-                outcome = replace(outcome, status="oom_killed")
         finally:
-            self.engine.remove(name, paths.root)
             with self._lock:
                 self._running.discard(name)
-        return outcome
 
     def cleanup(self) -> None:
         with self._lock:

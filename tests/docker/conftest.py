@@ -61,3 +61,18 @@ def containers_named(prefix: str) -> list[str]:
     listing = docker("ps", "-a", "--filter", f"name={prefix}", "--format", "{{.Names}}")
     assert listing.returncode == 0, listing.stderr
     return [name for name in listing.stdout.split() if name.startswith(prefix)]
+
+
+@pytest.fixture(scope="session")
+def premath_image(engine: str) -> str:
+    """This checkout's premath installed in the base image (tools/docker/build-premath-image.sh)."""
+    tag = "premath-runtime:test"
+    build = subprocess.run(
+        ["bash", os.fspath(REPO / "tools" / "docker" / "build-premath-image.sh"), tag],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert build.returncode == 0, build.stderr
+    return tag

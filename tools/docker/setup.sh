@@ -14,6 +14,9 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 state="${PREMATH_DOCKER_STATE:-$repo/.premath-docker}"
 image="${PREMATH_BASE_IMAGE:-premath-base:bookworm}"
+packages="python3,python3-pip,python3-venv,ca-certificates"
+# Bump when the recipe changes: an image built by an older recipe is rebuilt.
+recipe="2:$packages"
 pidfile="$state/dockerd.pid"
 mkdir -p "$state"
 
@@ -60,16 +63,18 @@ if ! engine_answers; then
     engine_answers || { echo "docker-setup: dockerd did not answer within 30 s" >&2; exit 1; }
 fi
 
-if ! docker image inspect "$image" >/dev/null 2>&1; then
+built="$(docker image inspect --format '{{index .Config.Labels "premath.base.recipe"}}' "$image" 2>/dev/null || true)"
+if [[ "$built" != "$recipe" ]]; then
     mirror="$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)"
     mirror="${mirror:-http://deb.debian.org/debian}"
     rootfs="$(mktemp -d)"
     trap 'rm -rf "$rootfs"' EXIT
     echo "docker-setup: building $image with debootstrap from $mirror (about a minute)"
-    debootstrap --variant=minbase --include=python3 bookworm "$rootfs" "$mirror" >"$state/debootstrap.log" 2>&1 \
+    debootstrap --variant=minbase --include="$packages" bookworm "$rootfs" "$mirror" >"$state/debootstrap.log" 2>&1 \
         || { echo "docker-setup: debootstrap failed; see $state/debootstrap.log" >&2; exit 1; }
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* \
         "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/locale/*
-    tar -C "$rootfs" -c . | docker import --change 'CMD ["/bin/bash"]' - "$image" >/dev/null
+    tar -C "$rootfs" -c . | docker import --change 'CMD ["/bin/bash"]' \
+        --change "LABEL premath.base.recipe=\"$recipe\"" - "$image" >/dev/null
 fi
 echo "docker-setup: engine $(docker version --format '{{.Server.Version}}'), image $image ready"
