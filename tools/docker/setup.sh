@@ -47,6 +47,24 @@ if ((${#need_packages[@]})); then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_packages[@]}" >/dev/null
 fi
 
+# Harbor's docker environment drives `docker compose` (v2) and builds with buildx. Bookworm ships
+# neither, so the CLI plugins come from Debian trixie's packages (static binaries needing only
+# libc6 >= 2.34), fetched through a private apt list that leaves this machine's sources alone.
+if ! docker compose version >/dev/null 2>&1 || ! docker buildx version >/dev/null 2>&1; then
+    echo "docker-setup: installing the docker compose and buildx plugins (Debian trixie packages)"
+    apt_dir="$(mktemp -d)"
+    mkdir -p "$apt_dir/lists/partial"
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" \
+        >"$apt_dir/sources.list"
+    apt_opts=(-o "Dir::Etc::SourceList=$apt_dir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+        -o "Dir::State::Lists=$apt_dir/lists" -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=
+        -o APT::Sandbox::User=root)
+    apt-get "${apt_opts[@]}" update -qq
+    (cd "$apt_dir" && apt-get "${apt_opts[@]}" download -qq docker-compose docker-buildx)
+    dpkg -i "$apt_dir"/docker-compose_*.deb "$apt_dir"/docker-buildx_*.deb >/dev/null
+    rm -rf "$apt_dir"
+fi
+
 if ! engine_answers; then
     echo "docker-setup: starting dockerd (log: $state/dockerd.log)"
     nohup dockerd >"$state/dockerd.log" 2>&1 </dev/null &
