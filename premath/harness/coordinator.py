@@ -105,18 +105,14 @@ def resolve_worktrees(given: Sequence[str], env_value: str | None) -> tuple[str,
 def ready_count(issues_path: str, now: datetime) -> int:
     from premath.issues.memory import ready
 
-    count: int = ready(issues_path, now=now)["count"]
-    return count
+    return len(ready(issues_path, now=now))
 
 
 def active_cycle(issues_path: str, now: datetime) -> list[str] | None:
     """The preflight the reference's runbook promises (its B6): `dep diagnostics`, active scope."""
     from premath.issues.memory import dep_diagnostics
 
-    cycle: list[str] | None = dep_diagnostics(issues_path, now=now, scope="active")["integrity"][
-        "cyclePath"
-    ]
-    return cycle
+    return dep_diagnostics(issues_path, now=now, scope="active").cycle_path
 
 
 def _worker_env(pass_env: Sequence[str]) -> dict[str, str]:

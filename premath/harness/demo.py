@@ -110,7 +110,7 @@ def run_demo(now: Callable[[], datetime], lock_timeout_s: float) -> dict[str, An
         "sampleIssueCount": count,
         "workerCount": len(worktrees),
         "coordinator": coordinator,
-        "issueCheck": graph["result"],
+        "issueCheck": "accepted" if graph.accepted else "rejected",
         "progress": lines,
         "kpi": kpi,
     }

@@ -111,23 +111,3 @@ def new_issue(issues: IssueMap, new: NewIssue, now_text: str) -> IssueRow:
     set_status(row, new.status, now_text)
     issues[chosen] = row
     return row
-
-
-def issue_brief(row: IssueRow) -> dict[str, Any]:
-    """`{id,title,status,priority}`: an item of `issue ready` (and the head of the others)."""
-    return {
-        "id": row["id"],
-        "title": row["title"],
-        "status": row["status"],
-        "priority": row["priority"],
-    }
-
-
-def issue_listing(row: IssueRow) -> dict[str, Any]:
-    """`{id,title,status,priority,issueType,assignee}`: an item of `issue list`."""
-    return {**issue_brief(row), "issueType": row["issue_type"], "assignee": row.get("assignee", "")}
-
-
-def issue_summary(row: IssueRow) -> dict[str, Any]:
-    """`issue{...,owner}` of add/update/discover output (`issue_listing` and the owner)."""
-    return {**issue_listing(row), "owner": row.get("owner", "")}
