@@ -284,3 +284,13 @@ def epoch_nanos(moment: datetime) -> int:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def iso8601_problem(text: str) -> str | None:
+    """Why `datetime.fromisoformat` refuses `text` (a `Z` suffix read as UTC), None if it does
+    not: the ISO 8601 check ATIF (Harbor's pydantic model) and harness rows apply."""
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        return str(exc)
+    return None

@@ -6,6 +6,7 @@ import click
 
 from premath.cli._options import json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
 policy_option = click.option(
     "--policy",
@@ -130,7 +131,7 @@ def _escalate_text(document: dict[str, Any]) -> str:
     help="Issue to escalate [default: PREMATH_ACTIVE_ISSUE_ID, PREMATH_ISSUE_ID, the harness "
     "session's issue, else the only ready issue]",
 )
-@click.option("--issues", "issues_path", default=".premath/issues.jsonl", show_default=True)
+@click.option("--issues", "issues_path", default=DEFAULT_ISSUES_PATH, show_default=True)
 @click.option("--scope", default="required", show_default=True, help="Escalation scope label")
 @click.option("--witness-ref", default="", help="Witness the failure came from")
 @json_option

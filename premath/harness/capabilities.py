@@ -13,21 +13,19 @@ from typing import Any, Literal
 
 from premath.errors import InputInvalid
 from premath.models.join_check import GOVERNANCE_CLAIM_ID
+from premath.models.vocabulary import SESSION_STATES, STEP_KIND, LeaseState
 
 GOVERNANCE_PROFILE_CLAIM = GOVERNANCE_CLAIM_ID
 CI_WITNESSES_CAPABILITY = "capabilities.ci_witnesses"
-STEP_KIND = "premath.harness.step.v1"
 
 BootstrapMode = Literal["attach", "resume"]
-LeaseState = Literal["active", "stale", "contended", "released", "unleased"]
-RECOVERY_ACTIONS: dict[str, str] = {
+RECOVERY_ACTIONS: dict[LeaseState, str] = {
     "active": "issue_lease_renew",
     "stale": "issue_claim",
     "contended": "stop",
     "released": "issue_claim",
     "unleased": "issue_claim",
 }
-SESSION_STATES = ("active", "stopped")
 
 _LEASE_PREFIX = "lease://handoff/"
 _LEASE_REF = re.compile(r"^lease://handoff/([^/]+)/([^/]+)/([A-Za-z0-9._-]+)$")

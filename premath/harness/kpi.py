@@ -23,6 +23,7 @@ from premath.models.kpi import (
     KPI_SCHEMA,
 )
 from premath.models.trajectory import is_failed
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 from premath.store.documents import os_error_text
 from premath.store.jsonl import iter_lines, report_torn_tail
 from premath.timefmt import parse_strict_rfc3339
@@ -149,7 +150,7 @@ def kpi_report(
     *,
     trajectory_path: str = ".premath/harness_trajectory.jsonl",
     session_path: str = ".premath/harness_session.json",
-    issues_path: str = ".premath/issues.jsonl",
+    issues_path: str = DEFAULT_ISSUES_PATH,
     window_hours: int = DEFAULT_WINDOW_HOURS,
     target_kpi: float = DEFAULT_TARGET_KPI,
     rollback_kpi: float = DEFAULT_ROLLBACK_KPI,

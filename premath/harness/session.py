@@ -15,6 +15,7 @@ from premath.models.session import (
     in_field_order,
     parse_session,
 )
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 from premath.store.atomic import write_atomic
 from premath.store.canonical import document_bytes
 from premath.store.locks import artifact_lock
@@ -22,7 +23,6 @@ from premath.text import clean_optional, id_token, normalize_refs, rust_trim
 from premath.timefmt import format_seconds_z, session_stamp
 
 DEFAULT_SESSION_PATH = ".premath/harness_session.json"
-DEFAULT_ISSUES_PATH = ".premath/issues.jsonl"
 
 
 def load_session(path: str) -> dict[str, Any]:

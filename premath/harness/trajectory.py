@@ -17,13 +17,13 @@ from premath.harness.trajectory_scan import select_rows
 from premath.models.trajectory import (
     PROJECTION_KIND,
     PROJECTION_MODE,
-    STEP_KIND,
     STEP_SCHEMA,
     QueryMode,
     StepInvalid,
     normalize_step,
     parse_step,
 )
+from premath.models.vocabulary import STEP_KIND
 from premath.store.canonical import row_bytes
 from premath.store.documents import os_error_text
 from premath.store.jsonl import append_line, report_torn_tail

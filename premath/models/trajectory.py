@@ -20,11 +20,11 @@ from premath.models.serde import (
     typed_fields,
     unsigned,
 )
+from premath.models.vocabulary import STEP_KIND
 from premath.text import RUST_WHITE_SPACE, clean_optional, normalize_refs, rust_trim
 from premath.timefmt import NANOS_PER_SECOND, parse_strict_rfc3339
 
 STEP_SCHEMA: Final = 1
-STEP_KIND: Final = "premath.harness.step.v1"
 PROJECTION_KIND: Final = "premath.harness.trajectory.projection.v1"
 ROW_STRUCT: Final = "struct HarnessTrajectoryRow"
 

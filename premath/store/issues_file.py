@@ -44,7 +44,6 @@ from premath.store.locks import hold_marker
 from premath.text import rust_trim
 from premath.timefmt import epoch_nanos, format_autosi_z
 
-DEFAULT_ISSUES_PATH = ".premath/issues.jsonl"
 _BIG_STORE_LINES = 10_000
 _WRITTEN_CHECK_LINES = 10_000
 """From this size on, a load first tries `text_is_stored` (its regex costs ~5 ms to compile)."""
