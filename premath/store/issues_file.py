@@ -152,15 +152,12 @@ def _parse_paused(
     *,
     keep_lines: bool = False,
 ) -> _Loaded:
-    """`_parse_split`, with the cyclic GC out of the way for big stores.
+    """`_parse_split`, with the cyclic GC paused for big stores.
 
-    Trade-off: the cyclic GC would rescan the growing heap of row dicts again and again while a
-    big store loads, and again in every collection afterwards (at 100k rows that doubled the
-    time of `issue ready`). Rows hold no reference cycles, so collection is paused while
-    parsing and the loaded objects are then frozen out of the GC's generations (`gc.freeze`):
-    reference counting still frees them, only cyclic garbage alive at that moment is never
-    collected (a long-running caller may call `gc.unfreeze()` when that matters). Small stores
-    (under 10k lines) load with the GC untouched.
+    The cyclic GC would rescan the growing heap of row dicts again and again while a big store
+    loads (rows hold no reference cycles); the pause ends with the load, leaving the process's
+    GC as it was. The CLI's entry point goes further for its one-command process (`gc.freeze`
+    in `premath.cli.main`). Small stores (under 10k lines) load with the GC untouched.
     """
     if len(split.lines) < _BIG_STORE_LINES:
         return _parse_split(split, path, now_text, tolerate_torn_tail, keep_lines)
@@ -170,13 +167,12 @@ def _parse_paused(
 
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
-    """No cyclic collection while the block runs; what it allocated is then frozen."""
+    """No cyclic collection while the block runs."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
         if enabled:
             gc.enable()
 
