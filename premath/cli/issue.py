@@ -1,5 +1,7 @@
 """`premath issue ...`: the issue memory (`.premath/issues.jsonl`), its leases and checks."""
 
+import io
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -133,10 +135,14 @@ def discovered_text(document: dict[str, Any]) -> str:
 
 
 def read_notes_file(source: str) -> str:
-    """`--notes-file`: `-` reads stdin, anything else a UTF-8 file, verbatim."""
-    if source == "-":
-        return click.get_text_stream("stdin", encoding="utf-8").read()
+    """`--notes-file`: `-` reads stdin, anything else a UTF-8 file (line ends read as `\n`)."""
     try:
+        if source == "-":
+            stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+            try:
+                return stdin.read()
+            finally:
+                stdin.detach()
         return Path(source).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "stream did not contain valid UTF-8"
@@ -180,7 +186,7 @@ def new_issue_options(*, status: bool) -> Callable[[F], F]:
 @issues_option
 @json_option
 @pass_app
-def issue_add(app: AppContext, title: str, issues: str, **fields: Any) -> Reply:
+def issue_add(app: AppContext, /, title: str, issues: str, **fields: Any) -> Reply:
     """Add an issue (creates the issues file when missing)."""
     from premath.issues.documents import issue_document
     from premath.issues.memory import add_issue
@@ -265,6 +271,7 @@ def issue_check(app: AppContext, note_warn_threshold: int, issues: str) -> Reply
 @pass_app
 def issue_update(
     app: AppContext,
+    /,
     issue_id: str,
     notes: str | None,
     notes_file: str | None,
@@ -409,7 +416,7 @@ def issue_lease_projection(app: AppContext, issues: str) -> Reply:
 @json_option
 @pass_app
 def issue_discover(
-    app: AppContext, parent_id: str, title: str, issues: str, **fields: Any
+    app: AppContext, /, parent_id: str, title: str, issues: str, **fields: Any
 ) -> Reply:
     """Add an issue found while working on PARENT, linked to it (discovered-from)."""
     from premath.issues.documents import discovered_document

@@ -13,13 +13,13 @@ from typing import Any, Literal
 
 from premath.errors import InputInvalid
 from premath.models.join_check import GOVERNANCE_CLAIM_ID
-from premath.models.vocabulary import SESSION_STATES, STEP_KIND, LeaseState
+from premath.models.vocabulary import SESSION_STATES, STEP_KIND
 
 GOVERNANCE_PROFILE_CLAIM = GOVERNANCE_CLAIM_ID
 CI_WITNESSES_CAPABILITY = "capabilities.ci_witnesses"
 
 BootstrapMode = Literal["attach", "resume"]
-RECOVERY_ACTIONS: dict[LeaseState, str] = {
+RECOVERY_ACTIONS: dict[str, str] = {
     "active": "issue_lease_renew",
     "stale": "issue_claim",
     "contended": "stop",

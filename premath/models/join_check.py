@@ -291,7 +291,7 @@ def parse_struct(struct: Struct, value: Any) -> dict[str, Any]:
     """One struct with serde's rules: fields read in document order, then missing ones."""
     if not isinstance(value, dict):
         raise SchemaViolation(f"invalid type: {describe(value)}, expected struct {struct.name}")
-    duplicates = getattr(value, "duplicates", frozenset())
+    duplicates: frozenset[str] = getattr(value, "duplicates", frozenset())
     known = {field.name: field for field in struct.fields}
     parsed: dict[str, Any] = {}
     for name, item in value.items():

@@ -102,9 +102,8 @@ def result_flags(result_class: str) -> tuple[bool, bool]:
 # instants exactly as chrono's (seconds, nanos) pairs when a second spans 2e9 steps.
 _KEY_SCALE = 2 * NANOS_PER_SECOND
 _MINUTE_CACHE_LIMIT = 65536
-_UNSEEN: Final = object()
 # `YYYY-MM-DDTHH:MM:` -> that minute's key (None if invalid), filled as rows are read.
-_MINUTES: dict[str, Any] = {}
+_MINUTES: dict[str, int | None] = {}
 # `SSZ` -> that second's share of the key: the tail of the `...:SSZ` shape we write.
 _SECONDS_Z = {f"{second:02d}Z": second * _KEY_SCALE for second in range(60)}
 # What follows `YYYY-MM-DDTHH:MM:` in a strict RFC3339 time: seconds, fraction, offset.
@@ -129,9 +128,8 @@ def instant_key(value: str) -> int | None:
     on a trajectory: the date-and-minute prefix is parsed once per minute and cached, our own
     `...:SSZ` shape is two dictionary lookups, and other shapes only match their tail.
     """
-    minute = _MINUTES.get(value[:17], _UNSEEN)
-    if minute is _UNSEEN:
-        minute = _minute_of(value[:17])
+    prefix = value[:17]
+    minute = _MINUTES[prefix] if prefix in _MINUTES else _minute_of(prefix)
     if minute is None:
         return None
     second_key = _SECONDS_Z.get(value[17:])
