@@ -43,7 +43,7 @@ def memory_path_options(function: F) -> F:
 
 
 def loop_options(function: F) -> F:
-    """The options both modes share (issue-memory-and-loops.md §B1), then ours."""
+    """The options both modes share (specs/harness-loop.md "Worker"), then ours."""
     options = [
         click.option("--lease-ttl-seconds", type=int, default=3600, show_default=True),
         click.option(

@@ -1,8 +1,9 @@
 """Capability rules the loop applies at boot and stop, and the governance overlay claim.
 
-Boot/stop rules follow the reference's harness capability vectors (typestate.md §10):
+Boot/stop rules follow the reference's harness capability vectors (specs/join-check.md
+"Boot/stop capability rules"):
 bootstrap mode from the session state, the recovery action for each lease state, and the
-stop handoff's lease witness and lineage refs. The overlay (typestate.md §2.3) turns the
+stop handoff's lease witness and lineage refs. The overlay ("Governance overlay" there) turns the
 registry's `profileOverlayClaims` into the join check's `governanceProfile`.
 """
 
@@ -160,7 +161,7 @@ class StopHandoff:
 
 
 def stop_handoff_classes(stop: StopHandoff) -> list[str]:
-    """Every boot/stop rule (typestate.md §10 step 4), sorted; [] when the cycle is sound."""
+    """Every boot/stop rule (specs/join-check.md), sorted; [] when the cycle is sound."""
     classes: set[str] = set()
     if stop.bootstrap_mode != expected_bootstrap_mode(stop.state_before):
         classes.add("harness_bootstrap_mode_mismatch")

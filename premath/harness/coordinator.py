@@ -1,6 +1,6 @@
 """The coordinator: rounds of worker processes, one per worktree, run in parallel.
 
-issue-memory-and-loops.md §B7 is the reference, which ran its workers one after another (B5).
+specs/harness-loop.md "Coordinator"; the reference ran its workers one after another (D5-13).
 Ours starts them together, at most `max_parallel` at once, each a real `premath harness-loop
 worker` process (spawned through `premath.runner.process`) with its own session and ledger
 (D5-11) and the shared trajectory; issue memory's lock keeps their claims apart. Each round

@@ -1,6 +1,6 @@
 """Terminal escalation once retries are spent: discover a follow-up issue, mark blocked, or stop.
 
-issue-memory-and-loops.md §B10 is the reference. Ours differs where it was wrong: the discovered
+specs/retry-policy.md "Escalation" states the rules. Ours differs where it was wrong: the discovered
 issue carries an `Acceptance:` section and a verification command, so `issue check` still accepts
 the graph (D5-9, its B10), and the issue that failed is marked blocked next to it so no loop
 claims it again until someone looks; escalating an escalation issue marks it blocked instead of
@@ -113,7 +113,7 @@ def resolve_active_issue(
     now: datetime | None = None,
 ) -> tuple[str, str]:
     """(issue id, source): env keys in order, the harness session file, then a ready frontier
-    of exactly one issue (§B10 step 4)."""
+    of exactly one issue (specs/retry-policy.md "Escalation")."""
     found = [(key, env[key].strip()) for key in ACTIVE_ISSUE_ENV_KEYS if env.get(key, "").strip()]
     if len({value for _, value in found}) > 1:
         listed = ", ".join(f"{key}={value}" for key, value in found)

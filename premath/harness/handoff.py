@@ -52,7 +52,7 @@ def read_lease_snapshot(issues_path: str, issue_id: str, now: datetime) -> Lease
     )
 
 
-# lease_state -> (lease_action, result_class, summary, next_step); §B4 handoff table.
+# lease_state -> (lease_action, result_class, summary, next_step): specs/harness-loop.md "Step".
 _FAILED_HANDOFF: dict[str, tuple[str, str, str, str]] = {
     "active": (
         "issue_lease_renew",

@@ -1,7 +1,7 @@
 """The multithread throughput KPI (`premath.multithread.throughput.v1`) over the trajectory.
 
 kpi = completed issues per day per active worker, times the gate pass rate, over a window
-ending at the latest row; issue-memory-and-loops.md §B8 gives the formula, specs/kpi.md ours.
+ending at the latest row; specs/kpi.md "Formula" gives the formula.
 Divergences: D5-4 (a worker is named by the step id minus `.<issueId>.<n>`, not its first
 dotted piece), D5-5 (relative paths resolve against the working folder; errors exit 2).
 """

@@ -1,6 +1,6 @@
 """Retry policy: load and check it, classify failures, decide retry or escalation, back off.
 
-Behaviour follows issue-memory-and-loops.md §B9; specs/retry-policy.md. Divergences: D5-1 (the
+Behaviour follows specs/retry-policy.md "Decision". Divergences: D5-1 (the
 escalation action, backoff class and integer fields are checked at load), D5-2 (no failure class
 means `pipeline_missing_failure_class` and its rule), D5-3 (typed classes read from command output
 count only when the policy knows them), D5-6 (the backoff is applied, not only named).

@@ -1,7 +1,7 @@
 """One worker step: claim an issue, work, verify, gate, then close or escalate; record it all.
 
-The sequence follows the reference worker (issue-memory-and-loops.md §B3) with the gate of
-HARNESS-TYPESTATE in front of every issue mutation (specs/harness-loop.md "Step"):
+The sequence follows the reference worker with the join-check gate (specs/join-check.md) in
+front of every issue mutation (specs/harness-loop.md "Step"):
 
 1. claim the next ready issue under a lease (claim-next also reclaims stale leases, D3-1);
 2. session `active`, feature `in_progress`;

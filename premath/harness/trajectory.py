@@ -102,7 +102,7 @@ def append_trajectory_row(
 
 
 def query_trajectory(path: str, mode: QueryMode, limit: int) -> dict[str, Any]:
-    """`harness-trajectory query`'s projection of the file at `path` (harness-cli.md §3.2).
+    """`harness-trajectory query`'s projection of `path` (specs/harness-trajectory.md "Projection").
 
     Order: true instant of `finishedAt` descending, then stepId, then action (ascending,
     byte-wise), then file order. Counts cover every row whatever `mode` and `limit`. Memory holds

@@ -1,4 +1,4 @@
-"""`issue check`: the issue graph contract (premath.issue_graph.check.v1, §A8)."""
+"""`issue check`: the issue graph contract (premath.issue_graph.check.v1; specs/issue-memory.md)."""
 
 import re
 from dataclasses import dataclass

@@ -1,4 +1,4 @@
-"""Dependency graph: ready and blocked sets, paths and cycles, edge views (§A3-§A5)."""
+"""Dependency graph: ready and blocked sets, paths, cycles, edge views (specs/issue-memory.md)."""
 
 import operator
 from collections import deque
@@ -10,7 +10,7 @@ from premath.models.vocabulary import EdgeView, GraphScope
 from premath.store.issues_file import IssueMap
 from premath.text import rust_trim
 
-# type -> role in each view (issue-memory-and-loops.md §A3)
+# type -> role in each view (specs/issue-memory.md "Edge views")
 _ROLES: dict[str, dict[str, str]] = {
     "blocks": {"execution": "blocking", "gtd": "next-action", "groupoid": "constraint"},
     "parent-child": {"execution": "blocking", "gtd": "project-structure", "groupoid": "generator"},
@@ -56,7 +56,8 @@ class Integrity(NamedTuple):
 
 
 def foreign_edges(issues: IssueMap) -> dict[str, list[DependencyRow]]:
-    """Edges stored in a row other than the one their `issue_id` names, by that issue (B18).
+    """Edges stored in a row other than the one their `issue_id` names, by that issue
+    (specs/issue-memory.md "Graph rules").
 
     The reference's `issue ready` indexes edges by their own `issue_id`; nearly always that is
     the owning row, and the rare hand-edited exception is moved to the issue it names.

@@ -1,4 +1,4 @@
-"""Leases: who may work on an issue until when (issue-memory-and-loops.md §A6).
+"""Leases: who may work on an issue until when (specs/issue-memory.md "Leases").
 
 Pure functions on an in-memory store; `premath.issues.memory` runs them under the store lock.
 An issue holds at most one lease, only while `in_progress`; an active lease belongs to one

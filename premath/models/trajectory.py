@@ -1,6 +1,6 @@
 """`premath.harness.step.v1`: one trajectory row, and the projection `query` prints.
 
-specs/harness-trajectory.md states the rules; harness-cli.md §3.3 and §4.3 are the reference's.
+specs/harness-trajectory.md states the rules (the reference's, in its order).
 A row is a plain dict in the reference's field order with absent fields left out, so
 `row_bytes` writes it as it stands. Two validators share every rule: `parse_step` builds the
 normalised row (append, and the rows `query` returns), `step_order_fields` only checks a row and
@@ -29,7 +29,7 @@ PROJECTION_KIND: Final = "premath.harness.trajectory.projection.v1"
 ROW_STRUCT: Final = "struct HarnessTrajectoryRow"
 
 QueryMode = Literal["latest", "failed", "retry-needed"]
-# The CLI value is `retry-needed`; the projection says `retry_needed` (harness-cli.md §7.1).
+# The CLI value is `retry-needed`; the projection says `retry_needed` (specs/harness-trajectory.md).
 PROJECTION_MODE: dict[QueryMode, str] = {
     "latest": "latest",
     "failed": "failed",
@@ -161,7 +161,7 @@ _FIELD_CHECKS = {
 
 
 def normalize_step(fields: dict[str, Any]) -> dict[str, Any]:
-    """`normalize_row` (harness-cli.md §3.3): the checks in the reference's order, first wins.
+    """`normalize_row`: the checks in the reference's order, first wins (harness-trajectory.md).
 
     `fields` holds typed values (str, lists of str, None for absent options). Returns the row as
     written: field order, blank options and empty ref lists left out, times trimmed but verbatim.

@@ -1,6 +1,6 @@
 """The issues store on disk: read, encode, and the reference's mutation protocol.
 
-Bytes (issue-memory-and-loops.md §A1-§A2): one compact row per line in the reference's field
+Bytes (specs/issue-memory.md "Store format"): one compact row per line in the reference's field
 order, the file sorted by id and rewritten whole and atomically. A mutation holds
 `<issues path>.lock`, a marker created exclusively with `pid=`/`utc=` lines and removed on
 release, the protocol the Rust tool uses, so both can work on one store at once. Ours breaks a
@@ -107,7 +107,7 @@ def _never() -> bool:
 def _split_file(
     data: bytes, path: str, written: Callable[[bytes], Callable[[], bool]] | None = None
 ) -> _SplitFile:
-    """Refuse NUL and non-UTF-8 bytes (§A2), then cut the file into lines.
+    """Refuse NUL and non-UTF-8 bytes (specs/issue-memory.md), then cut the file into lines.
 
     `written` starts the stored-form check of a big store (by default, in this process when
     first asked for).
@@ -140,7 +140,7 @@ class _Loaded(NamedTuple):
 
 
 def parse_issues(data: bytes, path: str, now_text: str, *, tolerate_torn_tail: bool) -> IssueMap:
-    """Decode a whole issues file the reference's way (§A2 "Read"); see `_parse_lines`."""
+    """Decode a whole issues file as the reference does (specs/issue-memory.md), `_parse_lines`."""
     return _parse_paused(_split_file(data, path), path, now_text, tolerate_torn_tail).issues
 
 
