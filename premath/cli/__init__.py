@@ -77,8 +77,8 @@ COMMAND_GROUPS: dict[str, LazyGroup] = {
     ),
 }
 
-KEEPS_RUNNING = frozenset({"harness-loop", "experiment", "bench", "run"})
-"""Groups whose commands run for long (loops, experiments): the cyclic GC stays on."""
+KEEPS_RUNNING = frozenset({"harness-loop", "experiment", "bench", "run", "mcp-serve"})
+"""Commands and groups that run for long (loops, experiments, servers): the cyclic GC stays on."""
 
 
 @click.group(

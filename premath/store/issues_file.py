@@ -156,7 +156,7 @@ def _parse_paused(
 
     The cyclic GC would rescan the growing heap of row dicts again and again while a big store
     loads (rows hold no reference cycles); the pause ends with the load, leaving the process's
-    GC as it was. The CLI's entry point goes further for its one-command process (`gc.freeze`
+    GC as it was. The CLI's entry point goes further for its one-command process (`gc.disable`
     in `premath.cli.main`). Small stores (under 10k lines) load with the GC untouched.
     """
     if len(split.lines) < _BIG_STORE_LINES:
