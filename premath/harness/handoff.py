@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from premath.harness.refs import lease_ref
+from premath.issues.memory import lease_state
 from premath.models.vocabulary import LeaseState
 
 
@@ -35,8 +36,6 @@ class Handoff:
 
 def read_lease_snapshot(issues_path: str, issue_id: str, now: datetime) -> LeaseSnapshot:
     """The lease facts of `issue_id` as the issues file holds them now."""
-    from premath.issues.memory import lease_state
-
     row, state = lease_state(issues_path, issue_id, now=now)
     if row is None:
         return LeaseSnapshot(issue_id, state, "", "", None, None, None)
