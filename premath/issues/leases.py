@@ -1,4 +1,4 @@
-"""Leases: who may work on an issue until when (issue-memory-and-loops.md §A6).
+"""Leases: who may work on an issue until when (specs/issue-memory.md "Leases").
 
 Pure functions on an in-memory store; `premath.issues.memory` runs them under the store lock.
 An issue holds at most one lease, only while `in_progress`; an active lease belongs to one
@@ -14,23 +14,23 @@ active lease (D3-3).
 import functools
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from premath.errors import InputInvalid, LeaseRefused, NotFound, PremathError
 from premath.issues.graph import is_unblocked
-from premath.issues.lifecycle import issue_summary, put_field, set_status
+from premath.issues.lifecycle import put_field, set_status
 from premath.models.issue_row import IssueRow, LeaseRow
+from premath.models.vocabulary import LeaseState
 from premath.store.issues_file import IssueMap
 from premath.text import id_token, rust_trim
 from premath.timefmt import (
     NANOS_PER_SECOND,
     format_autosi_z,
-    format_offset,
     parse_relaxed,
     parse_strict_rfc3339,
 )
 
-LeaseState = Literal["unleased", "active", "stale"]
 LeaseFailureClass = Literal[
     "lease_invalid_assignee",
     "lease_binding_ambiguous",
@@ -123,6 +123,20 @@ def lease_state(row: IssueRow, now_ns: int) -> LeaseState:
     if lease is None:
         return "unleased"
     return "active" if stored_nanos(lease["expires_at"]) > now_ns else "stale"
+
+
+def loop_lease_state(row: IssueRow | None, now_ns: int) -> LeaseState:
+    """The lease state a loop hands off on, in the reference's order (specs/harness-loop.md
+    "Lease states"): a missing or closed issue first, then `lease_state`, an active lease that
+    disagrees with the row's status or assignee being `contended`."""
+    if row is None:
+        return "missing_issue"
+    if row["status"] == "closed":
+        return "closed_with_lease" if "lease" in row else "released"
+    state = lease_state(row, now_ns)
+    if state == "active" and is_contended(row, now_ns):
+        return "contended"
+    return state
 
 
 def is_contended(row: IssueRow, now_ns: int) -> bool:
@@ -395,62 +409,40 @@ def release_lease(
     return row
 
 
-def lease_view(row: IssueRow, now_ns: int | None = None) -> dict[str, Any] | None:
-    """The lease in CLI output: camelCase, `+00:00` times, `renewedAt` null when absent;
-    with `now_ns`, also its `state`."""
-    lease = row.get("lease")
-    if lease is None:
-        return None
-    renewed = lease.get("renewed_at")
-    view: dict[str, Any] = {
-        "leaseId": lease["lease_id"],
-        "owner": lease["owner"],
-        "acquiredAt": format_offset(stored_nanos(lease["acquired_at"])),
-        "expiresAt": format_offset(stored_nanos(lease["expires_at"])),
-        "renewedAt": None if renewed is None else format_offset(stored_nanos(renewed)),
-    }
-    if now_ns is not None:
-        view["state"] = lease_state(row, now_ns)
-    return view
+@dataclass(frozen=True, slots=True)
+class LeaseChange:
+    """An issue after a lease renewal or release, and the time its lease state is read at."""
+
+    row: IssueRow
+    now_ns: int
+
+    @property
+    def state(self) -> LeaseState:
+        return lease_state(self.row, self.now_ns)
 
 
-def claimed_issue_view(row: IssueRow, now_ns: int | None = None) -> dict[str, Any]:
-    """`issue{id,title,status,priority,issueType,assignee,owner,lease}` of claim output."""
-    return {**issue_summary(row), "lease": lease_view(row, now_ns)}
+@dataclass(frozen=True, slots=True)
+class LeaseProjection:
+    """Stale and contended leases (disjoint sets), ids sorted, checked at `checked_at_ns`."""
+
+    checked_at_ns: int
+    stale_issue_ids: list[str]
+    contended_issue_ids: list[str]
+    leased: list[IssueRow]
+    """Every issue holding a lease, by id (the items of the projection)."""
 
 
-def lease_projection(issues: IssueMap, now_ns: int) -> dict[str, Any]:
-    """Stale and contended leases (disjoint sets), ids sorted, checked at `now`."""
-    stale, contended = [], []
+def lease_projection(issues: IssueMap, now_ns: int) -> LeaseProjection:
+    stale, contended, leased = [], [], []
     for issue_id, row in issues.items():
         if "lease" not in row:
             continue
+        leased.append(issue_id)
         if lease_state(row, now_ns) == "stale":
             stale.append(issue_id)
         elif is_contended(row, now_ns):
             contended.append(issue_id)
     stale.sort()
     contended.sort()
-    return {
-        "checkedAt": format_offset(now_ns),
-        "staleCount": len(stale),
-        "staleIssueIds": stale,
-        "contendedCount": len(contended),
-        "contendedIssueIds": contended,
-    }
-
-
-def lease_items(issues: IssueMap, now_ns: int) -> list[dict[str, Any]]:
-    """Every issue holding a lease, in id order: `{id, status, assignee, lease, contended}`,
-    the lease with its `state` (the reference's MCP `issue_lease_projection` items)."""
-    return [
-        {
-            "id": issue_id,
-            "status": row["status"],
-            "assignee": row.get("assignee", ""),
-            "lease": lease_view(row, now_ns),
-            "contended": is_contended(row, now_ns),
-        }
-        for issue_id, row in sorted(issues.items())
-        if "lease" in row
-    ]
+    leased.sort()
+    return LeaseProjection(now_ns, stale, contended, [issues[issue_id] for issue_id in leased])

@@ -10,7 +10,7 @@ import orjson
 
 from premath.clock import Clock
 from premath.errors import PremathError
-from premath.issues import graph, leases, lifecycle
+from premath.issues import documents, graph, leases
 from premath.issues import memory as issue_memory
 from premath.issues.check import check_issues
 from premath.models.issue_row import DEPENDENCY_TYPES, IssueRow
@@ -52,7 +52,8 @@ class ServerConfig:
 
 def _lease_summary(row: IssueRow, now_ns: int) -> Document:
     """`issueSummary` of the MCP tools: the CLI summary plus the lease with its state."""
-    return {**lifecycle.issue_summary(row), "lease": leases.lease_view(row, now_ns)}
+    change = leases.LeaseChange(row, now_ns)
+    return {**documents.issue_summary(row), "lease": documents.lease_view(row, change)}
 
 
 def _issue_fields(row: IssueRow, now_ns: int) -> Document:
@@ -126,7 +127,7 @@ class ToolService:
         cached = self._ready_rows.get(path)
         if cached is not None and cached[0] == before and cached[1] is issues:
             return issues, cached[2]
-        rows = [(row, lifecycle.issue_summary(row)) for row in graph.ready_issues(issues)]
+        rows = [(row, documents.issue_summary(row)) for row in graph.ready_issues(issues)]
         if before is not None and before == file_identity(path):
             self._ready_rows[path] = (before, issues, rows)
         return issues, rows
@@ -137,7 +138,12 @@ class ToolService:
         issues, rows = self._ready(path, now)
         now_ns = epoch_nanos(now)
         items = [
-            {**summary, "lease": leases.lease_view(row, now_ns) if "lease" in row else None}
+            {
+                **summary,
+                "lease": documents.lease_view(row, leases.LeaseChange(row, now_ns))
+                if "lease" in row
+                else None,
+            }
             for row, summary in rows
         ]
         return {
@@ -145,7 +151,7 @@ class ToolService:
             "querySource": self._query_source(path, issues),
             "count": len(items),
             "items": items,
-            "leaseProjection": leases.lease_projection(issues, now_ns),
+            "leaseProjection": documents.projection_fields(leases.lease_projection(issues, now_ns)),
         }
 
     def issue_list(self, args: Document) -> Document:
@@ -172,12 +178,12 @@ class ToolService:
         path = self._issues_path(args)
         issues = self._read(path, self.clock.now())
         report = check_issues(issues, args.get("noteWarnThreshold", 2000))
-        return {"action": "issue.check", "issuesPath": path, **report}
+        return documents.check_document(path, report)
 
     def issue_blocked(self, args: Document) -> Document:
         path = self._issues_path(args)
         issues = self._read(path, self.clock.now())
-        items = graph.blocked_issues(issues)
+        items = documents.blocked_document(path, graph.blocked_issues(issues))["items"]
         return {
             **self._head("issue.blocked", path),
             "querySource": self._query_source(path, issues),
@@ -190,11 +196,12 @@ class ToolService:
         path = self._issues_path(args)
         issues = self._read(path, now)
         now_ns = epoch_nanos(now)
-        items = leases.lease_items(issues, now_ns)
+        projection = leases.lease_projection(issues, now_ns)
+        items = documents.lease_items(projection)
         return {
             **self._head("issue.lease_projection", path),
             "querySource": self._query_source(path, issues),
-            "projection": leases.lease_projection(issues, now_ns),
+            "projection": documents.projection_fields(projection),
             "count": len(items),
             "items": items,
         }
@@ -206,7 +213,7 @@ class ToolService:
         return {
             **self._head("dep.diagnostics", path),
             "graphScope": scope,
-            "integrity": graph.integrity(issues, scope),
+            "integrity": documents.integrity_document(graph.integrity(issues, scope)),
         }
 
     # --- gated mutations ------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from premath.issues import leases
-from premath.issues.lifecycle import issue_summary
+from premath.issues.documents import issue_summary, projection_fields
 from premath.models.issue_row import IssueRow
 from premath.models.serde import SchemaViolation
 from premath.store.issues_file import WarmStores
@@ -128,7 +128,9 @@ def _lease_action(
         **_bound(route, "accepted", []),
         "issuesPath": path,
         "changed": outcome.changed,
-        "leaseProjection": leases.lease_projection(outcome.issues, outcome.now_ns),
+        "leaseProjection": projection_fields(
+            leases.lease_projection(outcome.issues, outcome.now_ns)
+        ),
     }
     if outcome.row is not None:
         document["issue"] = lease_issue_view(outcome.row, outcome.now_ns)
