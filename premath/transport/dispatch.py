@@ -13,7 +13,7 @@ from premath.store.issues_file import WarmStores
 from premath.text import id_token, rust_trim
 from premath.timefmt import format_offset
 from premath.transport import lease_actions
-from premath.transport.lease_actions import LeaseOutcome, OnChange, Rejected
+from premath.transport.lease_actions import LeaseCall, LeaseOutcome, OnChange, Rejected
 from premath.transport.payloads import (
     ClaimNextRequest,
     ClaimRequest,
@@ -117,7 +117,7 @@ def _lease_action(
         return _shape_rejection(route, "lease_invalid_payload", f"invalid {noun} payload: {exc}")
     path = lease_actions.issues_path_of(request.issues_path)
     try:
-        outcome = run(request, now=now, timeout_s=timeout_s, on_change=on_change, warm=warm)
+        outcome = run(request, LeaseCall(now, timeout_s, on_change, warm))
     except Rejected as rejection:
         return {
             **_bound(route, "rejected", [rejection.failure_class]),

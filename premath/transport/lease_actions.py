@@ -34,6 +34,17 @@ OnChange = Callable[[IssueRow], None]
 """Runs under the store lock on the changed row before it is saved (the MCP write witness)."""
 
 
+@dataclass(frozen=True)
+class LeaseCall:
+    """How one lease action runs: its time, the lock timeout, the hook on the changed row, and
+    the warm stores of a long-running caller."""
+
+    now: datetime
+    timeout_s: float
+    on_change: OnChange | None = None
+    warm: WarmStores | None = None
+
+
 class Rejected(Exception):
     """A lease action refused with the reference's failure class and diagnostic."""
 
@@ -95,11 +106,7 @@ def _run(
     path: str,
     edit: Callable[[IssueMap], IssueRow | None],
     target: str | None,
-    *,
-    now: datetime,
-    timeout_s: float,
-    on_change: OnChange | None,
-    warm: WarmStores | None,
+    call: LeaseCall,
 ) -> LeaseOutcome:
     """`edit` under the store lock; it returns the row it acted on (changed or not), which is
     `target` (compared with its copy from before) or, without a target, a row changed or None.
@@ -109,13 +116,13 @@ def _run(
         before = copy.deepcopy(issues.get(target)) if target is not None else None
         row = edit(issues)
         changed = row is not None and (target is None or before != row)
-        if changed and row is not None and on_change is not None:
-            on_change(row)
-        outcome = LeaseOutcome(row, changed, issues, epoch_nanos(now))
+        if changed and row is not None and call.on_change is not None:
+            call.on_change(row)
+        outcome = LeaseOutcome(row, changed, issues, epoch_nanos(call.now))
         return outcome, (row["id"],) if changed and row is not None else ()
 
     try:
-        return mutate_store(path, mutate, now=now, timeout_s=timeout_s, warm=warm)
+        return mutate_store(path, mutate, now=call.now, timeout_s=call.timeout_s, warm=call.warm)
     except LockBusy as exc:
         raise Rejected("lease_mutation_lock_busy", exc.message) from None
     except IoFailure as exc:
@@ -132,16 +139,9 @@ def _store_error_text(error: PremathError, path: str) -> str:
     return error.message[len(lead) :] if error.message.startswith(lead) else error.message
 
 
-def claim(
-    request: ClaimRequest,
-    *,
-    now: datetime,
-    timeout_s: float,
-    on_change: OnChange | None = None,
-    warm: WarmStores | None = None,
-) -> LeaseOutcome:
+def claim(request: ClaimRequest, call: LeaseCall) -> LeaseOutcome:
     """`issue.claim`: take, take over (stale) or renew (own) the lease on one issue."""
-    now_ns = epoch_nanos(now)
+    now_ns = epoch_nanos(call.now)
     owner = _assignee(request.assignee)
     expiry_ns = _expiry(now_ns, request.lease_ttl_seconds, request.lease_expires_at)
 
@@ -161,21 +161,12 @@ def claim(
             raise Rejected(exc.failure_class, _bare(exc)) from None
 
     path = issues_path_of(request.issues_path)
-    return _run(
-        path, edit, request.id, now=now, timeout_s=timeout_s, on_change=on_change, warm=warm
-    )
+    return _run(path, edit, request.id, call)
 
 
-def claim_next(
-    request: ClaimNextRequest,
-    *,
-    now: datetime,
-    timeout_s: float,
-    on_change: OnChange | None = None,
-    warm: WarmStores | None = None,
-) -> LeaseOutcome:
+def claim_next(request: ClaimNextRequest, call: LeaseCall) -> LeaseOutcome:
     """`issue.claim_next`: the best ready issue for the caller, or none (D3-1, D3-2)."""
-    now_ns = epoch_nanos(now)
+    now_ns = epoch_nanos(call.now)
     owner = _assignee(request.assignee)
     ttl = leases.DEFAULT_TTL_SECONDS
     if request.lease_ttl_seconds is not None:
@@ -190,7 +181,7 @@ def claim_next(
         )
 
     path = issues_path_of(request.issues_path)
-    outcome = _run(path, edit, None, now=now, timeout_s=timeout_s, on_change=on_change, warm=warm)
+    outcome = _run(path, edit, None, call)
     if not outcome.changed and not os.path.exists(path):
         # The reference reloads the store for the projection, and a missing file fails there.
         raise Rejected(
@@ -200,16 +191,9 @@ def claim_next(
     return outcome
 
 
-def renew(
-    request: RenewRequest,
-    *,
-    now: datetime,
-    timeout_s: float,
-    on_change: OnChange | None = None,
-    warm: WarmStores | None = None,
-) -> LeaseOutcome:
+def renew(request: RenewRequest, call: LeaseCall) -> LeaseOutcome:
     """`issue.lease_renew`: the holder of an active lease extends it."""
-    now_ns = epoch_nanos(now)
+    now_ns = epoch_nanos(call.now)
     owner = _assignee(request.assignee)
     lease_id = rust_trim(request.lease_id)
     if not lease_id:
@@ -233,9 +217,7 @@ def renew(
         )
 
     path = issues_path_of(request.issues_path)
-    return _run(
-        path, edit, request.id, now=now, timeout_s=timeout_s, on_change=on_change, warm=warm
-    )
+    return _run(path, edit, request.id, call)
 
 
 def _expect_holder(row: IssueRow, lease: LeaseRow, owner: str | None, lease_id: str | None) -> None:
@@ -251,17 +233,10 @@ def _expect_holder(row: IssueRow, lease: LeaseRow, owner: str | None, lease_id: 
         )
 
 
-def release(
-    request: ReleaseRequest,
-    *,
-    now: datetime,
-    timeout_s: float,
-    on_change: OnChange | None = None,
-    warm: WarmStores | None = None,
-) -> LeaseOutcome:
+def release(request: ReleaseRequest, call: LeaseCall) -> LeaseOutcome:
     """`issue.lease_release`: anyone may release, stale leases too; a given assignee or lease
     id must match the lease. Lease and assignee go; in_progress reopens."""
-    now_ns = epoch_nanos(now)
+    now_ns = epoch_nanos(call.now)
     owner = blank_to_none(request.assignee)
     lease_id = blank_to_none(request.lease_id)
 
@@ -282,6 +257,4 @@ def release(
         return row
 
     path = issues_path_of(request.issues_path)
-    return _run(
-        path, edit, request.id, now=now, timeout_s=timeout_s, on_change=on_change, warm=warm
-    )
+    return _run(path, edit, request.id, call)
