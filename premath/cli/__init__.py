@@ -26,6 +26,8 @@ COMMAND_GROUPS = {
     "experiment": "premath.cli.experiment:experiment",
     "run": "premath.cli.run:run",
     "schema": "premath.cli.schema:schema",
+    "instruction-check": "premath.cli.instruction:instruction_check",
+    "instruction-witness": "premath.cli.instruction:instruction_witness",
 }
 
 
