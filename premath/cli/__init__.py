@@ -28,6 +28,7 @@ COMMAND_GROUPS = {
     "schema": "premath.cli.schema:schema",
     "instruction-check": "premath.cli.instruction:instruction_check",
     "instruction-witness": "premath.cli.instruction:instruction_witness",
+    "scheme-eval": "premath.cli.scheme_eval:scheme_eval",
 }
 
 
