@@ -29,6 +29,7 @@ COMMAND_GROUPS = {
     "instruction-check": "premath.cli.instruction:instruction_check",
     "instruction-witness": "premath.cli.instruction:instruction_witness",
     "scheme-eval": "premath.cli.scheme_eval:scheme_eval",
+    "instruction-run": "premath.cli.instruction:instruction_run",
 }
 
 

@@ -4,10 +4,12 @@ Input errors exit 2 with `<failureClass>: <message>`; a reject decision or a rej
 is data (exit 0).
 """
 
+from typing import Any
+
 import click
 
 from premath.cli._options import json_option
-from premath.cli._root import CONTEXT_SETTINGS, Reply, StrictCommand
+from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand, pass_app
 
 
 @click.command("instruction-check", cls=StrictCommand, context_settings=CONTEXT_SETTINGS)
@@ -45,3 +47,56 @@ def instruction_witness(
         instruction, runtime, repo_root, pre_execution_failure_class, pre_execution_reason
     )
     return Reply(witness.to_document(), text=witness_text, sorted_keys=False)
+
+
+@click.command("instruction-run", cls=StrictCommand, context_settings=CONTEXT_SETTINGS)
+@click.option("--instruction", required=True, help="Instruction envelope JSON path")
+@click.option("--repo-root", default=".", show_default=True, help="Repository root")
+@click.option(
+    "--check-command",
+    default="mise run {check}",
+    show_default=True,
+    help="Shell command that runs one requested check; {check} is replaced by its id",
+)
+@click.option("--allow-failure", is_flag=True, help="Exit 0 even when the verdict is rejected")
+@json_option
+@pass_app
+def instruction_run(
+    app: AppContext, instruction: str, repo_root: str, check_command: str, allow_failure: bool
+) -> Reply:
+    """Check an envelope, run its checks, write artifacts/ciwitness/<id>.json.
+
+    Exit 0 when accepted (or --allow-failure), 1 when rejected, 2 when the envelope is invalid
+    (a pre-execution reject witness is still written).
+    """
+    import os
+
+    from premath.harness.instruction.pipeline import run_instruction
+
+    result = run_instruction(
+        instruction,
+        repo_root,
+        now=app.clock.now,
+        check_command=check_command,
+        site_profile=os.environ.get("PREMATH_SQUEAK_SITE_PROFILE", "local"),
+    )
+    if result.invalid is not None:
+        raise type(result.invalid)(
+            result.invalid.failure_class,
+            f"{result.invalid.detail} (reject witness written: {result.witness_path})",
+        )
+    accepted = result.witness.accepted or allow_failure
+    return Reply(result.to_document(), text=run_text, exit_code=0 if accepted else 1)
+
+
+def run_text(document: dict[str, Any]) -> str:
+    classes = document["failureClasses"]
+    return "\n".join(
+        [
+            "premath instruction-run",
+            f"  Instruction ID: {document['instructionId']}",
+            f"  Verdict: {document['verdictClass']}",
+            f"  Failure Classes: {', '.join(classes) if classes else '(none)'}",
+            f"  Witness: {document['witnessPath']}",
+        ]
+    )

@@ -18,7 +18,9 @@ from premath.harness.instruction.envelope import (
     validate_envelope,
 )
 from premath.harness.instruction.errors import InstructionError
+from premath.errors import IoFailure
 from premath.models.instruction_witness import (
+    WITNESS_DIR,
     InstructionClassification,
     InstructionWitness,
     witness_path,
@@ -285,12 +287,18 @@ def witness_text(document: dict[str, Any]) -> str:
 
 def write_witness(repo_root: Path, witness: InstructionWitness) -> Path:
     """Store the witness at `artifacts/ciwitness/<instructionId>.json`, atomically."""
-    target = witness_path(repo_root, witness.instruction_id)
     if os.sep in witness.instruction_id or witness.instruction_id in ("", ".", ".."):
         raise InstructionError(
             RUNTIME_INVALID,
             f"instructionId {witness.instruction_id!r} cannot name a witness file",
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(target, document_bytes(witness.to_document()))
+    target = witness_path(repo_root, witness.instruction_id)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(target, document_bytes(witness.to_document()))
+    except OSError as exc:
+        raise IoFailure(
+            f"failed to write instruction witness {target}: {os_error_text(exc)}; "
+            f"{WITNESS_DIR} must be a writable directory"
+        ) from None
     return target
