@@ -41,7 +41,8 @@ def instruction_witness(
     repo_root: str,
 ) -> Reply:
     """Build the `ci.instruction.v1` witness of an instruction run."""
-    from premath.harness.instruction.witness import instruction_witness as build, witness_text
+    from premath.harness.instruction.witness import instruction_witness as build
+    from premath.harness.instruction.witness import witness_text
 
     witness = build(
         instruction, runtime, repo_root, pre_execution_failure_class, pre_execution_reason

@@ -17,9 +17,7 @@ from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand
     help="Control-plane contract [default: specs/premath/draft/CONTROL-PLANE-CONTRACT.json, "
     "else the copy shipped with premath]",
 )
-@click.option(
-    "--trajectory-path", default=".premath/harness_trajectory.jsonl", show_default=True
-)
+@click.option("--trajectory-path", default=".premath/harness_trajectory.jsonl", show_default=True)
 @click.option("--step-prefix", default="scheme_eval", show_default=True)
 @click.option("--max-calls", type=click.IntRange(min=0), default=32, show_default=True)
 @click.option("--issue-id", help="Issue id bound to every call (overrides the program's)")

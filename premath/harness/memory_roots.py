@@ -118,7 +118,9 @@ def witness_root(repo_root: str) -> tuple[dict[str, Any], list[BoundWitness]]:
     if not os.path.lexists(directory):
         return _root("instructionWitnesses", WITNESS_DIR, "missing"), []
     if not os.path.isdir(directory):
-        return _root("instructionWitnesses", WITNESS_DIR, "invalid", "is a file, not a directory"), []
+        return _root(
+            "instructionWitnesses", WITNESS_DIR, "invalid", "is a file, not a directory"
+        ), []
     try:
         names = sorted(name for name in os.listdir(directory) if name.endswith(".json"))
     except OSError as exc:

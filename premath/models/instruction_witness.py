@@ -66,9 +66,7 @@ class InstructionWitness(_Wire):
     instruction_id: str = Field(alias="instructionId")
     instruction_ref: str = Field(alias="instructionRef")
     instruction_digest: str = Field(alias="instructionDigest")
-    instruction_classification: InstructionClassification = Field(
-        alias="instructionClassification"
-    )
+    instruction_classification: InstructionClassification = Field(alias="instructionClassification")
     typing_policy: TypingPolicy = Field(alias="typingPolicy")
     intent: str
     scope: Any = None

@@ -64,7 +64,11 @@ def test_a_scoped_accepted_witness_bound_to_a_ready_issue_is_the_next_target(cli
     make_issues(workdir, ["bd-1", "bd-2"])
     write_witness(workdir, "20260301T000000Z-work-bd-2", scope={"kind": "issue", "target": "bd-2"})
     report = cli_run("harness", "boot", "--json").json
-    assert report["nextTarget"] == {"issueId": "bd-2", "source": "instruction_witness", "featureId": None}
+    assert report["nextTarget"] == {
+        "issueId": "bd-2",
+        "source": "instruction_witness",
+        "featureId": None,
+    }
     [latest] = roots(report)["instructionWitnesses"]["latestAccepted"]
     assert (latest["boundIssueId"], latest["mutationScoped"]) == ("bd-2", True)
     assert latest["path"] == "artifacts/ciwitness/20260301T000000Z-work-bd-2.json"
@@ -75,8 +79,9 @@ def test_witnesses_the_gate_would_refuse_do_not_steer(cli_run, workdir):
     bd2 = {"kind": "issue", "target": "bd-2"}
     write_witness(workdir, "20260301T000000Z-a", scope=bd2, policyDigest="pol1_unscoped")
     write_witness(workdir, "20260301T000000Z-b", scope=bd2, capabilityClaims=CLAIMS[:1])
-    write_witness(workdir, "20260301T000000Z-c", scope={"kind": "issue", "target": "bd-3"},
-                  verdict="rejected")
+    write_witness(
+        workdir, "20260301T000000Z-c", scope={"kind": "issue", "target": "bd-3"}, verdict="rejected"
+    )
     report = cli_run("harness", "boot", "--json").json
     assert report["nextTarget"]["issueId"] == "bd-1"
     assert report["nextTarget"]["source"] == "ready"
@@ -117,7 +122,8 @@ def test_unreadable_witnesses_and_observation_are_invalid_with_why(cli_run, work
     assert [w["instructionId"] for w in witnesses["latestAccepted"]] == ["20260301T000000Z-ok"]
     observation = roots(result.json)["observation"]
     assert (observation["state"], observation["why"]) == (
-        "invalid", "the observation surface must be a JSON object"
+        "invalid",
+        "the observation surface must be a JSON object",
     )
 
 

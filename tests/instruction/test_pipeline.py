@@ -38,7 +38,12 @@ def setup_repo(root: Path, document) -> None:
 
 def run(cli_run, check_command="true {check}", *extra):
     return cli_run(
-        "instruction-run", "--instruction", INSTRUCTION, "--check-command", check_command, *extra,
+        "instruction-run",
+        "--instruction",
+        INSTRUCTION,
+        "--check-command",
+        check_command,
+        *extra,
         "--json",
     )
 
@@ -53,7 +58,11 @@ def test_accepted_run_writes_a_witness_the_mutation_gate_accepts(cli_run, workdi
     assert data.endswith(b"}\n")
     witness = orjson.loads(data)
     assert list(witness)[:6] == [
-        "ciSchema", "witnessKind", "instructionId", "instructionRef", "instructionDigest",
+        "ciSchema",
+        "witnessKind",
+        "instructionId",
+        "instructionRef",
+        "instructionDigest",
         "instructionClassification",
     ]
     assert witness["instructionRef"] == INSTRUCTION
@@ -86,7 +95,10 @@ def test_a_reject_decision_runs_no_check(cli_run, workdir):
     del document["instructionType"]
     setup_repo(workdir, document)
     result = run(cli_run, "touch ran-{check}")
-    assert (result.exit_code, result.json["failureClasses"]) == (1, ["instruction_unknown_unroutable"])
+    assert (result.exit_code, result.json["failureClasses"]) == (
+        1,
+        ["instruction_unknown_unroutable"],
+    )
     assert not list(workdir.glob("ran-*"))
     assert orjson.loads((workdir / WITNESS).read_bytes())["executedChecks"] == []
 
@@ -98,7 +110,8 @@ def test_an_invalid_envelope_exits_2_with_a_pre_execution_witness(cli_run, workd
     assert "instruction_unknown_policy" in result.stderr
     witness = orjson.loads((workdir / WITNESS).read_bytes())
     assert (witness["rejectStage"], witness["failureClasses"]) == (
-        "pre_execution", ["instruction_unknown_policy"]
+        "pre_execution",
+        ["instruction_unknown_policy"],
     )
     assert not list(workdir.glob("ran-*"))
     assert gate_refusal(workdir, WITNESS.stem, "issue.claim", "open") is not None

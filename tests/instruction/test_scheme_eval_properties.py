@@ -71,7 +71,9 @@ def evidenced(call, mcp_only) -> bool:
     )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(program=st.lists(calls(), min_size=1, max_size=6), mcp_only_leases=st.booleans())
 def test_only_evidenced_mutations_are_accepted_each_with_one_row(
     tmp_path_factory, program, mcp_only_leases

@@ -70,11 +70,10 @@ def host_contract(document: Any) -> HostContract:
     bundle_profile = _text(_get(document, "controlPlaneBundleProfile", "profileId"))
     site_profile = _text(_get(document, "controlPlaneSite", "profileId"))
     return HostContract(
-        operation_ids={
-            action: _text(_get(row, "operationId")) for action, row in rows.items()
-        },
+        operation_ids={action: _text(_get(row, "operationId")) for action, row in rows.items()},
         mcp_only=frozenset(
-            rust_trim(item) for item in (mcp_only if isinstance(mcp_only, list) else [])
+            rust_trim(item)
+            for item in (mcp_only if isinstance(mcp_only, list) else [])
             if isinstance(item, str)
         ),
         binding_mismatch_class=_text(_get(surface, "failureClasses", "bindingMismatch"))

@@ -1,4 +1,4 @@
-"""`premath.host_effect.v0`: digests, refs and step ids of one executed call (agent-surface.md §3.7)."""
+"""`premath.host_effect.v0`: digests, refs and step ids of one executed call (§3.7)."""
 
 from typing import Any
 

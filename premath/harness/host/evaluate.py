@@ -7,7 +7,7 @@ that is not accepted. Denied actions never reach a store.
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -53,7 +53,7 @@ class EvalOptions:
     trajectory_path: str = DEFAULT_TRAJECTORY_PATH
     step_prefix: str = DEFAULT_STEP_PREFIX
     max_calls: int = 32
-    bindings: Bindings = Bindings()
+    bindings: Bindings = field(default_factory=Bindings)
 
 
 def allowlisted_actions(contract: HostContract) -> list[str]:
@@ -158,7 +158,9 @@ def evaluate_program(
 ) -> dict[str, Any]:
     """The result document; raises StartupError before any call, IoFailure on a failed append."""
     started_at = format_seconds_z(now())
-    program = parse_program(read_json(options.program_path, "scheme-eval program"), options.bindings)
+    program = parse_program(
+        read_json(options.program_path, "scheme-eval program"), options.bindings
+    )
     contract_document = load_contract(options.contract_path)
     check_program(program, options.max_calls)
     contract = host_contract(contract_document)

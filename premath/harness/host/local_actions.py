@@ -44,7 +44,7 @@ def _args(action: str, value: Any, fields: dict[str, tuple[str, ...]]) -> dict[s
     return parsed
 
 
-ISSUES = {"issuesPath": ("issuesPath", "issues_path")}
+ISSUES: dict[str, tuple[str, ...]] = {"issuesPath": ("issuesPath", "issues_path")}
 ARG_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     "issue.ready": ISSUES,
     "issue.blocked": ISSUES,
@@ -77,11 +77,13 @@ def _run(action: str, args: dict[str, Any], now: datetime) -> dict[str, Any]:
             note_warn_threshold=DEFAULT_NOTE_WARN_THRESHOLD if threshold is None else threshold,
         )
     scope = rust_trim(args.get("graphScope") or "active")
-    if scope not in ("active", "full"):
-        raise HostActionFailed(
-            INVALID, f"dep.diagnostics graphScope must be `active` or `full` (got `{scope}`)"
-        )
-    return memory.dep_diagnostics(path, now=now, scope=scope)
+    if scope == "active":
+        return memory.dep_diagnostics(path, now=now, scope="active")
+    if scope == "full":
+        return memory.dep_diagnostics(path, now=now, scope="full")
+    raise HostActionFailed(
+        INVALID, f"dep.diagnostics graphScope must be `active` or `full` (got `{scope}`)"
+    )
 
 
 LOCAL_ACTIONS: frozenset[str] = frozenset(ARG_FIELDS)
@@ -94,5 +96,3 @@ def run_local_action(action: str, raw_args: Any, now: datetime) -> dict[str, Any
         return _run(action, args, now)
     except (NotFound, ArtifactInvalid, IoFailure) as exc:
         raise HostActionFailed(EXECUTION_ERROR, exc.message) from None
-
-

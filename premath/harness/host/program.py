@@ -1,4 +1,4 @@
-"""The `scheme-eval` request program and how each call's bindings resolve (agent-surface.md §3.2)."""
+"""The `scheme-eval` request program and how each call's bindings resolve (§3.2)."""
 
 from dataclasses import dataclass
 from typing import Any

@@ -92,7 +92,9 @@ def transport_refs(payload: Any) -> list[str]:
 def _binding(witness: Any) -> tuple[Any, ...]:
     if not isinstance(witness, dict):
         return (None, None, None, None)
-    return tuple(witness.get(key) for key in ("operationId", "routeFamilyId", "worldId", "morphismRowId"))
+    return tuple(
+        witness.get(key) for key in ("operationId", "routeFamilyId", "worldId", "morphismRowId")
+    )
 
 
 def _shown(binding: tuple[Any, ...]) -> str:

@@ -1,4 +1,4 @@
-"""`stable_hash`: sha256 of compact, key-sorted JSON with serde's number text (agent-surface.md §0)."""
+"""`stable_hash`: sha256 of compact, key-sorted JSON, serde's number text (agent-surface.md §0)."""
 
 import hashlib
 from typing import Any

@@ -79,9 +79,7 @@ def _typing_policy(root: dict[str, Any]) -> bool:
         raise InstructionError(invalid, "typingPolicy must be an object when provided")
     allow = policy.get("allowUnknown", False)
     if not isinstance(allow, bool):
-        raise InstructionError(
-            invalid, "typingPolicy.allowUnknown must be a boolean when provided"
-        )
+        raise InstructionError(invalid, "typingPolicy.allowUnknown must be a boolean when provided")
     return allow
 
 

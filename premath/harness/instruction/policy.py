@@ -1,4 +1,4 @@
-"""The instruction policy registry: `<repoRoot>/policies/instruction/*.json` (agent-surface.md §4.3).
+"""The instruction policy registry: `<repoRoot>/policies/instruction/*.json` (§4.3).
 
 Every artifact in the folder must be valid, even one the envelope does not name, and each
 declared `pol1_` digest must equal the digest recomputed from the artifact's canonical form.

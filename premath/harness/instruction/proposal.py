@@ -78,7 +78,9 @@ def _steps(root: dict[str, Any], kind: str) -> list[dict[str, Any]]:
 def canonical_proposal(raw: Any) -> dict[str, Any]:
     """The canonical proposal (struct order), or InstructionError with the reference's class."""
     root = _object(raw, "proposal_invalid_shape", "proposal must be an object")
-    kind = non_empty_string(root.get("proposalKind"), "proposal.proposalKind", "proposal_invalid_kind")
+    kind = non_empty_string(
+        root.get("proposalKind"), "proposal.proposalKind", "proposal_invalid_kind"
+    )
     if kind not in PROPOSAL_KINDS:
         raise InstructionError(
             "proposal_invalid_kind",
@@ -120,10 +122,20 @@ def canonical_proposal(raw: Any) -> dict[str, Any]:
     }
     if steps:
         canonical["steps"] = steps
-    _check_declared(root, "proposalDigest", proposal_digest(canonical), "proposal_nondeterministic",
-                    "proposal.proposalDigest does not match canonical payload digest")
-    _check_declared(root, "proposalKcirRef", kcir_ref(canonical), "proposal_kcir_ref_mismatch",
-                    "proposal.proposalKcirRef does not match canonical KCIR ref")
+    _check_declared(
+        root,
+        "proposalDigest",
+        proposal_digest(canonical),
+        "proposal_nondeterministic",
+        "proposal.proposalDigest does not match canonical payload digest",
+    )
+    _check_declared(
+        root,
+        "proposalKcirRef",
+        kcir_ref(canonical),
+        "proposal_kcir_ref_mismatch",
+        "proposal.proposalKcirRef does not match canonical KCIR ref",
+    )
     return canonical
 
 

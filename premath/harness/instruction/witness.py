@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from premath.errors import IoFailure
 from premath.harness.instruction.envelope import (
     parse_envelope,
     read_envelope_bytes,
@@ -18,7 +19,6 @@ from premath.harness.instruction.envelope import (
     validate_envelope,
 )
 from premath.harness.instruction.errors import InstructionError
-from premath.errors import IoFailure
 from premath.models.instruction_witness import (
     WITNESS_DIR,
     InstructionClassification,
@@ -77,7 +77,7 @@ def parse_runtime(value: Any) -> dict[str, Any]:
         raise SchemaViolation(
             f"invalid type: {describe(value)}, expected struct InstructionWitnessRuntime"
         )
-    runtime = {name: _string(require(value, name)) for name in RUNTIME_STRINGS}
+    runtime: dict[str, Any] = {name: _string(require(value, name)) for name in RUNTIME_STRINGS}
     runtime["runDurationMs"] = _integer(require(value, "runDurationMs"), "u64", 0, U64_MAX)
     results = require(value, "results")
     if not isinstance(results, list):
@@ -244,7 +244,7 @@ def instruction_witness(
     pre_execution_failure_class: str | None = None,
     pre_execution_reason: str | None = None,
 ) -> InstructionWitness:
-    """`instruction-witness`: read the envelope and runtime, build the witness (exit 2 on bad input)."""
+    """`instruction-witness`: the witness of an envelope and a runtime file (bad input: exit 2)."""
     path = resolve_under_root(repo_root, instruction)
     runtime_file = resolve_under_root(repo_root, runtime_path)
     pre_execution = pre_execution_failure_class is not None or pre_execution_reason is not None
