@@ -1,4 +1,4 @@
-"""`premath scheme-eval` beyond the corpus: the shipped contract, refused starts, vector wrappers."""
+"""`premath scheme-eval` beyond the corpus: shipped contract, refused starts, vector wrappers."""
 
 import json
 
