@@ -91,13 +91,6 @@ def instruction_run(
 
 
 def run_text(document: dict[str, Any]) -> str:
-    classes = document["failureClasses"]
-    return "\n".join(
-        [
-            "premath instruction-run",
-            f"  Instruction ID: {document['instructionId']}",
-            f"  Verdict: {document['verdictClass']}",
-            f"  Failure Classes: {', '.join(classes) if classes else '(none)'}",
-            f"  Witness: {document['witnessPath']}",
-        ]
-    )
+    from premath.harness.instruction.witness import verdict_text
+
+    return verdict_text("instruction-run", document, f"  Witness: {document['witnessPath']}")

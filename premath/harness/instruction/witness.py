@@ -25,7 +25,16 @@ from premath.models.instruction_witness import (
     InstructionWitness,
     witness_path,
 )
-from premath.models.serde import SchemaViolation, describe, require
+from premath.models.serde import (
+    U64_MAX,
+    SchemaViolation,
+    describe,
+    expect_object,
+    require,
+    sequence,
+    string,
+    unsigned,
+)
 from premath.store.atomic import write_atomic
 from premath.store.canonical import document_bytes
 from premath.store.documents import os_error_text
@@ -40,49 +49,33 @@ RUNTIME_STRINGS = (
     "runStartedAt",
     "runFinishedAt",
 )
-U64_MAX = 2**64 - 1
 I64 = (-(2**63), 2**63 - 1)
 
 
-def _integer(value: Any, name: str, low: int, high: int) -> int:
+def _i64(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise SchemaViolation(f"invalid type: {describe(value)}, expected {name}")
-    if not low <= value <= high:
-        raise SchemaViolation(f"invalid value: {describe(value)}, expected {name}")
-    return value
-
-
-def _string(value: Any) -> str:
-    if not isinstance(value, str):
-        raise SchemaViolation(f"invalid type: {describe(value)}, expected a string")
+        raise SchemaViolation(f"invalid type: {describe(value)}, expected i64")
+    if not I64[0] <= value <= I64[1]:
+        raise SchemaViolation(f"invalid value: {describe(value)}, expected i64")
     return value
 
 
 def _result(value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise SchemaViolation(
-            f"invalid type: {describe(value)}, expected struct ExecutedInstructionCheck"
-        )
+    row = expect_object(value, "struct ExecutedInstructionCheck")
     return {
-        "checkId": _string(require(value, "checkId")),
-        "status": _string(require(value, "status")),
-        "exitCode": _integer(require(value, "exitCode"), "i64", *I64),
-        "durationMs": _integer(require(value, "durationMs"), "u64", 0, U64_MAX),
+        "checkId": string(require(row, "checkId")),
+        "status": string(require(row, "status")),
+        "exitCode": _i64(require(row, "exitCode")),
+        "durationMs": unsigned(require(row, "durationMs"), U64_MAX, "u64"),
     }
 
 
 def parse_runtime(value: Any) -> dict[str, Any]:
     """The runtime struct as serde reads it (every field required); raises SchemaViolation."""
-    if not isinstance(value, dict):
-        raise SchemaViolation(
-            f"invalid type: {describe(value)}, expected struct InstructionWitnessRuntime"
-        )
-    runtime: dict[str, Any] = {name: _string(require(value, name)) for name in RUNTIME_STRINGS}
-    runtime["runDurationMs"] = _integer(require(value, "runDurationMs"), "u64", 0, U64_MAX)
-    results = require(value, "results")
-    if not isinstance(results, list):
-        raise SchemaViolation(f"invalid type: {describe(results)}, expected a sequence")
-    runtime["results"] = [_result(item) for item in results]
+    document = expect_object(value, "struct InstructionWitnessRuntime")
+    runtime: dict[str, Any] = {name: string(require(document, name)) for name in RUNTIME_STRINGS}
+    runtime["runDurationMs"] = unsigned(require(document, "runDurationMs"), U64_MAX, "u64")
+    runtime["results"] = [_result(item) for item in sequence(require(document, "results"))]
     return runtime
 
 
@@ -273,16 +266,22 @@ def instruction_witness(
     )
 
 
-def witness_text(document: dict[str, Any]) -> str:
+def verdict_text(title: str, document: dict[str, Any], *extra: str) -> str:
+    """The text mode of a witness-shaped document: id, verdict, failure classes."""
     classes = document["failureClasses"]
     return "\n".join(
         [
-            "premath instruction-witness",
+            f"premath {title}",
             f"  Instruction ID: {document['instructionId']}",
             f"  Verdict: {document['verdictClass']}",
             f"  Failure Classes: {', '.join(classes) if classes else '(none)'}",
+            *extra,
         ]
     )
+
+
+def witness_text(document: dict[str, Any]) -> str:
+    return verdict_text("instruction-witness", document)
 
 
 def write_witness(repo_root: Path, witness: InstructionWitness) -> Path:
