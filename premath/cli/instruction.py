@@ -82,7 +82,9 @@ def instruction_run(
         site_profile=os.environ.get("PREMATH_SQUEAK_SITE_PROFILE", "local"),
     )
     if result.invalid is not None:
-        raise type(result.invalid)(
+        from premath.harness.instruction.errors import InstructionError
+
+        raise InstructionError(
             result.invalid.failure_class,
             f"{result.invalid.detail} (reject witness written: {result.witness_path})",
         )
