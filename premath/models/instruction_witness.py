@@ -24,6 +24,9 @@ OPTIONAL_FIELDS: Final = frozenset(
         "rejectStage",
         "rejectReason",
         "proposalIngest",
+        "joinClosed",
+        "joinFailureClasses",
+        "joinWitnessRef",
     }
 )
 
@@ -95,6 +98,10 @@ class InstructionWitness(_Wire):
     reject_stage: str | None = Field(default=None, alias="rejectStage")
     reject_reason: str | None = Field(default=None, alias="rejectReason")
     proposal_ingest: dict[str, Any] | None = Field(default=None, alias="proposalIngest")
+    join_closed: bool | None = Field(default=None, alias="joinClosed")
+    """Join-gate evidence (ours, D13-6): set when the envelope names a `joinCheckInput`."""
+    join_failure_classes: list[str] | None = Field(default=None, alias="joinFailureClasses")
+    join_witness_ref: str | None = Field(default=None, alias="joinWitnessRef")
 
     @property
     def accepted(self) -> bool:

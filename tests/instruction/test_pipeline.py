@@ -134,3 +134,29 @@ def test_the_repository_instructions_validate(cli_run, workdir):
         result = cli_run("instruction-check", "--instruction", str(path), "--json")
         assert result.exit_code == 0, result.stderr
         assert result.json["executionDecision"] == {"state": "execute"}
+
+
+def test_a_join_check_input_adds_the_join_gate_evidence_the_gate_reads(cli_run, workdir):
+    from tests.harness.join_check_inputs import baseline
+
+    (workdir / "join").mkdir()
+    (workdir / "join" / "closed.json").write_text(json.dumps(baseline()))
+    setup_repo(workdir, envelope(joinCheckInput="join/closed.json"))
+    assert run(cli_run).exit_code == 0
+    witness = orjson.loads((workdir / WITNESS).read_bytes())
+    assert list(witness)[-3:] == ["joinClosed", "joinFailureClasses", "joinWitnessRef"]
+    assert (witness["joinClosed"], witness["joinFailureClasses"]) == (True, [])
+    assert witness["joinWitnessRef"].startswith(".premath/join-witnesses/")
+    assert (workdir / witness["joinWitnessRef"]).is_file()
+    assert gate_refusal(workdir, WITNESS.stem, "issue.update", "instruction-linked") is None
+
+    open_join = baseline()
+    open_join["evidence"]["toolResults"] = []
+    (workdir / "join" / "closed.json").write_text(json.dumps(open_join))
+    assert run(cli_run).exit_code == 0
+    witness = orjson.loads((workdir / WITNESS).read_bytes())
+    assert witness["joinClosed"] is False
+    assert witness["joinFailureClasses"]
+    assert "join gate rejected" in gate_refusal(
+        workdir, WITNESS.stem, "issue.update", "instruction-linked"
+    )

@@ -4,7 +4,9 @@ What `mise run ci-pipeline-instruction -- <envelope>` does (the reference's
 `tools/ci/run_instruction.py`): an envelope that fails validation gets a pre-execution reject
 witness; a reject decision (unknown classification, rejected proposal discharge) gets a
 rejected witness without running anything; otherwise each requested check runs as a command
-(`mise run <check>` by default) in the repository root and any non-zero exit rejects. The
+(`mise run <check>` by default) in the repository root and any non-zero exit rejects. An
+envelope that names a `joinCheckInput` (a path under the root) also gets the JoinClosed gate's
+verdict as join-gate evidence (`joinClosed`, `joinFailureClasses`, `joinWitnessRef`). The
 witness lands at `artifacts/ciwitness/<instructionId>.json` (atomic), where the MCP mutation
 gate and `harness boot` read it. Every path the witness names is relative to the root.
 """
@@ -37,6 +39,7 @@ DEFAULT_CHECK_COMMAND = "mise run {check}"
 CHECK_TIMEOUT_S = 3600.0
 CHECK_OUTPUT_CAP = 1 << 22
 LOG_DIR = ".premath/instruction-runs"
+JOIN_WITNESS_DIR = ".premath/join-witnesses"
 
 
 @dataclass(frozen=True)
@@ -127,8 +130,38 @@ def run_instruction(
             for check in checked["requestedChecks"]
         ]
     witness = build_witness(checked, _finished(runtime, now, clock, results))
+    join_input = raw.get("joinCheckInput")
+    if checked["executionDecision"]["state"] == "execute" and isinstance(join_input, str):
+        witness = witness.model_copy(update=_join_evidence(root, join_input))
     write_witness(root, witness)
     return PipelineResult(witness, witness_relative_path(instruction_id), None)
+
+
+def _join_evidence(root: Path, join_input: str) -> dict[str, Any]:
+    """Run the JoinClosed gate on the envelope's join-check input; its verdict for the witness.
+
+    The witness ref is the stored join witness, relative to the root; an input the gate cannot
+    evaluate is recorded as not closed, with `harness_join_check_invalid`.
+    """
+    from premath.errors import InvalidUsage
+    from premath.harness.join.check import run_join_check
+    from premath.harness.join.witness import join_witness_path, write_join_witness
+
+    try:
+        result = run_join_check(str(root / join_input))
+    except InvalidUsage:
+        return {
+            "join_closed": False,
+            "join_failure_classes": ["harness_join_check_invalid"],
+            "join_witness_ref": None,
+        }
+    relative = join_witness_path(result, JOIN_WITNESS_DIR)
+    write_join_witness(str(root / relative), result)
+    return {
+        "join_closed": result["joinClosed"],
+        "join_failure_classes": result["failureClasses"],
+        "join_witness_ref": relative,
+    }
 
 
 def _finished(
