@@ -54,7 +54,7 @@ def resolve_contract_path(given: str | None) -> str:
 
 
 def load_contract(path: str) -> Any:
-    return read_json(path, "control-plane contract")
+    return read_json(path, "control-plane contract", struct=False)
 
 
 def host_contract(document: Any) -> HostContract:

@@ -159,7 +159,7 @@ def evaluate_program(
     """The result document; raises StartupError before any call, IoFailure on a failed append."""
     started_at = format_seconds_z(now())
     program = parse_program(
-        read_json(options.program_path, "scheme-eval program"), options.bindings
+        read_json(options.program_path, "scheme-eval program", struct=True), options.bindings
     )
     contract_document = load_contract(options.contract_path)
     check_program(program, options.max_calls)

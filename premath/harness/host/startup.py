@@ -2,10 +2,8 @@
 
 from typing import Any
 
-import orjson
-
 from premath.errors import InputInvalid
-from premath.store.documents import os_error_text
+from premath.store.documents import DocumentMalformed, DocumentUnreadable, read_document
 
 
 class StartupError(InputInvalid):
@@ -16,13 +14,11 @@ class StartupError(InputInvalid):
         self.failure_class = failure_class
 
 
-def read_json(path: str, label: str) -> Any:
+def read_json(path: str, label: str, *, struct: bool) -> Any:
+    """The document at `path`; a `struct` (the program) refuses duplicate keys as serde does."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
-        raise StartupError(f"failed to read {label} at {path}: {os_error_text(exc)}") from None
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
+        return read_document(path, refuse_duplicates=struct)
+    except DocumentUnreadable as exc:
+        raise StartupError(f"failed to read {label} at {path}: {exc.detail}") from None
+    except DocumentMalformed as exc:
         raise StartupError(f"failed to parse {label} JSON at {path}: {exc}") from None

@@ -8,11 +8,14 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from premath.harness.instruction.digests import stable_hash
 from premath.harness.instruction.errors import InstructionError, rust_debug
-from premath.store.documents import os_error_text
+from premath.store.documents import (
+    DocumentMalformed,
+    DocumentUnreadable,
+    os_error_text,
+    read_document,
+)
 from premath.text import rust_trim
 
 POLICY_KIND = "ci.instruction.policy.v1"
@@ -118,15 +121,12 @@ def load_policy_registry(repo_root: str) -> dict[str, InstructionPolicy]:
         path = os.path.join(directory, name)
         shown = "/".join((*POLICY_DIR, name))
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
+            payload = read_document(path, refuse_duplicates=False)
+        except DocumentUnreadable as exc:
             raise InstructionError(
-                SHAPE, f"failed to read policy artifact {path}: {os_error_text(exc)}"
+                SHAPE, f"failed to read policy artifact {path}: {exc.detail}"
             ) from None
-        try:
-            payload = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
+        except DocumentMalformed as exc:
             raise InstructionError(SHAPE, f"invalid json policy artifact {path}: {exc}") from None
         policy = _canonical_policy(payload, shown)
         if policy.policy_digest in registry:

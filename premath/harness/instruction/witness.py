@@ -9,8 +9,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from premath.errors import IoFailure
 from premath.harness.instruction.envelope import (
     parse_envelope,
@@ -37,7 +35,12 @@ from premath.models.serde import (
 )
 from premath.store.atomic import write_atomic
 from premath.store.canonical import document_bytes
-from premath.store.documents import os_error_text
+from premath.store.documents import (
+    DocumentMalformed,
+    DocumentUnreadable,
+    os_error_text,
+    read_document,
+)
 from premath.text import rust_trim
 
 RUNTIME_INVALID = "instruction_runtime_invalid"
@@ -81,15 +84,12 @@ def parse_runtime(value: Any) -> dict[str, Any]:
 
 def read_runtime(path: str) -> dict[str, Any]:
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as exc:
+        return parse_runtime(read_document(path))
+    except DocumentUnreadable as exc:
         raise InstructionError(
-            RUNTIME_INVALID, f"failed to read runtime file {path}: {os_error_text(exc)}"
+            RUNTIME_INVALID, f"failed to read runtime file {path}: {exc.detail}"
         ) from None
-    try:
-        return parse_runtime(orjson.loads(data))
-    except (orjson.JSONDecodeError, SchemaViolation) as exc:
+    except (DocumentMalformed, SchemaViolation) as exc:
         raise InstructionError(
             RUNTIME_INVALID, f"failed to parse runtime json {path}: {exc}"
         ) from None
