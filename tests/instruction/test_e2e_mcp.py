@@ -15,31 +15,26 @@ import pytest
 
 from tests.harness.join_check_inputs import baseline
 from tests.harness.loop_support import make_issues
+from tests.instruction.envelopes import envelope
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("premath.mcp") is None or importlib.util.find_spec("mcp") is None,
     reason="needs the MCP server (premath.mcp) and the mcp SDK",
 )
 REPO = Path(__file__).resolve().parents[2]
-POLICY_CI = "pol1_4ba916ce38da5c5607eb7f41d963294b34b644deb1fa6d55e133b072ca001b39"
 
 
-def write_envelope(root: Path, name: str, **extra) -> str:
-    document = {
-        "schema": 1,
-        "intent": "Record the review outcome on bd-1.",
-        "scope": {"kind": "issue", "target": "bd-1"},
-        "instructionType": "ci.gate.check",
-        "normalizerId": "normalizer.ci.v1",
-        "policyDigest": POLICY_CI,
-        "requestedChecks": ["ci-wiring-check"],
-        "capabilityClaims": [
+def write_envelope(root: Path, name: str) -> str:
+    document = envelope(
+        intent="Record the review outcome on bd-1.",
+        scope={"kind": "issue", "target": "bd-1"},
+        requestedChecks=["ci-wiring-check"],
+        capabilityClaims=[
             "capabilities.change_morphisms",
             "capabilities.change_morphisms.issue_update",
         ],
-        "joinCheckInput": "join/closed.json",
-        **extra,
-    }
+        joinCheckInput="join/closed.json",
+    )
     path = f"instructions/{name}.json"
     (root / path).write_text(json.dumps(document, indent=2))
     return path

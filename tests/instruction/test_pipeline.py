@@ -7,27 +7,12 @@ from pathlib import Path
 import orjson
 
 from premath.models.instruction_witness import InstructionWitness
+from tests.instruction.envelopes import envelope
 from tests.instruction.gate import gate_refusal
 
 REPO = Path(__file__).resolve().parents[2]
-POLICY_CI = "pol1_4ba916ce38da5c5607eb7f41d963294b34b644deb1fa6d55e133b072ca001b39"
 INSTRUCTION = "instructions/20260301T000000Z-update-gate.json"
 WITNESS = Path("artifacts/ciwitness/20260301T000000Z-update-gate.json")
-
-
-def envelope(**overrides):
-    document = {
-        "schema": 1,
-        "intent": "Gate an issue update.",
-        "scope": {"kind": "repo", "target": "premath"},
-        "instructionType": "ci.gate.check",
-        "normalizerId": "normalizer.ci.v1",
-        "policyDigest": POLICY_CI,
-        "requestedChecks": ["ci-wiring-check", "test"],
-        "capabilityClaims": ["capabilities.change_morphisms", "capabilities.change_morphisms.all"],
-    }
-    document.update(overrides)
-    return document
 
 
 def setup_repo(root: Path, document) -> None:
