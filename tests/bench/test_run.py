@@ -89,13 +89,18 @@ def test_sample_run_leaves_four_valid_artifacts(cli_run, workdir, workspace):
         "sandbox_backend",
         "atif_schema_version",
         "exit_status",
+        "session_id",
+        "pass_env",
+        "pass_env_missing",
     ]
     assert metadata["timestamp_utc"] == "2026-03-01T10:00:00Z"
     assert metadata["dataset_id"] == "premath-sample@1"
     assert metadata["task_id"] == "hello-file"
     assert metadata["approval_mode"] == "full-access"
     assert metadata["sandbox_backend"] == "local"
-    assert metadata["atif_schema_version"] == "ATIF-v1.2"
+    assert metadata["atif_schema_version"] == "ATIF-v1.8"
+    assert metadata["session_id"] == run.name
+    assert (metadata["pass_env"], metadata["pass_env_missing"]) == ([], [])
     assert metadata["exit_status"] == 0
     assert metadata["harness"]["version"] == "sample-0.1.0"
     assert metadata["harness"]["command"][-1].endswith("harness.py")
