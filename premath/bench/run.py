@@ -286,7 +286,9 @@ class _LiveExport:
                 size = self._paths.events.stat().st_size
                 if size != seen:
                     seen = size
-                    _write_trajectory(self._request, self._paths, list(read_events(self._paths.events)))
+                    _write_trajectory(
+                        self._request, self._paths, list(read_events(self._paths.events))
+                    )
             except Exception:  # noqa: BLE001 - best effort: the final export reports failures
                 continue
 

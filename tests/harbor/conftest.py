@@ -38,7 +38,6 @@ def harbor_available() -> bool:
     return False
 
 
-
 @dataclass(frozen=True)
 class HarborJob:
     """One finished `harbor run` of the sample task: its process outcome and its one trial."""
@@ -67,7 +66,16 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """premath built from this checkout plus its dependencies: the trial installs it offline."""
     folder = tmp_path_factory.mktemp("wheelhouse")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(folder), str(REPO_ROOT)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--wheel-dir",
+            str(folder),
+            str(REPO_ROOT),
+        ],
         check=True,
         capture_output=True,
     )

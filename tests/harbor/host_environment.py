@@ -22,7 +22,9 @@ from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
 
 CONTAINER_ROOTS = ("logs", "tests", "solution", "installed-agent", "opt", "app")
-_CONTAINER_PATH = re.compile(r"(?<![\w.~/-])/(" + "|".join(map(re.escape, CONTAINER_ROOTS)) + r")\b")
+_CONTAINER_PATH = re.compile(
+    r"(?<![\w.~/-])/(" + "|".join(map(re.escape, CONTAINER_ROOTS)) + r")\b"
+)
 
 
 class HostProcessEnvironment(BaseEnvironment):
@@ -58,7 +60,9 @@ class HostProcessEnvironment(BaseEnvironment):
 
     def host_path(self, container_path: str | os.PathLike[str]) -> Path:
         """Where a container path lives on the host (other absolute paths are the host's)."""
-        return Path(_CONTAINER_PATH.sub(lambda m: f"{self.root}/{m.group(1)}", os.fspath(container_path)))
+        return Path(
+            _CONTAINER_PATH.sub(lambda m: f"{self.root}/{m.group(1)}", os.fspath(container_path))
+        )
 
     def translate(self, command: str) -> str:
         return _CONTAINER_PATH.sub(lambda m: f"{self.root}/{m.group(1)}", command)

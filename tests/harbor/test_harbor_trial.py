@@ -24,18 +24,19 @@ from tests.harbor.conftest import (
 
 if not harbor_available():
     pytest.skip(SKIP_REASON, allow_module_level=True)
+# Imported after the skip: Harbor exists only in the Harbor venv.
 
-from harbor.agents.factory import AgentFactory  # noqa: E402 - after the skip
-from harbor.models.trial.config import AgentConfig  # noqa: E402
-from harbor.utils.trajectory_validator import TrajectoryValidator  # noqa: E402
+from harbor.agents.factory import AgentFactory
+from harbor.models.trial.config import AgentConfig
+from harbor.utils.trajectory_validator import TrajectoryValidator
 
-from premath.atif.validate import validate_file  # noqa: E402
+from premath.atif.validate import validate_file
 
 SECRET = "s3cret-value"
 # The sample harness, wrapped to leave proof of the credential it was given in the workdir.
 SAMPLE = "/installed-agent/premath/sample_harness.py"
 WRAPPED_SAMPLE = (
-    "sh -c 'printf %s \"${BENCH_API_KEY-unset}\" > key-seen.txt; "
+    'sh -c \'printf %s "${BENCH_API_KEY-unset}" > key-seen.txt; '
     f'exec python3 {SAMPLE} "$@"\' harness'
 )
 
@@ -149,9 +150,7 @@ def test_timeout_with_skip_install_leaves_a_valid_partial_trajectory(installed, 
 def test_image_without_python_311_fails_install_with_a_clear_message(harbor_run, tmp_path):
     tools = {name: shutil.which(name) or name for name in BASIC_TOOLS}
     path = tool_folder(tmp_path / "bin", {**tools, "python3": OLD_PYTHON})
-    job = harbor_run(
-        "no-python", "--ek", f"path={path}", *ak(premath_requirement="premath==0.1.0")
-    )
+    job = harbor_run("no-python", "--ek", f"path={path}", *ak(premath_requirement="premath==0.1.0"))
     exception = job.result["exception_info"]
     assert "premath needs Python >= 3.11 with the venv module" in exception["exception_message"]
 

@@ -75,7 +75,11 @@ class PremathAgentOptions(InstalledAgentOptions):
     )
 
     @field_validator(
-        "premath_wheel", "premath_requirement", "harness_command", "harness_install", "policy",
+        "premath_wheel",
+        "premath_requirement",
+        "harness_command",
+        "harness_install",
+        "policy",
         mode="before",
     )
     @classmethod
