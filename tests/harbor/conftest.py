@@ -21,7 +21,8 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ADAPTERS = REPO_ROOT / "tools" / "terminal-bench" / "adapters"
 EXAMPLE_POLICY = REPO_ROOT / "tools" / "terminal-bench" / "configs" / "deny.example.json"
-TASK = Path(__file__).resolve().parent / "tasks" / "hello-file"
+DATASET = Path(__file__).resolve().parent / "datasets" / "premath-sample"
+"""A local Harbor dataset (a folder of tasks) of one task, `hello-file`."""
 ENVIRONMENT = "tests.harbor.host_environment:HostProcessEnvironment"
 AGENT = "premath_agent:PremathAgent"
 SKIP_REASON = (
@@ -116,7 +117,7 @@ def harbor_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Harbor
             **(env or {}),
         }
         argv = [
-            harbor, "run", "-p", str(TASK), "--agent", AGENT, "-m", "test/scripted",
+            harbor, "run", "-p", str(DATASET), "--agent", AGENT, "-m", "test/scripted",
             "--env", ENVIRONMENT, "-o", str(jobs), "--job-name", name, "-n", "1", "-y", "-q",
             "--no-delete", *args,
         ]  # fmt: skip

@@ -104,14 +104,14 @@ def test_trial_ends_with_reward_usage_and_a_valid_trajectory(installed):
 
 def test_trial_carries_harbors_identity(installed):
     metadata = orjson.loads((installed.premath_run / "run-metadata.json").read_bytes())
-    assert metadata["task_id"] == "hello-file"
+    assert (metadata["task_id"], metadata["dataset_id"]) == ("hello-file", "premath-sample")
     assert (metadata["model_provider"], metadata["model_name"]) == ("test", "scripted")
     assert metadata["session_id"] == f"{installed.trial_dir.name}__agent"
     assert metadata["atif_schema_version"] == "ATIF-v1.8"
     assert metadata["sandbox_backend"] == "harbor-task-container"
     task = orjson.loads((installed.premath_run / "raw" / "in" / "task.json").read_bytes())
     assert task["model"] == {"provider": "test", "name": "scripted"}
-    assert task["task_id"] == "hello-file"
+    assert (task["task_id"], task["dataset_id"]) == ("hello-file", "premath-sample")
 
 
 def test_listed_credentials_reach_the_harness_and_missing_ones_are_recorded(installed):
