@@ -352,6 +352,8 @@ def test_harness_runs_in_cwd_with_only_allowlisted_and_passed_env(
         "ws",
         "--pass-env",
         "BENCH_KEY",
+        "--pass-env",
+        "BENCH_UNSET",
         "--run-dir",
         "r",
     )
@@ -360,6 +362,16 @@ def test_harness_runs_in_cwd_with_only_allowlisted_and_passed_env(
     assert "BENCH_KEY" in seen
     assert "BENCH_SECRET" not in seen
     assert not [name for name in seen if name.startswith("PREMATH_")]
+    # A listed name that is not set is warned about and recorded, never skipped silently.
+    assert result.stderr == (
+        "warning: --pass-env BENCH_UNSET is not set; the harness runs without it "
+        "(run-metadata.json pass_env_missing lists it)\n"
+    )
+    metadata = load(workdir / "r" / "run-metadata.json")
+    assert (metadata["pass_env"], metadata["pass_env_missing"]) == (
+        ["BENCH_KEY", "BENCH_UNSET"],
+        ["BENCH_UNSET"],
+    )
 
 
 def test_rows_left_in_out_trajectory_jsonl_become_steps(cli_run, workdir, harness):
