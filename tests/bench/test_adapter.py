@@ -118,7 +118,7 @@ def test_install_without_python_or_uv_names_the_requirement(commands, tmp_path):
 
 def test_install_uses_uv_for_a_managed_python(commands, tmp_path):
     log = tmp_path / "uv.log"
-    uv = f'#!/bin/sh\necho "$@" >> {log}\n'
+    uv = f'#!/bin/sh\necho "$UV_PYTHON_INSTALL_DIR: $*" >> {log}\n'
     premath = "#!/bin/sh\necho premath 0.1.0\n"
     venv_bin = tmp_path / "venv" / "bin"
     venv_bin.mkdir(parents=True)
@@ -128,8 +128,10 @@ def test_install_uses_uv_for_a_managed_python(commands, tmp_path):
     assert (done.returncode, done.stdout) == (0, "premath 0.1.0\n"), done.stderr
     venv = tmp_path / "venv"
     assert log.read_text().splitlines() == [
-        f"venv --quiet --python 3.12 {venv}",
-        f"pip install --quiet --python {venv}/bin/python --no-index --find-links /w premath",
+        # (this test's stand-in for /opt is tmp_path: /opt/premath-python is {venv}-python)
+        f"{venv}-python: venv --quiet --python 3.12 {venv}",
+        f"{venv}-python: pip install --quiet --python {venv}/bin/python "
+        "--no-index --find-links /w premath",
     ]
 
 

@@ -17,6 +17,7 @@ REMOTE_SAMPLE_HARNESS = f"{INSTALL_DIR}/sample_harness.py"
 REMOTE_POLICY = f"{INSTALL_DIR}/policy.json"
 SANDBOX_BACKEND = "harbor-task-container"
 MANAGED_PYTHON = "3.12"
+MANAGED_PYTHON_DIR = "/opt/premath-python"
 NO_PYTHON_MESSAGE = (
     "premath needs Python >= 3.11 with the venv module in the task image; python3 there is "
     "missing or older, and uv (which installs a managed Python) is not on PATH and could not be "
@@ -45,6 +46,8 @@ def install_command(requirement: list[str], python_version: str = MANAGED_PYTHON
         "curl -LsSf https://astral.sh/uv/install.sh | sh >/dev/null 2>&1 || true; fi; "
         "if ! command -v uv >/dev/null 2>&1; then "
         f"echo {shlex.quote(NO_PYTHON_MESSAGE)} >&2; exit 1; fi; "
+        # Outside root's home, so an unprivileged agent user can run the interpreter.
+        f"export UV_PYTHON_INSTALL_DIR={MANAGED_PYTHON_DIR}; "
         f"uv venv --quiet --python {python} {VENV} && "
         f"uv pip install --quiet --python {VENV}/bin/python {packages}; "
         "fi; "
