@@ -87,6 +87,22 @@ COMMAND_GROUPS: dict[str, LazyGroup] = {
         "premath.cli.mcp_serve:mcp_serve",
         "Serve the issue and dependency tools over MCP (stdio, newline-delimited JSON-RPC).",
     ),
+    "instruction-check": LazyGroup(
+        "premath.cli.instruction:instruction_check",
+        "Validate an instruction envelope: schema, policy binding, classification, proposal.",
+    ),
+    "instruction-witness": LazyGroup(
+        "premath.cli.instruction:instruction_witness",
+        "Build the `ci.instruction.v1` witness of an instruction run.",
+    ),
+    "scheme-eval": LazyGroup(
+        "premath.cli.scheme_eval:scheme_eval",
+        "Evaluate a program of host-action calls under the control-plane allowlist.",
+    ),
+    "instruction-run": LazyGroup(
+        "premath.cli.instruction:instruction_run",
+        "Check an envelope, run its checks, write artifacts/ciwitness/<id>.json.",
+    ),
 }
 
 KEEPS_RUNNING = frozenset({"harness-loop", "experiment", "bench", "run", "mcp-serve"})

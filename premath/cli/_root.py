@@ -52,7 +52,7 @@ class Reply:
     text: Callable[[Any], str] | None = None
     exit_code: int = 0
     sorted_keys: bool = True
-    """False: the document is printed in its own (struct) key order, as `transport-check`."""
+    """False where the reference prints a struct in field order (agent-surface.md §0)."""
 
 
 class StrictCommand(click.Command):
