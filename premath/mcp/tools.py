@@ -606,8 +606,66 @@ class ToolService:
     def issue_backend_status(self, args: Document) -> Document:
         return self.not_available("issue_backend_status", "issue 14: issue backend-status")
 
+    def _instruction_path(self, args: Document) -> str:
+        given = args["instructionPath"]
+        return given if os.path.isabs(given) else os.path.join(self.config.repo_root, given)
+
     def instruction_check(self, args: Document) -> Document:
-        return self.not_available("instruction_check", "issue 13: instruction-check")
+        """`instruction-check` as data: envelope problems are `ok: false`, never a tool error."""
+        from premath.harness.instruction.envelope import check_envelope
+        from premath.harness.instruction.errors import InstructionError
+        from premath.store.canonical import document_bytes
+
+        path = self._instruction_path(args)
+        head = {"action": "instruction.check", "repoRoot": self.config.repo_root}
+        try:
+            _, envelope = check_envelope(path, self.config.repo_root)
+        except InstructionError as exc:
+            failed = {"ok": False, "exitCode": 2, "stdout": "", "stderr": truncated(exc.message)}
+            return {**head, "instructionPath": path, **failed}
+        text = document_bytes(envelope).decode("utf-8").removesuffix("\n")
+        passed = {"ok": True, "exitCode": 0, "stdout": truncated(text), "stderr": ""}
+        return {**head, "instructionPath": path, **passed}
 
     def instruction_run(self, args: Document) -> Document:
-        return self.not_available("instruction_run", "issue 13: instruction pipeline")
+        """The instruction pipeline, in-process (D12-8): check, run the requested checks, write
+        `artifacts/ciwitness/<stem>.json`."""
+        from premath.harness.instruction.pipeline import run_instruction
+        from premath.store.canonical import stdout_bytes
+
+        path = self._instruction_path(args)
+        allow_failure = bool(args.get("allowFailure", False))
+        result = run_instruction(path, self.config.repo_root, now=self.clock.now)
+        if result.invalid is not None:
+            exit_code, stderr = 2, result.invalid.message
+        else:
+            exit_code = 0 if result.witness.accepted or allow_failure else 1
+            stderr = ""
+        stem = os.path.splitext(os.path.basename(path))[0]
+        witness = os.path.join(self.config.repo_root, "artifacts", "ciwitness", f"{stem}.json")
+        stdout = stdout_bytes(result.to_document()).decode("utf-8")
+        return {
+            "action": "instruction.run",
+            "repoRoot": self.config.repo_root,
+            "instructionPath": path,
+            "allowFailure": allow_failure,
+            "ok": exit_code == 0,
+            "exitCode": exit_code,
+            "witnessPath": witness,
+            "witnessExists": os.path.exists(witness),
+            "stdout": truncated(stdout),
+            "stderr": truncated(stderr),
+        }
+
+
+PAYLOAD_LIMIT_BYTES = 16_000
+
+
+def truncated(text: str) -> str:
+    """At most 16,000 bytes of UTF-8 and `...[truncated N bytes]`; cut at a character
+    boundary (the reference cuts at the byte and can panic there, §6 quirk 3)."""
+    data = text.encode("utf-8")
+    if len(data) <= PAYLOAD_LIMIT_BYTES:
+        return text
+    head = data[:PAYLOAD_LIMIT_BYTES].decode("utf-8", errors="ignore")
+    return f"{head}...[truncated {len(data) - len(head.encode('utf-8'))} bytes]"

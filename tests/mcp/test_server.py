@@ -85,11 +85,26 @@ def test_lists_tools_with_schemas_and_calls_every_read_tool(workdir):
             ] == {"instructionId": "i-1"}
             found = (await call(client, "observe_projection", {"projectionDigest": "ev1_x"}))[1]
             assert found["view"]["required"] == {"typedCoreProjectionDigest": "ev1_x"}
-            for name in ("issue_backend_status", "instruction_check", "instruction_run"):
-                arguments = {"instructionPath": "x.json"} if name.startswith("instruction") else {}
-                error, text = await call(client, name, arguments)
-                assert error
-                assert "not available" in text
+            error, text = await call(client, "issue_backend_status")
+            assert error
+            assert "not available" in text
+            error, checked = await call(client, "instruction_check", {"instructionPath": "x.json"})
+            assert (error, checked["ok"], checked["exitCode"], checked["stdout"]) == (
+                False,
+                False,
+                2,
+                "",
+            )
+            assert checked["stderr"].startswith("instruction_envelope_invalid: ")
+            error, ran = await call(client, "instruction_run", {"instructionPath": "x.json"})
+            assert (error, ran["ok"], ran["exitCode"], ran["allowFailure"]) == (
+                False,
+                False,
+                2,
+                False,
+            )
+            assert ran["witnessExists"] is True
+            assert ran["witnessPath"].endswith("/artifacts/ciwitness/x.json")
 
     run(scenario)
 
@@ -380,3 +395,12 @@ def test_surreal_backend_keeps_the_projection_beside_the_store(workdir):
             assert rows["bd-1"] == stored(workdir)["bd-1"]
 
     run(scenario)
+
+
+def test_truncation_cuts_at_a_character_boundary():
+    from premath.mcp.tools import truncated
+
+    text = "a" * 15_999 + "é" + "b" * 10
+    cut = truncated(text)
+    assert cut == "a" * 15_999 + "...[truncated 12 bytes]"
+    assert truncated("short") == "short"
