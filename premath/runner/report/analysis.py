@@ -20,8 +20,8 @@ from premath.runner.report.stats import (
     holm,
     magnitude,
     mann_whitney_p,
-    mcnemar,
     paired_bootstrap,
+    sign_test,
     unpaired_bootstrap,
     wilson_interval,
 )
@@ -163,9 +163,10 @@ def _paired(
     ]
     rates = [(b.rate or 0.0, t.rate or 0.0) for b, t in pairs]
     verdicts = Counter(_verdict(t, b) for b, t in rates)
-    test = mcnemar(verdicts["loss"], verdicts["win"]) if pairs else None
+    differences = [t - b for b, t in rates]
+    test = sign_test(differences)
     success_diff = paired_bootstrap(
-        [t - b for b, t in rates], resamples=resamples, confidence=confidence, rng=rng
+        differences, resamples=resamples, confidence=confidence, rng=rng
     )
     objective_pairs = [
         (b_mean, t_mean)
@@ -289,9 +290,7 @@ def _grid(
                     "rate": tally.rate if tally else None,
                     "versus_baseline": None
                     if variant_id == baseline_id
-                    else _verdict(
-                        tally.rate if tally else None, base.rate if base else None
-                    ),
+                    else _verdict(tally.rate if tally else None, base.rate if base else None),
                     "trials": [
                         {
                             "trial_id": r.trial_id,

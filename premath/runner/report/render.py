@@ -400,8 +400,7 @@ def report_html(report: dict[str, Any], *, page_dir: Path | None = None) -> str:
         f"<h1>{esc(title)}</h1>",
         f'<dl id="run-metadata">{metadata}</dl>',
         "<h2>Pass rate per variant</h2>",
-        "<p>Errors are counted apart from failures: pass rate = success / (success + "
-        "failure).</p>",
+        "<p>Errors are counted apart from failures: pass rate = success / (success + failure).</p>",
         _html_table(
             VARIANT_HEADER, [_variant_cells(v) for v in report["variants"]], "variant-table"
         ),

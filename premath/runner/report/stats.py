@@ -60,6 +60,15 @@ def mcnemar(b: int, c: int) -> McNemar:
     return McNemar(b, c, chi2, p, "chi2_cc")
 
 
+def sign_test(differences: Sequence[float]) -> McNemar | None:
+    """The sign test on per-task differences (treatment - baseline): b tasks where the baseline
+    did better, c where the treatment did, ties dropped; None without a single pair. With 0/1
+    per-task outcomes this is McNemar's test on tasks."""
+    if not differences:
+        return None
+    return mcnemar(sum(1 for d in differences if d < 0), sum(1 for d in differences if d > 0))
+
+
 def fisher_exact_p(a: int, b: int, c: int, d: int) -> float:
     """Two-sided Fisher exact p of the 2x2 table [[a, b], [c, d]] (success/failure by group):
     the sum of the probabilities of all tables with the same margins that are no more likely."""
