@@ -39,7 +39,9 @@ def test_the_example_experiment_runs_to_completion(cli_run):
     diff = fast["success_diff"]
     assert (diff["estimate"], diff["low"], diff["high"]) == (-2 / 12, -5 / 12, 0.0)
     text = cli_run("experiment", "report", "demo").stdout
-    assert "fast     12     48      0/2/10  exact sign test (McNemar)  0.500  1.000   -16.7% " in text
+    assert (
+        "fast     12     48      0/2/10  exact sign test (McNemar)  0.500  1.000   -16.7% " in text
+    )
     assert "[-41.7%, 0.0%]" in text
 
 
@@ -144,7 +146,10 @@ def test_report_text_json_and_html(cli_run, workdir):
     (workdir / "pages").mkdir()
     cli_run("experiment", "report", "r1", "--html", "pages/report.html")
     nested = (workdir / "pages" / "report.html").read_text()
-    assert re.findall(r'href="([^"]+)"', nested)[0] == "../.premath/runs/r1/trials/000000-control-a-r0/"
+    assert (
+        re.findall(r'href="([^"]+)"', nested)[0]
+        == "../.premath/runs/r1/trials/000000-control-a-r0/"
+    )
     as_json = cli_run("experiment", "report", "r1", "--json", "--seed", "3")
     assert as_json.json["report_kind"] == "premath.experiment.report.v2"
     assert as_json.json["comparisons"][0]["losses"] == 1

@@ -17,7 +17,7 @@ from tests.runner.conftest import make_experiment
 #     = 0.8 - 0.6 = 0.2; Cohen's h = 2 asin(sqrt 0.8) - 2 asin(sqrt 0.6).
 #   other vs control: pairs 11; other only 6-9 (c=4), control only 10 (b=1), W/L/T 4/1/6;
 #     exact p = 2*(1+5)/32 = 0.375.
-#   dead vs control: every dead trial is an error, so no task pairs: p, Holm, CI all "–".
+#   dead vs control: every dead trial is an error, so no task pairs: p, Holm, CI all an en dash.
 #   Holm over the two comparisons with data, [0.6875, 0.375]: 0.375*2 = 0.75, then
 #     max(0.75, 0.6875) = 0.75 (counting dead too would give 1.0 for both).
 
@@ -107,15 +107,24 @@ def test_the_report_is_deterministic_for_a_seed(state):
 def test_text_table_and_html_page(state):
     report = build_report(state, resamples=300)
     text = report_text(report)
-    assert "control (baseline)  11      7        4        0      63.6%      11     63.6% [35.4%" in text
-    assert "treat    10     20      4/2/4  exact sign test (McNemar)  0.688  0.750   +20.0% [" in text
+    assert (
+        "control (baseline)  11      7        4        0      63.6%      11     63.6% [35.4%"
+        in text
+    )
+    assert (
+        "treat    10     20      4/2/4  exact sign test (McNemar)  0.688  0.750   +20.0% [" in text
+    )
     assert "  treat: harness_error 1\n" in text
-    assert "t09   0/1      1/1 win   1/1 win   – +1 err\n" in text
-    assert "t10   1/1      – +1 err  0/1 loss  – +1 err\n" in text
-    assert "dead     0      0       0/0/0  –                          –      –       –" in text
+    assert "t09   0/1      1/1 win   1/1 win   \u2013 +1 err\n" in text
+    assert "t10   1/1      \u2013 +1 err  0/1 loss  \u2013 +1 err\n" in text
+    dash = "\u2013"  # an en dash: no data
+    assert (
+        f"dead     0      0       {dash}      {dash}{' ' * 26}{dash}      {dash}       {dash}"
+        in text
+    )
     page = report_html(report)
     assert page.count("<svg") == 2  # pass rates, differences
-    assert "no data (–)" in page  # dead's row in the difference plot
+    assert "no data (\u2013)" in page  # dead's row in the difference plot
     assert "<script" not in page
     assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
 
@@ -149,7 +158,7 @@ def test_report_counts_pending_trials(workdir, clock):
     assert report["trials"] == {"scheduled": 2, "final": 0, "pending": 2}
     assert report["variants"][0]["pass_rate"] is None
     assert report["variants"][0]["task_pass_rate_ci"] is None
-    assert "control (baseline)  0       0        0        0      –          0      –" in (
+    assert "control (baseline)  0       0        0        0      \u2013          0      \u2013" in (
         report_text(report)
     )
 

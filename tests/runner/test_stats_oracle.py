@@ -10,6 +10,7 @@ noise units; the lattice term covers the two percentile definitions (an order st
 interpolation in scipy) landing on neighbouring points of a discrete bootstrap distribution.
 """
 
+import itertools
 import math
 import random
 
@@ -151,9 +152,7 @@ def _tolerance(*samples: list[float]) -> float:
     for sample in samples:
         distinct = sorted(set(sample))
         if len(distinct) > 1:
-            lattice += min(b - a for a, b in zip(distinct, distinct[1:], strict=False)) / len(
-                sample
-            )
+            lattice += min(b - a for a, b in itertools.pairwise(distinct)) / len(sample)
     return 0.4 * se + lattice + EXACT
 
 

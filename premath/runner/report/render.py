@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-MISSING = "–"
+MISSING = "\u2013"  # an en dash
 """What a value without data shows (no judged trial, no pair, no test)."""
 
 _TEST_NAMES = {
@@ -120,7 +120,7 @@ def _comparison_cells(c: dict[str, Any]) -> list[str]:
         c["variant_id"],
         MISSING if c["tasks"] is None else str(c["tasks"]),
         str(c["trials"]),
-        MISSING if c["wins"] is None else f"{c['wins']}/{c['losses']}/{c['ties']}",
+        MISSING if not c["tasks"] else f"{c['wins']}/{c['losses']}/{c['ties']}",
         _test_name(c),
         _p(c["p_value"]),
         _p(c["p_holm"]),
