@@ -177,3 +177,26 @@ def test_comparison_none_reports_variants_only(workdir, clock):
     assert "against control (" not in report_text(report)
     assert 'id="difference-plot"' not in report_html(report)
     assert 'id="pass-rate-plot"' in report_html(report)
+
+
+def test_metadata_names_the_commit_the_schedule_and_the_times(workdir, clock):
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    (workdir / "repo" / ".git" / "refs" / "heads").mkdir(parents=True)
+    (workdir / "repo" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (workdir / "repo" / ".git" / "refs" / "heads" / "main").write_text(sha + "\n")
+    experiment = make_experiment(workdir / "repo" / "bench" / "exp", [{"id": "a"}])
+    run_experiment(os.fspath(experiment), clock=clock, lock_timeout=5.0, run_id="m1")
+    report = build_report(open_run("m1"), resamples=100)
+    assert report["metadata"] == {
+        "commit": sha,
+        "seed": 7,
+        "scheduling": "paired_interleaved",
+        "executor": "local",
+        "created_at": "2026-03-01T10:00:00Z",
+        "started_at": "2026-03-01T10:00:00Z",
+        "finished_at": "2026-03-01T10:00:00Z",
+    }
+    assert f"  commit: {sha}\n  seed: 7\n  schedule: paired_interleaved\n" in report_text(report)
+    outside = make_experiment(workdir / "plain", [{"id": "a"}])
+    run_experiment(os.fspath(outside), clock=clock, lock_timeout=5.0, run_id="m2")
+    assert build_report(open_run("m2"), resamples=100)["metadata"]["commit"] is None
