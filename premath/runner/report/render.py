@@ -291,21 +291,19 @@ def _svg_intervals(
     return "".join(parts)
 
 
+def _plot_row(
+    label: str, estimate: float | None, ci: dict[str, float] | None
+) -> tuple[str, float | None, float | None, float | None]:
+    return label, estimate, None if ci is None else ci["low"], None if ci is None else ci["high"]
+
+
 def _pass_rate_plot(report: dict[str, Any]) -> str:
     confidence = report["bootstrap"]["confidence"] * 100
-    rows = []
-    for v in report["variants"]:
-        ci = v["task_pass_rate_ci"]
-        rows.append(
-            (
-                v["variant_id"],
-                v["task_pass_rate"],
-                None if ci is None else ci["low"],
-                None if ci is None else ci["high"],
-            )
-        )
     return _svg_intervals(
-        rows,
+        [
+            _plot_row(v["variant_id"], v["task_pass_rate"], v["task_pass_rate_ci"])
+            for v in report["variants"]
+        ],
         signed=False,
         low=0.0,
         high=1.0,
@@ -317,19 +315,15 @@ def _pass_rate_plot(report: dict[str, Any]) -> str:
 
 def _difference_plot(report: dict[str, Any]) -> str:
     confidence = report["bootstrap"]["confidence"] * 100
-    rows = []
-    for c in report["comparisons"]:
-        diff = c["success_diff"]
-        rows.append(
-            (
-                f"{c['variant_id']} - {c['baseline_id']}",
-                None if diff is None else diff["estimate"],
-                None if diff is None else diff["low"],
-                None if diff is None else diff["high"],
-            )
-        )
     return _svg_intervals(
-        rows,
+        [
+            _plot_row(
+                f"{c['variant_id']} - {c['baseline_id']}",
+                None if c["success_diff"] is None else c["success_diff"]["estimate"],
+                c["success_diff"],
+            )
+            for c in report["comparisons"]
+        ],
         signed=True,
         low=-1.0,
         high=1.0,
