@@ -231,7 +231,7 @@ def experiment_report(
     seed: int | None,
     html_path: str | None,
 ) -> Reply:
-    """Compare each variant with the baseline: pass rates, errors, paired tests, CIs."""
+    """Compare each variant with the baseline, per task: pass rates, errors, tests, CIs, grid."""
     from premath.runner.report.analysis import report_run
     from premath.runner.report.render import report_text
 
