@@ -22,7 +22,14 @@ FailureClass = Literal[ErrorClass, "command_denied", "interrupted", "atif_invali
 RunStatus = Literal["succeeded", "failed"]
 Outcome = Literal["success", "failure", "error"]
 HarnessStatus = Literal[
-    "not_started", "interrupted", "ok", "exit_nonzero", "timeout", "cancelled", "spawn_failed"
+    "not_started",
+    "interrupted",
+    "ok",
+    "exit_nonzero",
+    "timeout",
+    "cancelled",
+    "spawn_failed",
+    "oom_killed",
 ]
 """runner/process.py's `ProcessStatus`, plus a harness that never started or that we stopped."""
 
@@ -218,6 +225,12 @@ class RunSummary(OwnedModel):
 class HarnessIdentity(OwnedModel):
     command: list[str] = Field(description="The harness argv (without the two paths).")
     image: str | None = Field(description="--harness-image.")
+    image_id: str | None = Field(
+        None, description="The image's content id, when the harness ran in a container."
+    )
+    image_digest: str | None = Field(
+        None, description="The image's registry digest, when it has one (a pulled image)."
+    )
     version: str | None = Field(description="--harness-version, else result.json's.")
 
 

@@ -116,6 +116,12 @@ class Runtime(ExperimentModel):
     )
     timeout_ms: int = Field(DEFAULT_TIMEOUT_MS, ge=1, description="Per-trial deadline.")
     network: NetworkMode = Field("none", description="Container network (docker).")
+    user: str | None = Field(
+        None,
+        pattern=r"^[0-9]+(:[0-9]+)?$",
+        description="Run the harness as this uid[:gid] in the container (docker); /out stays "
+        "writable for it.",
+    )
     resources: Resources = Resources()
 
     @field_validator("command")
