@@ -5,13 +5,13 @@ serde-like strictness, except the task file, whose extra keys are task data pass
 harness untouched.
 """
 
-from datetime import datetime
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from premath.models.bench_policy import describe_rule
 from premath.models.trial import ErrorClass
+from premath.timefmt import iso8601_problem
 
 APPROVAL_MODE: Final = "full-access"
 """Benchmark runs are unattended: full access, set explicitly, with deny rules still applied."""
@@ -140,11 +140,8 @@ class HarnessRow(OwnedModel):
     @field_validator("timestamp")
     @classmethod
     def iso_timestamp(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                datetime.fromisoformat(value.replace("Z", "+00:00"))
-            except ValueError as exc:
-                raise ValueError(f"timestamp is not ISO 8601: {value!r}") from exc
+        if value is not None and iso8601_problem(value) is not None:
+            raise ValueError(f"timestamp is not ISO 8601: {value!r}")
         return value
 
     @model_validator(mode="after")

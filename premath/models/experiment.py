@@ -1,8 +1,8 @@
 """`experiment.yaml`: the clean-harness experiment file (specs/experiment.md).
 
 A format we own, so every model forbids unknown keys and the loader reports every wrong field
-at once. Field names follow AgentLab's `version: "1.0"` clean contract (atif-and-experiments.md
-§3.3); `retry`, `concurrency` and `design.scheduling` are the runner policies users ask for.
+at once. Field names follow AgentLab's `version: "1.0"` clean contract (specs/experiment.md);
+`retry`, `concurrency` and `design.scheduling` are the runner policies users ask for.
 """
 
 import re
