@@ -26,6 +26,7 @@ COMMAND_GROUPS = {
     "experiment": "premath.cli.experiment:experiment",
     "run": "premath.cli.run:run",
     "schema": "premath.cli.schema:schema",
+    "init": "premath.cli.init:init",
 }
 
 

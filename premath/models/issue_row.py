@@ -176,6 +176,22 @@ def check_lease(value: Any) -> LeaseRow:
     return lease  # type: ignore[return-value]
 
 
+def check_dependency_type(value: dict[str, Any], where: str = "") -> str:
+    """The edge type of a dependency or an add_dependency event: `type`, or its alias
+    `dep_type` (both present: serde's duplicate-field error)."""
+    if "type" in value and "dep_type" in value:
+        raise RowInvalid("duplicate field `type`")
+    kind = value.get("type", value.get("dep_type", _MISSING))
+    if kind is _MISSING:
+        raise RowInvalid(f"missing field `type`{where}")
+    if type(kind) is not str:
+        raise RowInvalid(f"invalid type: {describe(kind)}, expected a dependency type")
+    if kind not in BLOCKING_TYPES and kind not in DEPENDENCY_TYPES:
+        expected = ", ".join(f"`{name}`" for name in DEPENDENCY_TYPES)
+        raise RowInvalid(f"unknown variant `{kind}`, expected one of {expected}")
+    return kind
+
+
 def check_dependency(value: Any) -> DependencyRow:
     if type(value) is not dict:
         raise RowInvalid(f"invalid type: {describe(value)}, expected struct Dependency")
@@ -184,14 +200,7 @@ def check_dependency(value: Any) -> DependencyRow:
     for field in ("issue_id", "depends_on_id"):
         if field not in value:
             raise RowInvalid(f"missing field `{field}` (in a dependency)")
-    kind = value.get("type", value.get("dep_type", _MISSING))
-    if kind is _MISSING:
-        raise RowInvalid("missing field `type` (in a dependency)")
-    if type(kind) is not str:
-        raise RowInvalid(f"invalid type: {describe(kind)}, expected a dependency type")
-    if kind not in BLOCKING_TYPES and kind not in DEPENDENCY_TYPES:
-        expected = ", ".join(f"`{name}`" for name in DEPENDENCY_TYPES)
-        raise RowInvalid(f"unknown variant `{kind}`, expected one of {expected}")
+    kind = check_dependency_type(value, " (in a dependency)")
     dependency: dict[str, Any] = {
         "issue_id": _string(value["issue_id"], "issue_id"),
         "depends_on_id": _string(value["depends_on_id"], "depends_on_id"),
