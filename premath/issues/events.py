@@ -43,6 +43,7 @@ from premath.store.issues_file import (
     canonical_line,
     load_issues,
     lock_path,
+    remove_orphaned_temp_files,
     write_issues,
 )
 from premath.store.locks import hold_marker
@@ -188,8 +189,12 @@ def _migration_stream(issues: IssueMap, counter: list[int]) -> Iterator[bytes]:
 
 
 def migrate_events(issues_path: str, events_path: str, *, now: datetime) -> Migration:
-    """`issue migrate-events`: write the store as an event log, then prove the log replays
-    to an equivalent store (else `migration replay mismatch`, naming the first difference)."""
+    """`issue migrate-events`: write the store as an event log and prove it replays to an
+    equivalent store (else `migration replay mismatch`, naming the first difference).
+
+    The new log is replayed before it takes the events path, so a refused log never replaces
+    the old one (the reference writes it first, then checks; divergence D3-8).
+    """
     issues = load_issues(issues_path, now, tolerate_torn_tail=False)
     parent = os.path.dirname(events_path)
     if parent:
@@ -200,24 +205,28 @@ def migrate_events(issues_path: str, events_path: str, *, now: datetime) -> Migr
                 f"failed to create events directory {parent}: {os_error_text(exc)}"
             ) from None
     counter = [0]
+
+    def verify(written: str) -> None:
+        try:
+            replay = replay_log(written, now)
+        except EventLogInvalid as exc:
+            raise ArtifactInvalid(f"failed to replay {events_path}: {exc}") from None
+        if replay.error is not None:
+            raise ArtifactInvalid(f"failed to replay {events_path}: {replay.error}")
+        difference = first_difference(issues, replay.issues)
+        if difference is not None:
+            raise Conflict(
+                f"migration replay mismatch between {issues_path} and {events_path}: "
+                + difference.describe(issues_path, events_path)
+                + f"; {events_path} was left as it was"
+            )
+
     try:
-        write_event_log(events_path, _migration_stream(issues, counter))
+        write_event_log(events_path, _migration_stream(issues, counter), verify)
     except OSError as exc:
         raise IoFailure(
             f"failed to save {events_path}: line 0: I/O error: {events_path}: {os_error_text(exc)}"
         ) from None
-    try:
-        replay = replay_log(events_path, now)
-    except EventLogInvalid as exc:
-        raise ArtifactInvalid(f"failed to replay {events_path}: {exc}") from None
-    if replay.error is not None:
-        raise ArtifactInvalid(f"failed to replay {events_path}: {replay.error}")
-    difference = first_difference(issues, replay.issues)
-    if difference is not None:
-        raise Conflict(
-            f"migration replay mismatch between {issues_path} and {events_path}: "
-            + difference.describe(issues_path, events_path)
-        )
     return Migration(issues_path, events_path, len(issues), counter[0])
 
 
@@ -299,6 +308,7 @@ def replay_events(
             equivalent = difference is None
         if equivalent is not True:
             write_issues(issues_path, replay.issues)
+        remove_orphaned_temp_files(issues_path)
     write_replay_cache(
         cache_path,
         ReplayCacheEntry(

@@ -9,7 +9,7 @@ writers: users commit `.premath/`, and stray files would show up in `git status`
 """
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from premath.clock import epoch_ns
@@ -48,8 +48,16 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     write_atomic_chunks(path, (data,))
 
 
-def write_atomic_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes]) -> None:
-    """`write_atomic` of the concatenated chunks, produced while writing (bounded memory)."""
+def write_atomic_chunks(
+    path: str | os.PathLike[str],
+    chunks: Iterable[bytes],
+    before_replace: Callable[[Path], None] | None = None,
+) -> None:
+    """`write_atomic` of the concatenated chunks, produced while writing (bounded memory).
+
+    `before_replace` sees the complete temp file before it takes the name; raising there
+    leaves `path` as it was.
+    """
     target = Path(path)
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
@@ -65,6 +73,8 @@ def write_atomic_chunks(path: str | os.PathLike[str], chunks: Iterable[bytes]) -
             os.fsync(fd)
         finally:
             os.close(fd)
+        if before_replace is not None:
+            before_replace(temp)
         os.replace(temp, target)
     except BaseException:
         temp.unlink(missing_ok=True)

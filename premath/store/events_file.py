@@ -10,7 +10,7 @@ pretty-printed document in struct order with no trailing newline, as serde's `to
 import hashlib
 import itertools
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 import orjson
@@ -88,8 +88,11 @@ class StreamDigest:
         return EVENT_REF_PREFIX + self._sha.hexdigest()
 
 
-def write_event_log(path: str, lines: Iterable[bytes]) -> None:
-    """Replace the log atomically with `lines`, written as they are produced (bounded memory).
+def write_event_log(
+    path: str, lines: Iterable[bytes], verify: Callable[[str], None] | None = None
+) -> None:
+    """Replace the log atomically with `lines`, written as they are produced (bounded memory);
+    `verify` reads the complete new log before it replaces the old one and may refuse it.
 
     The reference truncates and writes in place; a reader or a crash then sees half a log.
     """
@@ -98,7 +101,8 @@ def write_event_log(path: str, lines: Iterable[bytes]) -> None:
         raise IsADirectoryError(21, "Is a directory", path)
     iterator = iter(lines)
     batches = iter(lambda: list(itertools.islice(iterator, _LINES_PER_CHUNK)), [])
-    write_atomic_chunks(path, map(b"".join, batches))
+    check = None if verify is None else (lambda temp: verify(os.fspath(temp)))
+    write_atomic_chunks(path, map(b"".join, batches), check)
 
 
 class ReplayCacheEntry(NamedTuple):
