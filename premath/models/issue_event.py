@@ -14,11 +14,11 @@ from premath.models.issue_row import (
     RowInvalid,
     check_dependency_type,
     check_row,
-    stamps_are_stored,
     stored_row_or_none,
     stored_timestamp,
 )
 from premath.models.serde import describe
+from premath.timefmt import stamps_are_stored
 
 EVENT_SCHEMA = "issue.event.v1"
 EventAction = Literal["upsert_issue", "add_dependency"]

@@ -14,7 +14,7 @@ import re
 from typing import Any, Literal, NotRequired, TypedDict
 
 from premath.models.serde import describe
-from premath.timefmt import days_in_month, normalize_relaxed
+from premath.timefmt import STORED_STAMP, normalize_relaxed, stamp_is_stored, stamps_are_stored
 
 FIELD_ORDER = (
     "id",
@@ -119,11 +119,6 @@ class RowInvalid(ValueError):
     """A row serde would refuse; the message follows serde's wording (no line/column)."""
 
 
-# Already in serde's AutoSi `Z` form: fraction absent, or 3/6/9 digits not ending in `000`.
-_STORED_TIMESTAMP = re.compile(
-    r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:"
-    r"(?:[0-5][0-9]|60)(?:\.(?!000Z)[0-9]{3}|\.[0-9]{3}(?!000Z)[0-9]{3}|\.[0-9]{6}(?!000Z)[0-9]{3})?Z"
-)
 _MISSING: Any = object()
 
 
@@ -135,10 +130,8 @@ def _string(value: Any, field: str) -> str:
 
 def stored_timestamp(value: Any, field: str) -> str:
     """The stored form of a row timestamp (chrono relaxed RFC3339 in, AutoSi `Z` out)."""
-    if type(value) is str and _STORED_TIMESTAMP.fullmatch(value):
-        day = value[8:10]
-        if day <= "28" or int(day) <= days_in_month(int(value[:4]), int(value[5:7])):
-            return value
+    if type(value) is str and stamp_is_stored(value):
+        return value
     if type(value) is not str:
         raise RowInvalid(
             f"invalid type: {describe(value)}, expected an RFC 3339 formatted date and time "
@@ -354,18 +347,6 @@ class _Shape:
 
 
 _SHAPES: dict[tuple[str, ...], _Shape | None] = {}
-_MONTH_DAY = (
-    r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
-    r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-9]))"
-)
-_STORED_STAMP = (
-    rf"[0-9]{{4}}-{_MONTH_DAY}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)"
-    r"(?:\.[0-9]{3}(?:[0-9]{3}(?:[0-9]{3})?)?)?Z"
-)
-# Possessive: the engine keeps no backtracking state per stamp (a plain `*` kept ~700 bytes
-# each, 190 MB for a 100k-issue store).
-_STORED_STAMPS = re.compile(rf"(?:{_STORED_STAMP}\n)*+{_STORED_STAMP}")
-_LEAP_DAYS = re.compile(r"([0-9]{4})-02-29T")
 
 
 def _shape(keys: tuple[str, ...]) -> _Shape | None:
@@ -437,25 +418,6 @@ def stored_row_or_none(value: Any, stamps: list[str]) -> IssueRow | None:
         return None
 
 
-def stamps_are_stored(stamps: list[str]) -> bool:
-    """True when every string is a timestamp in stored form, checked for the lot at once.
-
-    One regex pass over the joined stamps (each month's day range; Feb 29 then checked against
-    leap years); a stored fraction never ends in `000` (AutoSi would have printed fewer
-    digits), and `000Z` cannot occur in a stored timestamp otherwise.
-    """
-    if not stamps:
-        return True
-    joined = "\n".join(stamps)
-    if joined.count("\n") != len(stamps) - 1 or "000Z" in joined:
-        return False
-    if _STORED_STAMPS.fullmatch(joined) is None:
-        return False
-    if "-02-29T" in joined:
-        return all(days_in_month(int(year), 2) == 29 for year in _LEAP_DAYS.findall(joined))
-    return True
-
-
 def row_stamps_are_stored(row: IssueRow) -> bool:
     """The per-row form of `stamps_are_stored`, to find the rows a failed batch is about."""
     stamps = [row[field] for field in _STAMP_FIELDS if field in row]  # type: ignore[literal-required]
@@ -476,16 +438,7 @@ _LINE_STRING = (
     rb'"(?!")[^"\\\x00-\x1f]*+'
     rb'(?:\\(?:["\\bfnrt]|u00(?:0[0-7]|0b|0e|0f|1[0-9a-f]))[^"\\\x00-\x1f]*+)*+"'
 )
-# The stored stamp with its two whole-value rules spelled out: Feb 29 in leap years only, and
-# no fraction ending in `000` (AutoSi would have printed fewer digits).
-_LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
-_MONTH_DAY_NOT_LEAP = _MONTH_DAY.replace(
-    "02-(?:0[1-9]|1[0-9]|2[0-9])", "02-(?:0[1-9]|1[0-9]|2[0-8])"
-)
-_LINE_STAMP = (
-    rf'"(?:[0-9]{{4}}-{_MONTH_DAY_NOT_LEAP}|{_LEAP_YEAR}-02-29)T(?:[01][0-9]|2[0-3]):[0-5][0-9]:'
-    r'(?:[0-5][0-9]|60)(?:\.(?:[0-9]{3}|[0-9]{6}|)(?!000)[0-9]{3})?Z"'
-).encode()
+_LINE_STAMP = b'"' + STORED_STAMP.encode() + b'"'
 _LINE_EDGE = (
     rb'\{"issue_id":'
     + _LINE_STRING

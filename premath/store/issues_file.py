@@ -32,7 +32,6 @@ from premath.models.issue_row import (
     check_row,
     dependency_sort_key,
     row_stamps_are_stored,
-    stamps_are_stored,
     stored_item,
     stored_row_or_none,
     text_is_stored,
@@ -42,7 +41,7 @@ from premath.store.canonical import row_bytes, with_serde_floats
 from premath.store.forked_check import check_in_parallel
 from premath.store.locks import hold_marker
 from premath.text import rust_trim
-from premath.timefmt import epoch_nanos, format_autosi_z
+from premath.timefmt import epoch_nanos, format_autosi_z, stamps_are_stored, stored_forms
 
 DEFAULT_ISSUES_PATH = ".premath/issues.jsonl"
 _BIG_STORE_LINES = 10_000
@@ -185,50 +184,75 @@ def _gc_paused() -> Iterator[None]:
 def _parse_split(
     split: _SplitFile, path: str, now_text: str, tolerate_torn_tail: bool, keep_lines: bool
 ) -> _Loaded:
-    """Lines exactly as our writers write them (`_parse_written`; checked in big stores only,
-    where it saves a third of the time), else rows in stored form (`_parse_stored`), else the
-    general rules (`_parse_lines`)."""
+    """Every line decoded once; then lines exactly as our writers write them (checked in big
+    stores only, where it saves a third of the time), else rows in stored form but perhaps
+    for their times (`_stored_rows`), else the general rules (`_parse_lines`)."""
     lines = split.lines
+    try:
+        rows = list(map(orjson.loads, lines))
+    except orjson.JSONDecodeError:
+        return _Loaded(_parse_lines(split, path, now_text, tolerate_torn_tail), None)
     if split.written is not _never:
-        written = _parse_written(lines)
+        written = _by_id(rows)
         if written is not None and split.written():
             keep = keep_lines and split.terminated and len(written) == len(lines)
             return _Loaded(written, lines if keep and _ascending(list(written)) else None)
-    stored = _parse_stored(lines)
+    stored = _stored_rows(rows)
     if stored is None:
+        del rows
         return _Loaded(_parse_lines(split, path, now_text, tolerate_torn_tail), None)
     return _Loaded(stored, None)
 
 
-def _parse_written(lines: list[bytes]) -> IssueMap | None:
-    """The store if its lines are as our writers write them, decoded with no row check (the
-    last row of an id wins, as in `_parse_lines`); None when they plainly are not. Only
-    `text_is_stored` proves they are: the caller asks it before using the result."""
+def _by_id(rows: list[Any]) -> IssueMap | None:
+    """The rows by id with no row check (the last row of an id wins, as in `_parse_lines`);
+    None when they plainly are not rows. Only `text_is_stored` proves they are: the caller
+    asks it before using the result."""
     try:
-        rows = list(map(orjson.loads, lines))
         return dict(zip(map(operator.itemgetter("id"), rows), rows, strict=True))
-    except (orjson.JSONDecodeError, KeyError, TypeError):
+    except (KeyError, TypeError):
         return None
 
 
-def _parse_stored(lines: list[bytes]) -> IssueMap | None:
-    """The store when every line is a row in stored form, else None (nothing to skip, trim or
-    normalise: what our writers and the reference's write).
+def _stored_rows(rows: list[Any]) -> IssueMap | None:
+    """The store when every row is in stored form but perhaps for its times, else None.
 
-    One pass, all C-level but `stored_item`: each row is checked right after orjson builds it,
-    while it is still in the CPU cache, and goes straight into the map (the last row of an id
-    wins, as in `_parse_lines`). A blank, `#`, torn or malformed line fails `orjson.loads`, and
-    JSON white space around a row is also white space to Rust's trim, so where this path
-    succeeds the general rules give the same map.
+    One pass of `stored_item` (all C-level but it); the times are checked for the lot at once,
+    and when some are not in stored form but only their fraction is off (Go's RFC3339Nano
+    `.5Z`, `.123456789Z`; what beads and hand-written stores hold) they are rewritten in place
+    by `stored_forms`, in the order `stored_item` queued them. A blank, `#`, torn or malformed
+    line fails `orjson.loads`, and JSON white space around a row is also white space to Rust's
+    trim, so where this path succeeds the general rules give the same map.
     """
     stamps: list[str] = []
     try:
-        issues: IssueMap = dict(
-            map(stored_item, map(orjson.loads, lines), itertools.repeat(stamps))
-        )
-    except (orjson.JSONDecodeError, NotStored):
+        issues: IssueMap = dict(map(stored_item, rows, itertools.repeat(stamps)))
+    except NotStored:
         return None
-    return issues if stamps_are_stored(stamps) else None
+    if stamps_are_stored(stamps):
+        return issues
+    forms = stored_forms(stamps)
+    if forms is None:
+        return None
+    del stamps
+    _put_stamps(rows, iter(forms))
+    return issues
+
+
+def _put_stamps(rows: list[IssueRow], forms: Iterator[str]) -> None:
+    """Write back the times `stored_item` queued, in its order: the row's, then its lease's."""
+    for row in rows:
+        fields: dict[str, Any] = row  # type: ignore[assignment]
+        fields["created_at"] = next(forms)
+        fields["updated_at"] = next(forms)
+        if "closed_at" in fields:
+            fields["closed_at"] = next(forms)
+        lease: dict[str, Any] | None = fields.get("lease")
+        if lease is not None:
+            lease["acquired_at"] = next(forms)
+            lease["expires_at"] = next(forms)
+            if "renewed_at" in lease:
+                lease["renewed_at"] = next(forms)
 
 
 def _ascending(ids: list[str]) -> bool:

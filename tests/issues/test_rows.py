@@ -18,13 +18,13 @@ from premath.models.issue import IssueModel
 from premath.models.issue_row import (
     RowInvalid,
     check_row,
-    stamps_are_stored,
     stored_row_or_none,
     text_is_stored,
 )
 from premath.store import issues_file
 from premath.store.canonical import serde_float
 from premath.store.issues_file import encode_store, load_issues, parse_issues
+from premath.timefmt import stamps_are_stored
 
 NOW_TEXT = "2026-03-01T10:00:00.123456Z"
 NOW = datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=UTC)
