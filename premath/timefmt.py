@@ -303,7 +303,7 @@ _DATE = rf"(?:[0-9]{{4}}-{_MONTH_DAY}|{_LEAP_YEAR}-02-29)"
 _CLOCK = r"T(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)"
 STORED_STAMP = rf"{_DATE}{_CLOCK}(?:\.(?:[0-9]{{3}}|[0-9]{{6}}|)(?!000)[0-9]{{3}})?Z"
 """The regex source of one stored time (no anchors, no groups)."""
-_SIMPLE_STAMP = rf"{_DATE}{_CLOCK}(?:\.[0-9]+)?Z"
+SIMPLE_STAMP = rf"{_DATE}{_CLOCK}(?:\.[0-9]+)?Z"
 """A stored time but for the fraction, which may have any number of digits (Go's RFC3339Nano,
 hand-written stores): normalised by `stored_forms` without the relaxed parser."""
 
@@ -311,7 +311,7 @@ _ONE_STORED = re.compile(STORED_STAMP)
 # Possessive: the engine keeps no backtracking state per stamp (a plain `*` kept ~700 bytes
 # each, 190 MB for a 100k-issue store).
 _ALL_STORED = re.compile(rf"(?:{STORED_STAMP}\n)*+{STORED_STAMP}")
-_ALL_SIMPLE = re.compile(rf"(?:{_SIMPLE_STAMP}\n)*+{_SIMPLE_STAMP}")
+_ALL_SIMPLE = re.compile(rf"(?:{SIMPLE_STAMP}\n)*+{SIMPLE_STAMP}")
 _FRACTION_PAD = ("", "00", "0", "", "00", "0", "", "00", "0", "")
 _FRACTION_DOT = ("",) + (".",) * 9
 
@@ -333,17 +333,19 @@ def stamps_are_stored(stamps: list[str]) -> bool:
     return joined is not None and _ALL_STORED.fullmatch(joined) is not None
 
 
-def _autosi_fraction(stamp: str) -> str:
+def autosi_fraction(stamp: str) -> str:
+    """The stored form of a `SIMPLE_STAMP` (checked by the caller): fraction digits past the
+    9th dropped, trailing zeros dropped, then padded to 3, 6 or 9 digits."""
     digits = stamp[20:-1][:9].rstrip("0")
     return stamp[:19] + _FRACTION_DOT[len(digits)] + digits + _FRACTION_PAD[len(digits)] + "Z"
 
 
 def stored_forms(stamps: list[str]) -> list[str] | None:
-    """The stored form of each time when all are `_SIMPLE_STAMP`s (checked in one pass), else
+    """The stored form of each time when all are `SIMPLE_STAMP`s (checked in one pass), else
     None: the caller then takes the relaxed parser. Equal to `normalize_relaxed` on them."""
     if not stamps:
         return []
     joined = _joined(stamps)
     if joined is None or _ALL_SIMPLE.fullmatch(joined) is None:
         return None
-    return [_autosi_fraction(stamp) for stamp in stamps]
+    return list(map(autosi_fraction, stamps))

@@ -11,33 +11,58 @@ empty optional fields dropped, `metadata` keys sorted at every level, unknown fi
 import functools
 import operator
 import re
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
 
 from premath.models.serde import describe
-from premath.timefmt import STORED_STAMP, normalize_relaxed, stamp_is_stored, stamps_are_stored
-
-FIELD_ORDER = (
-    "id",
-    "title",
-    "description",
-    "design",
-    "acceptance_criteria",
-    "notes",
-    "status",
-    "priority",
-    "issue_type",
-    "assignee",
-    "owner",
-    "lease",
-    "created_at",
-    "updated_at",
-    "closed_at",
-    "ephemeral",
-    "mol_type",
-    "labels",
-    "dependencies",
-    "metadata",
+from premath.timefmt import (
+    SIMPLE_STAMP,
+    STORED_STAMP,
+    normalize_relaxed,
+    stamp_is_stored,
+    stamps_are_stored,
 )
+
+FieldKind = Literal[
+    "string", "text", "i32", "issue_type", "lease", "stamp", "optional_stamp", "bool", "labels",
+    "dependencies", "metadata",
+]  # fmt: skip
+
+
+class Field(NamedTuple):
+    """One field of the stored row. `string`, `i32`, `issue_type`, `stamp` and `bool` fields are
+    in every stored row; `text`, `optional_stamp`, `lease`, `labels`, `dependencies` and
+    `metadata` are omitted when empty or unset."""
+
+    name: str
+    kind: FieldKind
+
+
+ISSUE_FIELDS = (
+    Field("id", "string"),
+    Field("title", "string"),
+    Field("description", "text"),
+    Field("design", "text"),
+    Field("acceptance_criteria", "text"),
+    Field("notes", "text"),
+    Field("status", "string"),
+    Field("priority", "i32"),
+    Field("issue_type", "issue_type"),
+    Field("assignee", "text"),
+    Field("owner", "text"),
+    Field("lease", "lease"),
+    Field("created_at", "stamp"),
+    Field("updated_at", "stamp"),
+    Field("closed_at", "optional_stamp"),
+    Field("ephemeral", "bool"),
+    Field("mol_type", "text"),
+    Field("labels", "labels"),
+    Field("dependencies", "dependencies"),
+    Field("metadata", "metadata"),
+)
+"""The issue row's one field table (reference §A1), in stored order. The fast paths (the key
+tuple check, the line grammar) are derived from it; `check_row` and `IssueModel` state the same
+contract with serde's messages and field descriptions, and tests prove all of them agree."""
+FIELD_ORDER = tuple(field.name for field in ISSUE_FIELDS)
 LEASE_FIELD_ORDER = ("lease_id", "owner", "acquired_at", "expires_at", "renewed_at")
 
 IssueType = Literal["epic", "task"]
@@ -308,18 +333,12 @@ def dependency_sort_key(dependency: DependencyRow) -> tuple[str, str, str, str]:
 # `stamps_are_stored` checks a whole queue in one regex call. The contract, pinned by a hypothesis
 # test: whenever the fast path accepts a row, `check_row` returns an equal row.
 
-_ALWAYS = frozenset(
-    ("id", "title", "status", "priority", "issue_type", "created_at", "updated_at", "ephemeral")
-)
-_FIELD_TYPES: dict[str, type] = {
-    **dict.fromkeys(FIELD_ORDER, str),
-    "priority": int,
-    "lease": dict,
-    "ephemeral": bool,
-    "labels": list,
-    "dependencies": list,
-}
-_STAMP_FIELDS = ("created_at", "updated_at", "closed_at")
+_REQUIRED_KINDS = frozenset(("string", "i32", "issue_type", "stamp", "bool"))
+_ALWAYS = frozenset(field.name for field in ISSUE_FIELDS if field.kind in _REQUIRED_KINDS)
+_KIND_TYPES: dict[FieldKind, type] = {"i32": int, "bool": bool, "lease": dict, "labels": list}
+_KIND_TYPES["dependencies"] = list
+_FIELD_TYPES = {field.name: _KIND_TYPES.get(field.kind, str) for field in ISSUE_FIELDS}
+_STAMP_FIELDS = tuple(f.name for f in ISSUE_FIELDS if f.kind in ("stamp", "optional_stamp"))
 _LEASE_SHAPES = {
     ("lease_id", "owner", "acquired_at", "expires_at"): (str, str, str, str),
     ("lease_id", "owner", "acquired_at", "expires_at", "renewed_at"): (str, str, str, str, str),
@@ -330,6 +349,7 @@ _DEPENDENCY_KEYS = frozenset(
 _DEPENDENCY_TYPE_SET = frozenset(DEPENDENCY_TYPES)
 _EDGE_TYPES = {3: (str, str, str), 4: (str, str, str, str)}
 _FIELD_POSITION = {name: index for index, name in enumerate(FIELD_ORDER)}
+_FIELD_KINDS = {field.name: field.kind for field in ISSUE_FIELDS}
 
 
 class _Shape:
@@ -353,7 +373,7 @@ def _shape(keys: tuple[str, ...]) -> _Shape | None:
     positions = [_FIELD_POSITION.get(key, -1) for key in keys]
     if -1 in positions or positions != sorted(set(positions)) or not set(keys) >= _ALWAYS:
         return None
-    if "metadata" in keys:
+    if any(_FIELD_KINDS[key] == "metadata" for key in keys):
         return None
     return _Shape(keys)
 
@@ -439,6 +459,7 @@ _LINE_STRING = (
     rb'(?:\\(?:["\\bfnrt]|u00(?:0[0-7]|0b|0e|0f|1[0-9a-f]))[^"\\\x00-\x1f]*+)*+"'
 )
 _LINE_STAMP = b'"' + STORED_STAMP.encode() + b'"'
+_LINE_SIMPLE_STAMP = b'"' + SIMPLE_STAMP.encode() + b'"'
 _LINE_EDGE = (
     rb'\{"issue_id":'
     + _LINE_STRING
@@ -451,68 +472,75 @@ _LINE_EDGE = (
     + _LINE_STRING
     + rb")?\}"
 )
-_LINE_LEASE = (
-    rb'\{"lease_id":'
-    + _LINE_STRING
-    + rb',"owner":'
-    + _LINE_STRING
-    + rb',"acquired_at":'
-    + _LINE_STAMP
-    + rb',"expires_at":'
-    + _LINE_STAMP
-    + rb'(?:,"renewed_at":'
-    + _LINE_STAMP
-    + rb")?\}"
-)
 
 
-def _optional_strings(*fields: str) -> bytes:
-    return b"".join(b'(?:,"' + field.encode() + b'":' + _LINE_STRING + b")?" for field in fields)
+def _line_lease(stamp: bytes) -> bytes:
+    return (
+        rb'\{"lease_id":'
+        + _LINE_STRING
+        + rb',"owner":'
+        + _LINE_STRING
+        + rb',"acquired_at":'
+        + stamp
+        + rb',"expires_at":'
+        + stamp
+        + rb'(?:,"renewed_at":'
+        + stamp
+        + rb")?\}"
+    )
 
 
-_STORED_LINE_PATTERN = (
-    rb'\{"id":'
-    + _LINE_STRING
-    + rb',"title":'
-    + _LINE_STRING
-    + _optional_strings("description", "design", "acceptance_criteria", "notes")
-    + rb',"status":'
-    + _LINE_STRING
-    + rb',"priority":(?:0|-?[1-9][0-9]{0,8})'
-    + rb',"issue_type":"(?:task|epic)"'
-    + _optional_strings("assignee", "owner")
-    + rb'(?:,"lease":'
-    + _LINE_LEASE
-    + rb")?"
-    + rb',"created_at":'
-    + _LINE_STAMP
-    + rb',"updated_at":'
-    + _LINE_STAMP
-    + rb'(?:,"closed_at":'
-    + _LINE_STAMP
-    + rb')?,"ephemeral":(?:true|false)'
-    + _optional_strings("mol_type")
-    + rb'(?:,"labels":\['
-    + _LINE_STRING
-    + rb"(?:,"
-    + _LINE_STRING
-    + rb")*+\])?"
-    + rb'(?:,"dependencies":\['
-    + _LINE_EDGE
-    + rb"(?:,"
-    + _LINE_EDGE
-    + rb")*+\])?\}"
-)
+def _line_piece(field: Field, stamp: bytes) -> bytes:
+    """The grammar of one field in a stored line (with its leading comma)."""
+    key = b',"' + field.name.encode() + b'":'
+    edges = _LINE_EDGE + rb"(?:," + _LINE_EDGE + rb")*+"
+    piece = {
+        "string": key + _LINE_STRING,
+        "text": b"(?:" + key + _LINE_STRING + b")?",
+        "i32": key + rb"(?:0|-?[1-9][0-9]{0,8})",
+        "issue_type": key + b'"(?:' + b"task|epic" + b')"',
+        "lease": b"(?:" + key + _line_lease(stamp) + b")?",
+        "stamp": key + stamp,
+        "optional_stamp": b"(?:" + key + stamp + b")?",
+        "bool": key + b"(?:true|false)",
+        "labels": b"(?:" + key + rb"\[" + _LINE_STRING + rb"(?:," + _LINE_STRING + rb")*+\])?",
+        "dependencies": b"(?:" + key + rb"\[" + edges + rb"\])?",
+        "metadata": b"",  # rows with metadata take the checked path
+    }[field.kind]
+    return piece
+
+
+def _line_pattern(stamp: bytes) -> bytes:
+    """One stored row line, every field from the table, times matching `stamp`."""
+    body = b"".join(_line_piece(field, stamp) for field in ISSUE_FIELDS)
+    return rb"\{" + body.removeprefix(b",") + rb"\}"
 
 
 @functools.cache
-def _stored_text() -> re.Pattern[bytes]:
-    # Compiling takes ~6 ms: only stores big enough to gain from it pay (`text_is_stored`).
+def _line_texts() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    # Compiling takes ~6 ms each: only stores big enough to gain from it pay (`text_form`).
     # One match over the whole text, not one per line: no match object per line.
-    return re.compile(b"(?:" + _STORED_LINE_PATTERN + b"\n)*+")
+    return (
+        re.compile(b"(?:" + _line_pattern(_LINE_STAMP) + b"\n)*+"),
+        re.compile(b"(?:" + _line_pattern(_LINE_SIMPLE_STAMP) + b"\n)*+"),
+    )
+
+
+TEXT_UNKNOWN, TEXT_STORED, TEXT_STORED_BUT_TIMES = 0, 1, 2
+"""What `text_form` proves about a whole issues file."""
 
 
 def text_is_stored(text: bytes) -> bool:
     """True when every line of `text` (a whole issues file) is a row line in stored form, byte
     for byte as our writers write it: no blank lines, a `\\n` after the last."""
-    return _stored_text().fullmatch(text) is not None
+    return _line_texts()[0].fullmatch(text) is not None
+
+
+def text_form(text: bytes) -> int:
+    """`TEXT_STORED` (`text_is_stored`), else `TEXT_STORED_BUT_TIMES` when the lines are rows
+    in stored form but for the fraction digits of their times (`timefmt.SIMPLE_STAMP`: every
+    row is valid and `stored_forms` gives its times), else `TEXT_UNKNOWN`."""
+    stored, simple = _line_texts()
+    if stored.fullmatch(text) is not None:
+        return TEXT_STORED
+    return TEXT_STORED_BUT_TIMES if simple.fullmatch(text) is not None else TEXT_UNKNOWN

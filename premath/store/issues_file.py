@@ -26,6 +26,9 @@ import orjson
 
 from premath.errors import ArtifactInvalid, IoFailure, NotFound
 from premath.models.issue_row import (
+    TEXT_STORED,
+    TEXT_STORED_BUT_TIMES,
+    TEXT_UNKNOWN,
     IssueRow,
     NotStored,
     RowInvalid,
@@ -34,19 +37,25 @@ from premath.models.issue_row import (
     row_stamps_are_stored,
     stored_item,
     stored_row_or_none,
-    text_is_stored,
+    text_form,
 )
 from premath.store.atomic import write_atomic
 from premath.store.canonical import row_bytes, with_serde_floats
 from premath.store.forked_check import check_in_parallel
 from premath.store.locks import hold_marker
 from premath.text import rust_trim
-from premath.timefmt import epoch_nanos, format_autosi_z, stamps_are_stored, stored_forms
+from premath.timefmt import (
+    autosi_fraction,
+    epoch_nanos,
+    format_autosi_z,
+    stamps_are_stored,
+    stored_forms,
+)
 
 DEFAULT_ISSUES_PATH = ".premath/issues.jsonl"
 _BIG_STORE_LINES = 10_000
 _WRITTEN_CHECK_LINES = 10_000
-"""From this size on, a load first tries `text_is_stored` (its regex costs ~5 ms to compile)."""
+"""From this size on, a load first tries `text_form` (its regex costs ~5 ms to compile)."""
 
 IssueMap = dict[str, IssueRow]
 """Issues by id. Insertion order is not meaningful; writers sort by id."""
@@ -95,17 +104,18 @@ class _SplitFile(NamedTuple):
     lines: list[bytes]
     terminated: bool
     """The file ends with `\n` (so its last line cannot be torn)."""
-    written: Callable[[], bool]
-    """Whether every line is a row exactly as our writers write it (`text_is_stored`); asked
-    only after the optimistic decode, so a check running beside it has had time to finish."""
+    written: Callable[[], int]
+    """What `text_form` proves about the lines (our bytes, or stored rows but for their times);
+    asked only after the optimistic decode, so a check running beside it has had time to
+    finish."""
 
 
-def _never() -> bool:
-    return False
+def _never() -> int:
+    return TEXT_UNKNOWN
 
 
 def _split_file(
-    data: bytes, path: str, written: Callable[[bytes], Callable[[], bool]] | None = None
+    data: bytes, path: str, written: Callable[[bytes], Callable[[], int]] | None = None
 ) -> _SplitFile:
     """Refuse NUL and non-UTF-8 bytes (§A2), then cut the file into lines.
 
@@ -129,7 +139,7 @@ def _split_file(
         lines.pop()
     if len(lines) < _WRITTEN_CHECK_LINES:
         return _SplitFile(lines, data.endswith(b"\n"), _never)
-    start = written or (lambda text: functools.partial(text_is_stored, text))
+    start = written or (lambda text: functools.partial(text_form, text))
     return _SplitFile(lines, data.endswith(b"\n"), start(data))
 
 
@@ -194,9 +204,13 @@ def _parse_split(
         return _Loaded(_parse_lines(split, path, now_text, tolerate_torn_tail), None)
     if split.written is not _never:
         written = _by_id(rows)
-        if written is not None and split.written():
+        form = TEXT_UNKNOWN if written is None else split.written()
+        if written is not None and form == TEXT_STORED:
             keep = keep_lines and split.terminated and len(written) == len(lines)
             return _Loaded(written, lines if keep and _ascending(list(written)) else None)
+        if written is not None and form == TEXT_STORED_BUT_TIMES:
+            _put_stamps(rows, map(autosi_fraction, _queued_stamps(rows)))
+            return _Loaded(written, None)
     stored = _stored_rows(rows)
     if stored is None:
         del rows
@@ -206,7 +220,7 @@ def _parse_split(
 
 def _by_id(rows: list[Any]) -> IssueMap | None:
     """The rows by id with no row check (the last row of an id wins, as in `_parse_lines`);
-    None when they plainly are not rows. Only `text_is_stored` proves they are: the caller
+    None when they plainly are not rows. Only `text_form` proves they are: the caller
     asks it before using the result."""
     try:
         return dict(zip(map(operator.itemgetter("id"), rows), rows, strict=True))
@@ -237,6 +251,23 @@ def _stored_rows(rows: list[Any]) -> IssueMap | None:
     del stamps
     _put_stamps(rows, iter(forms))
     return issues
+
+
+def _queued_stamps(rows: list[IssueRow]) -> list[str]:
+    """The rows' times in the order `stored_item` queues them: the row's, then its lease's."""
+    stamps: list[str] = []
+    for row in rows:
+        stamps.append(row["created_at"])
+        stamps.append(row["updated_at"])
+        if "closed_at" in row:
+            stamps.append(row["closed_at"])
+        lease = row.get("lease")
+        if lease is not None:
+            stamps.append(lease["acquired_at"])
+            stamps.append(lease["expires_at"])
+            if "renewed_at" in lease:
+                stamps.append(lease["renewed_at"])
+    return stamps
 
 
 def _put_stamps(rows: list[IssueRow], forms: Iterator[str]) -> None:
@@ -376,7 +407,7 @@ def _load(path: str, now: datetime, *, tolerate_torn_tail: bool, keep_lines: boo
             data,
             path,
             lambda text: checks.enter_context(
-                check_in_parallel(functools.partial(text_is_stored, text))
+                check_in_parallel(functools.partial(text_form, text))
             ),
         )
         del data  # only the lines are needed from here: one copy of the file, not two
