@@ -35,6 +35,9 @@ STAMPS = [
     "2026-02-22T00:00:00.500Z",
     "2026-02-22T00:00:00.500000Z",
     "2026-02-22T00:00:00.123456789Z",
+    "2026-02-22T00:00:00.5Z",
+    "2026-02-22T00:00:00.12340Z",
+    "2026-02-22T00:00:00.1234567891Z",
     "2024-02-29T23:59:60Z",
     "2026-02-22T00:00:00.500+01:00",
     "2026-02-22 00:00:00z",
@@ -519,3 +522,9 @@ def test_splicing_writes_what_a_full_rewrite_writes(values, action):
                     )
             written.append(Path(path).read_bytes())
     assert written[0] == written[1]
+
+
+def test_the_pydantic_model_states_the_field_table():
+    from premath.models.issue_row import FIELD_ORDER
+
+    assert tuple(IssueModel.model_fields) == FIELD_ORDER
