@@ -10,7 +10,7 @@ from premath.cli._root import AppContext, Reply, StrictCommand, pass_app
 @click.argument("root", default=".", metavar="[ROOT]")
 @json_option
 @pass_app
-def init(app: AppContext, root: str) -> Reply:
+def init(app: AppContext, /, root: str) -> Reply:
     """Create ROOT/.premath/issues.jsonl (from ROOT/.beads/issues.jsonl when present).
 
     \b

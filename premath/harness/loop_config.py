@@ -12,8 +12,8 @@ from typing import Any
 
 from premath.harness.lane import MutationAuthority
 from premath.models.retry_policy import RetryPolicy
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
-DEFAULT_ISSUES_PATH = ".premath/issues.jsonl"
 DEFAULT_SESSION_PATH = ".premath/harness_session.json"
 DEFAULT_LEDGER_PATH = ".premath/harness_feature_ledger.json"
 DEFAULT_TRAJECTORY_PATH = ".premath/harness_trajectory.jsonl"
