@@ -21,7 +21,7 @@ from premath.models.issue_row import RowInvalid
 from premath.store.atomic import write_atomic, write_atomic_chunks
 from premath.store.canonical import row_bytes, with_serde_floats
 from premath.store.documents import os_error_text
-from premath.text import rust_trim
+from premath.text import rust_trim_line
 
 DEFAULT_EVENTS_PATH = ".premath/memory/events.jsonl"
 EVENT_REF_PREFIX = "ev1_"
@@ -32,13 +32,6 @@ _LINES_PER_CHUNK = 4096
 
 class EventLogInvalid(Exception):
     """A line of the log the reference would refuse: `line N: parse error: <why>` (or I/O)."""
-
-
-def _trimmed(raw: bytes) -> bytes:
-    line = raw.strip()
-    if line and (line[0] >= 0x80 or line[-1] >= 0x80):
-        line = rust_trim(line.decode("utf-8")).encode("utf-8")
-    return line
 
 
 def read_events(path: str, now_text: str) -> Iterator[IssueEvent]:
@@ -52,7 +45,7 @@ def read_events(path: str, now_text: str) -> Iterator[IssueEvent]:
                     raise EventLogInvalid(
                         f"line {number}: I/O error: stream did not contain valid UTF-8"
                     ) from None
-            line = _trimmed(raw)
+            line = rust_trim_line(raw)
             if not line or line[0] == 0x23:  # '#'
                 continue
             try:

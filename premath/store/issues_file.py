@@ -43,7 +43,7 @@ from premath.store.atomic import write_atomic
 from premath.store.canonical import row_bytes, with_serde_floats
 from premath.store.forked_check import check_in_parallel
 from premath.store.locks import hold_marker
-from premath.text import rust_trim
+from premath.text import rust_trim_line
 from premath.timefmt import (
     autosi_fraction,
     epoch_nanos,
@@ -89,14 +89,6 @@ def encode_store(issues: IssueMap) -> bytes:
         return b"".join(map(encode_row, rows))
     dumps = orjson.dumps
     return b"".join([dumps(row) + b"\n" for row in rows])
-
-
-def _trimmed(raw: bytes) -> bytes:
-    line = raw.strip()
-    if line and (line[0] >= 0x80 or line[-1] >= 0x80):
-        # Rust's trim also strips non-ASCII white space (NBSP, U+2028, ...).
-        line = rust_trim(line.decode("utf-8")).encode("utf-8")
-    return line
 
 
 class _SplitFile(NamedTuple):
@@ -343,7 +335,7 @@ def _rows_to_decode(lines: list[bytes]) -> tuple[list[bytes], list[int]]:
     for index, raw in enumerate(lines):
         line = raw.strip()
         if line and (line[0] >= 0x80 or line[-1] >= 0x80):
-            line = _trimmed(line)
+            line = rust_trim_line(line)
         if line and line[0] != 0x23:  # '#'
             texts.append(line)
             numbers.append(index + 1)
