@@ -15,7 +15,7 @@ from premath.clock import SystemClock
 from premath.errors import PremathError
 from premath.mcp.arguments import parse_arguments
 from premath.mcp.catalogue import TOOLS, TOOLS_BY_NAME
-from premath.mcp.tools import ServerConfig, ToolRefused, ToolService
+from premath.mcp.tools import Rendered, ServerConfig, ToolRefused, ToolService
 from premath.models.serde import SchemaViolation
 from premath.store.canonical import stdout_bytes
 
@@ -56,6 +56,8 @@ def call_tool(service: ToolService, name: str, arguments: Any) -> types.CallTool
     try:
         args = parse_arguments(tool, arguments)
         document = getattr(service, name)(args)
+        if isinstance(document, Rendered):
+            return _text(document.text)
     except SchemaViolation as exc:
         return _text(str(exc), error=True)
     except ToolRefused as refused:

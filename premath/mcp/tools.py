@@ -13,8 +13,9 @@ from premath.errors import PremathError
 from premath.issues import documents, graph, leases
 from premath.issues import memory as issue_memory
 from premath.issues.check import check_issues
+from premath.mcp.ready_view import ReadyView, render_ready
 from premath.models.issue_row import DEPENDENCY_TYPES, IssueRow
-from premath.store.issues_file import FileIdentity, IssueMap, WarmStores, file_identity
+from premath.store.issues_file import IssueMap, WarmStores, file_identity
 from premath.text import rust_trim
 from premath.timefmt import epoch_nanos
 from premath.transport.dispatch import dispatch
@@ -27,6 +28,13 @@ from premath.transport.instruction_link import (
 from premath.transport.write_witness import attach, write_witness
 
 Document = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A result document already rendered as the server sends it (pretty sorted JSON)."""
+
+    text: str
 
 
 class ToolRefused(Exception):
@@ -67,9 +75,7 @@ class ToolService:
         self.config = config
         self.clock = clock
         self.warm = WarmStores()
-        self._ready_rows: dict[
-            str, tuple[FileIdentity, IssueMap, list[tuple[IssueRow, Document]]]
-        ] = {}
+        self._ready_views: dict[str, ReadyView] = {}
 
     def _read(self, path: str, now: datetime) -> IssueMap:
         """The store at `path`, warm while the file is unchanged; a refusal names the file."""
@@ -118,41 +124,19 @@ class ToolService:
 
     # --- readers -------------------------------------------------------------------------------
 
-    def _ready(self, path: str, now: datetime) -> tuple[IssueMap, list[tuple[IssueRow, Document]]]:
-        """The store and its ready rows with their summaries, kept while the warm store is the
-        same object for the same file: only the lease states (which depend on the time) are
-        worked out on every call."""
-        before = file_identity(path)
-        issues = self._read(path, now)
-        cached = self._ready_rows.get(path)
-        if cached is not None and cached[0] == before and cached[1] is issues:
-            return issues, cached[2]
-        rows = [(row, documents.issue_summary(row)) for row in graph.ready_issues(issues)]
-        if before is not None and before == file_identity(path):
-            self._ready_rows[path] = (before, issues, rows)
-        return issues, rows
-
-    def issue_ready(self, args: Document) -> Document:
+    def issue_ready(self, args: Document) -> Rendered:
+        """Rendered once per store version and lease epoch (`ready_view`)."""
         now = self.clock.now()
         path = self._issues_path(args)
-        issues, rows = self._ready(path, now)
+        identity = file_identity(path)
+        issues = self._read(path, now)
+        head = {**self._head("issue.ready", path), "querySource": self._query_source(path, issues)}
         now_ns = epoch_nanos(now)
-        items = [
-            {
-                **summary,
-                "lease": documents.lease_view(row, leases.LeaseChange(row, now_ns))
-                if "lease" in row
-                else None,
-            }
-            for row, summary in rows
-        ]
-        return {
-            **self._head("issue.ready", path),
-            "querySource": self._query_source(path, issues),
-            "count": len(items),
-            "items": items,
-            "leaseProjection": documents.projection_fields(leases.lease_projection(issues, now_ns)),
-        }
+        view = self._ready_views.get(path)
+        if view is None or not view.holds(head, identity, issues, now_ns):
+            view = render_ready(head, identity, issues, now_ns)
+            self._ready_views[path] = view
+        return Rendered(view.text(now_ns))
 
     def issue_list(self, args: Document) -> Document:
         now = self.clock.now()
