@@ -7,14 +7,20 @@ process per call (`PREMATH_REFERENCE_BIN`, when given; our figures alone otherwi
   store of N open issues (target: at least 3x);
 - 16 MCP clients (a server each) draining 1,000 issues vs 16 reference CLI claimers (target:
   less wall time; the reference takes about 5.8 s on these machines).
+
+Server start-up is never timed: rates run from the first call after `initialize`, the drain from
+the moment every client is initialised. The machine is shared, so each rate row also gives the
+children's CPU time per call (servers: a session's CPU less that of an idle session).
 """
 
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -54,6 +60,11 @@ def _params(cwd: Path) -> StdioServerParameters:
     )
 
 
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 async def _calls(cwd: Path, tool: str, arguments: dict[str, str], count: int) -> float:
     """Seconds for `count` calls over one initialised session (start-up not timed)."""
     with open(os.devnull, "w") as errlog:
@@ -71,23 +82,54 @@ async def _calls(cwd: Path, tool: str, arguments: dict[str, str], count: int) ->
             return time.perf_counter() - start
 
 
-def _reference_runs(argv: list[str], count: int, cwd: Path, reset: bytes | None = None) -> float:
+@dataclass(frozen=True)
+class Timed:
+    """Wall seconds of `count` calls and the CPU seconds they cost the children."""
+
+    count: int
+    wall_s: float
+    cpu_s: float
+
+    def text(self, unit: str) -> str:
+        return (
+            f"{self.count / self.wall_s:.0f} {unit}/s, {1000 * self.wall_s / self.count:.1f}"
+            f" ms/call (CPU {1000 * self.cpu_s / self.count:.1f} ms/call)"
+        )
+
+
+def _session(cwd: Path, tool: str, arguments: dict[str, str], count: int) -> Timed:
+    """`count` calls over one session; its server's CPU less that of an idle session."""
+    before = _children_cpu_s()
+    anyio.run(_calls, cwd, tool, arguments, 0)
+    idle_cpu_s = _children_cpu_s() - before
+    before = _children_cpu_s()
+    wall_s = anyio.run(_calls, cwd, tool, arguments, count)
+    return Timed(count, wall_s, max(_children_cpu_s() - before - idle_cpu_s, 0.0))
+
+
+def _reference_runs(argv: list[str], count: int, cwd: Path) -> Timed:
+    before = _children_cpu_s()
     start = time.perf_counter()
     for _ in range(count):
         subprocess.run(
             argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True
         )
-    return time.perf_counter() - start
+    return Timed(count, time.perf_counter() - start, _children_cpu_s() - before)
 
 
 async def _drain(cwd: Path, clients: int) -> float:
     async def claimer(name: str) -> None:
+        nonlocal start
         with open(os.devnull, "w") as errlog:
             async with (
                 stdio_client(_params(cwd), errlog=errlog) as (read, write),
                 ClientSession(read, write) as client,
             ):
                 await client.initialize()
+                initialised.append(name)
+                if len(initialised) == clients:
+                    start = time.perf_counter()
+                    ready.set()
                 await ready.wait()
                 while True:
                     result = await client.call_tool("issue_claim_next", {"assignee": name})
@@ -97,16 +139,10 @@ async def _drain(cwd: Path, clients: int) -> float:
                         return
 
     ready = anyio.Event()
+    initialised: list[str] = []
     start = 0.0
 
-    async def starter() -> None:
-        nonlocal start
-        await anyio.sleep(3.0)  # servers up and initialised
-        start = time.perf_counter()
-        ready.set()
-
     async with anyio.create_task_group() as group:
-        group.start_soon(starter)
         for n in range(clients):
             group.start_soon(claimer, f"mcp-{n}")
     return time.perf_counter() - start
@@ -127,21 +163,15 @@ def _reference_drain(cwd: Path, clients: int) -> float:
     return time.perf_counter() - start
 
 
-def _rate_row(
-    measure: str, size: str, count: int, ours_s: float, base_s: float | None, factor: float
-) -> Row:
-    ours_rate = count / ours_s
-    if base_s is None:
-        return Row(
-            measure, size, f"{ours_rate:.0f} calls/s", "-", "-", f">= {factor:.0f}x reference", "-"
-        )
-    base_rate = count / base_s
-    ratio = ours_rate / base_rate
+def _rate_row(measure: str, size: str, ours: Timed, base: Timed | None, factor: float) -> Row:
+    if base is None:
+        return Row(measure, size, ours.text("calls"), "-", "-", f">= {factor:.0f}x reference", "-")
+    ratio = base.wall_s / ours.wall_s
     return Row(
         measure,
         size,
-        f"{ours_rate:.0f} calls/s",
-        f"{base_rate:.0f} processes/s (reference)",
+        ours.text("calls"),
+        f"{base.text('processes')} (reference)",
         f"{ratio:.1f}x",
         f">= {factor:.0f}x reference",
         verdict(ratio >= factor),
@@ -156,26 +186,24 @@ def rows(quick: bool) -> list[Row]:
         work = Path(folder)
         (work / ".premath").mkdir()
         shutil.copyfile(ready_store, work / ".premath" / "issues.jsonl")
-        ours = anyio.run(_calls, work, "issue_ready", {}, count)
+        ours = _session(work, "issue_ready", {}, count)
         base = None
         if REFERENCE:
             base = _reference_runs([REFERENCE, "issue", "ready", "--json"], count, work)
         result.append(
-            _rate_row(
-                "mcp issue_ready (one session)", f"{count} calls, 10k issues", count, ours, base, 5
-            )
+            _rate_row("mcp issue_ready (one session)", f"{count} calls, 10k issues", ours, base, 5)
         )
 
         target = work / ".premath" / "issues.jsonl"
         target.write_bytes(open_store(count))
-        ours = anyio.run(_calls, work, "issue_claim_next", {"assignee": "bench"}, count)
+        ours = _session(work, "issue_claim_next", {"assignee": "bench"}, count)
         base = None
         if REFERENCE:
             target.write_bytes(open_store(count))
             argv = [REFERENCE, "issue", "claim-next", "--assignee", "bench", "--json"]
             base = _reference_runs(argv, count, work)
         result.append(
-            _rate_row("mcp issue_claim_next (one session)", f"{count} calls", count, ours, base, 3)
+            _rate_row("mcp issue_claim_next (one session)", f"{count} calls", ours, base, 3)
         )
 
         drained = 200 if quick else 1000

@@ -255,8 +255,10 @@ def claim_issue(
     return row
 
 
+@functools.lru_cache(maxsize=1 << 17)
 def natural_key(issue_id: str) -> tuple[Any, ...]:
-    """Digits compare as numbers: `bd-2` before `bd-10` (D3-2)."""
+    """Digits compare as numbers: `bd-2` before `bd-10` (D3-2). Kept per id: a long-lived
+    server ranks the same candidates on every claim."""
     parts = _NATURAL_PARTS.split(issue_id)
     return tuple(int(part) if index % 2 else part for index, part in enumerate(parts))
 
