@@ -182,6 +182,18 @@ def test_rewrite_is_a_fixed_point_byte_for_byte(values):
     assert [orjson.loads(line)["id"] for line in written.splitlines()] == sorted(first)
 
 
+@given(st.lists(st.one_of(row_like(), near_stored()), max_size=6))
+def test_a_draining_rewrite_writes_the_bytes_of_encode_store(values):
+    data = b"".join(orjson.dumps(v) + b"\n" for v in values)
+    try:
+        issues = parse_issues(data, "t.jsonl", NOW_TEXT, tolerate_torn_tail=False)
+    except PremathError:
+        return
+    expected = encode_store(issues)
+    assert b"".join(issues_file._drained_lines(issues)) == expected
+    assert issues == {}
+
+
 @given(st.binary(max_size=300))
 def test_readers_raise_only_premath_errors_on_arbitrary_bytes(data):
     with contextlib.suppress(PremathError):
