@@ -58,9 +58,9 @@ def _fresh(path: str, clock: FrozenClock) -> str:
     return _answer(ToolService(ServerConfig(issues_path=path), FrozenClock(clock.now())))
 
 
-leases = st.lists(
-    st.one_of(st.none(), st.integers(-5, 5)), min_size=1, max_size=6
-).map(lambda expiries: [_row(n, e, "worker" if n % 2 else "other") for n, e in enumerate(expiries)])
+leases = st.lists(st.one_of(st.none(), st.integers(-5, 5)), min_size=1, max_size=6).map(
+    lambda expiries: [_row(n, e, "worker" if n % 2 else "other") for n, e in enumerate(expiries)]
+)
 
 
 @settings(max_examples=40, deadline=None)
