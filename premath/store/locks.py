@@ -1,82 +1,89 @@
 """Lock markers with the reference's shape: `<path>.lock` created exclusively, removed on release.
 
 The reference (issue memory) only tests whether the marker exists; it writes `pid=<pid>` and
-`utc=<time>` lines into it, and so do we, so both tools can share one store. Ours adds what the
-reference lacks: a configurable timeout with a clear error, and recovery of a marker whose process
-is dead on this host. Recovery is serialised by a second marker (`<lock>.break`), and the stale
-judgement is repeated while holding it, so two processes can never both break one marker and
-delete a lock taken in between. filelock's SoftFileLock has the same create/remove shape but
-neither the reference's contents nor dead-owner recovery, so these few lines are ours.
+`utc=<time>` lines into it. Ours writes the same two lines first, then who we are precisely
+enough to be judged from another process (`host=`, `boot=`, `pidns=`, `start=`; see
+`store/owners.py`), so both tools can share one store. Ours adds what the reference lacks:
+- a configurable, finite timeout with a clear error;
+- recovery of a marker whose owner is provably ours and dead (same host, boot and PID
+  namespace; no such process, a zombie, or a reused pid). A marker we cannot judge (the
+  reference's two lines, a writer in another container, an empty marker) is never broken: we
+  wait for it until the timeout, then say how to remove it by hand. Recovery is serialised by a
+  second marker (`<lock>.break`) and the judgement repeated while holding it, so two processes
+  can never both break one marker and delete a lock taken in between;
+- polling every 2 ms, the reference's interval, with no back-off: a waiter that backs off loses
+  every race to newer arrivals, and under 16 writers some waited ten seconds.
+filelock's SoftFileLock has the same create/remove shape but neither the reference's contents
+nor this judgement, so these few lines are ours.
 """
 
 import contextlib
-import errno
+import math
 import os
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from premath.clock import SystemClock, epoch_ns
-from premath.errors import IoFailure, LockBusy
+from premath.clock import SystemClock
+from premath.errors import InvalidUsage, IoFailure, LockBusy
+from premath.store.files import write_all
+from premath.store.owners import Owner, OwnerState, owner_state, this_process
 from premath.timefmt import format_seconds_z
 
 DEFAULT_LOCK_TIMEOUT_S = 10.0
 LOCK_TIMEOUT_ENV = "PREMATH_LOCK_TIMEOUT_SECONDS"
 _POLL_S = 0.002
-_POLL_MAX_S = 0.02
-# A marker with no readable pid (its creator died between create and write) counts as stale
-# once it is this old; a live creator writes its pid microseconds after creating the file.
-_UNREADABLE_MARKER_GRACE_S = 2.0
-_BREAKER_GRACE_S = 5.0
+_JUDGE_EVERY_POLLS = 16
+"""Reading the marker and /proc each poll would cost more than the poll; every 32 ms suffices."""
 
 
 def lock_timeout_from_env() -> float:
-    """The lock timeout in seconds: PREMATH_LOCK_TIMEOUT_SECONDS, else the default."""
+    """The lock timeout in seconds: PREMATH_LOCK_TIMEOUT_SECONDS, else the default.
+
+    Refused unless a finite number of seconds, zero or more: `inf` or `nan` would wait forever,
+    and a typo must not silently mean the default.
+    """
     raw = os.environ.get(LOCK_TIMEOUT_ENV, "").strip()
-    try:
-        value = float(raw) if raw else DEFAULT_LOCK_TIMEOUT_S
-    except ValueError:
+    if not raw:
         return DEFAULT_LOCK_TIMEOUT_S
-    return max(value, 0.0)
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid runs on this host (EPERM means it does)."""
-    if pid <= 0:
-        return False
     try:
-        os.kill(pid, 0)
-    except OSError as exc:
-        return exc.errno == errno.EPERM
-    return True
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise InvalidUsage(
+            f"{LOCK_TIMEOUT_ENV} must be a finite number of seconds (0 or more), got {raw!r}"
+        )
+    return value
 
 
-def _marker_pid(marker: Path) -> int | None:
+def marker_text(owner: Owner, utc: str) -> str:
+    """A marker's contents: the reference's two lines, then the facts that let us judge it."""
+    return (
+        f"pid={owner.pid}\nutc={utc}\n"
+        f"host={owner.host}\nboot={owner.boot}\npidns={owner.pidns}\nstart={owner.start}\n"
+    )
+
+
+def marker_owner(marker: Path) -> Owner | None:
+    """The owner a marker records, or None when it does not say enough (reference, empty)."""
     try:
         text = marker.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    for line in text.splitlines():
-        if line.startswith("pid="):
-            with contextlib.suppress(ValueError):
-                return int(line[4:].strip())
-    return None
-
-
-def _age_s(path: Path) -> float | None:
+    fields = dict(line.partition("=")[::2] for line in text.splitlines())
     try:
-        return max(0.0, epoch_ns() / 1e9 - path.stat().st_mtime)
-    except OSError:
+        return Owner(
+            fields["host"], fields["boot"], fields["pidns"], int(fields["pid"]), fields["start"]
+        )
+    except (KeyError, ValueError):
         return None
 
 
-def _is_stale(marker: Path) -> bool:
-    pid = _marker_pid(marker)
-    if pid is not None:
-        return pid != os.getpid() and not pid_alive(pid)
-    age = _age_s(marker)
-    return age is not None and age > _UNREADABLE_MARKER_GRACE_S
+def _state(marker: Path) -> OwnerState:
+    owner = marker_owner(marker)
+    return "unknown" if owner is None else owner_state(owner)
 
 
 def _create_marker(path: Path) -> bool:
@@ -85,8 +92,7 @@ def _create_marker(path: Path) -> bool:
     except FileExistsError:
         return False
     try:
-        stamp = format_seconds_z(SystemClock().now())
-        os.write(fd, f"pid={os.getpid()}\nutc={stamp}\n".encode())
+        write_all(fd, marker_text(this_process(), format_seconds_z(SystemClock().now())).encode())
     finally:
         os.close(fd)
     return True
@@ -96,27 +102,41 @@ def _report(message: str) -> None:
     sys.stderr.write(f"warning: {message}\n")
 
 
-def _break_if_stale(marker: Path, report: Callable[[str], None]) -> bool:
-    """Remove `marker` if its owner is dead, judged again under the breaker marker.
+def _break_if_dead(marker: Path, report: Callable[[str], None]) -> bool:
+    """Remove `marker` if its owner is provably dead, judged again under the breaker marker.
 
     False when another process holds the breaker: the caller waits (and honours its deadline)
-    instead of spinning until that breaker is released or, if its owner died, ages out.
+    instead of spinning until that breaker is released or, if its owner died, is broken too.
     """
     breaker = marker.with_name(marker.name + ".break")
     if not _create_marker(breaker):
-        age = _age_s(breaker)
-        if age is not None and age > _BREAKER_GRACE_S and _is_stale(breaker):
+        if _state(breaker) == "dead":
             breaker.unlink(missing_ok=True)
         return False
     try:
-        if _is_stale(marker):
-            pid = _marker_pid(marker)
+        owner = marker_owner(marker)
+        if owner is not None and owner_state(owner) == "dead":
             marker.unlink(missing_ok=True)
-            owner = f"process {pid}" if pid is not None else "an unknown process"
-            report(f"removed stale lock {marker} left by {owner} that is no longer running")
+            report(
+                f"removed stale lock {marker} left by process {owner.pid} that is no longer running"
+            )
     finally:
         breaker.unlink(missing_ok=True)
     return True
+
+
+def _unjudged_hint(marker: Path) -> str:
+    owner = marker_owner(marker)
+    who = (
+        f"process {owner.pid} on host {owner.host} in another PID namespace or boot"
+        if owner is not None
+        else "a writer that did not record its host and PID namespace (the reference, or an "
+        "older premath)"
+    )
+    return (
+        f"; the lock was taken by {who}, which cannot be checked from here: if no process "
+        f"uses this store any more, remove {marker} by hand"
+    )
 
 
 @contextlib.contextmanager
@@ -131,23 +151,28 @@ def hold_marker(
     path = Path(marker)
     path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + timeout_s
-    delay = _POLL_S
+    polls = 0
+    state: OwnerState = "unknown"
     while True:
         try:
             if _create_marker(path):
                 break
         except OSError as exc:
             raise IoFailure(f"failed to create lock {path}: {exc.strerror or exc}") from exc
-        if _is_stale(path) and _break_if_stale(path, report):
-            continue
+        if polls % _JUDGE_EVERY_POLLS == 0:
+            state = _state(path)
+            if state == "dead" and _break_if_dead(path, report):
+                continue
+        polls += 1
         if time.monotonic() >= deadline:
-            raise LockBusy(
-                busy_message
-                or f"lock busy: {path} is held by another process (waited {timeout_s:g}s); "
+            message = busy_message or (
+                f"lock busy: {path} is held by another process (waited {timeout_s:g}s); "
                 f"retry, or raise {LOCK_TIMEOUT_ENV}"
             )
-        time.sleep(delay)
-        delay = min(delay * 2, _POLL_MAX_S)
+            if _state(path) == "unknown" and path.exists():
+                message += _unjudged_hint(path)
+            raise LockBusy(message)
+        time.sleep(_POLL_S)
     try:
         yield
     finally:
