@@ -18,6 +18,7 @@ nor this judgement, so these few lines are ours.
 """
 
 import contextlib
+import errno
 import math
 import os
 import sys
@@ -86,16 +87,72 @@ def _state(marker: Path) -> OwnerState:
     return "unknown" if owner is None else owner_state(owner)
 
 
-def _create_marker(path: Path) -> bool:
+class _Claim:
+    """A marker's contents written once to an unnamed file (O_TMPFILE), published by `link(2)`.
+
+    `link` fails if the marker exists, exactly as the reference's O_CREAT|O_EXCL does, but the
+    marker appears with its contents already in it and no named temp file ever exists: a writer
+    killed at any moment never leaves an empty marker that nobody could judge, nor a stray
+    file. Where the filesystem lacks O_TMPFILE or links, O_CREAT|O_EXCL and a write.
+    """
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+        self.text = marker_text(this_process(), format_seconds_z(SystemClock().now())).encode()
+        self._fd: int | None = None
+        tmpfile = getattr(os, "O_TMPFILE", 0)
+        if tmpfile:
+            try:
+                self._fd = os.open(marker.parent, os.O_WRONLY | tmpfile, 0o644)
+            except OSError as exc:
+                if exc.errno not in _NO_TMPFILE:
+                    raise
+            else:
+                write_all(self._fd, self.text)
+
+    def take(self) -> bool:
+        """Create the marker if it does not exist; False if it does."""
+        if self._fd is not None:
+            try:
+                os.link(f"/proc/self/fd/{self._fd}", self.marker, follow_symlinks=True)
+            except FileExistsError:
+                return False
+            except OSError as exc:
+                if exc.errno not in _NO_TMPFILE:
+                    raise
+                self.close()
+            else:
+                return True
+        try:
+            fd = os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        try:
+            write_all(fd, self.text)
+        finally:
+            os.close(fd)
+        return True
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+_NO_TMPFILE = {
+    errno.EOPNOTSUPP, errno.ENOTSUP, errno.EISDIR, errno.EINVAL, errno.EPERM, errno.ENOENT,
+    errno.EXDEV, errno.EMLINK,
+}  # fmt: skip
+"""What a filesystem (or a /proc-less system) answers when it cannot do O_TMPFILE + link."""
+
+
+@contextlib.contextmanager
+def _claim(marker: Path) -> Iterator[_Claim]:
+    claim = _Claim(marker)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    except FileExistsError:
-        return False
-    try:
-        write_all(fd, marker_text(this_process(), format_seconds_z(SystemClock().now())).encode())
+        yield claim
     finally:
-        os.close(fd)
-    return True
+        claim.close()
 
 
 def _report(message: str) -> None:
@@ -109,7 +166,9 @@ def _break_if_dead(marker: Path, report: Callable[[str], None]) -> bool:
     instead of spinning until that breaker is released or, if its owner died, is broken too.
     """
     breaker = marker.with_name(marker.name + ".break")
-    if not _create_marker(breaker):
+    with _claim(breaker) as claim:
+        taken = claim.take()
+    if not taken:
         if _state(breaker) == "dead":
             breaker.unlink(missing_ok=True)
         return False
@@ -151,32 +210,40 @@ def hold_marker(
     path = Path(marker)
     path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + timeout_s
-    polls = 0
-    state: OwnerState = "unknown"
-    while True:
-        try:
-            if _create_marker(path):
-                break
-        except OSError as exc:
-            raise IoFailure(f"failed to create lock {path}: {exc.strerror or exc}") from exc
-        if polls % _JUDGE_EVERY_POLLS == 0:
-            state = _state(path)
-            if state == "dead" and _break_if_dead(path, report):
-                continue
-        polls += 1
-        if time.monotonic() >= deadline:
-            message = busy_message or (
-                f"lock busy: {path} is held by another process (waited {timeout_s:g}s); "
-                f"retry, or raise {LOCK_TIMEOUT_ENV}"
-            )
-            if _state(path) == "unknown" and path.exists():
-                message += _unjudged_hint(path)
-            raise LockBusy(message)
-        time.sleep(_POLL_S)
+    try:
+        _wait_for(path, deadline, timeout_s, busy_message, report)
+    except OSError as exc:
+        raise IoFailure(f"failed to create lock {path}: {exc.strerror or exc}") from exc
     try:
         yield
     finally:
         path.unlink(missing_ok=True)
+
+
+def _wait_for(
+    path: Path,
+    deadline: float,
+    timeout_s: float,
+    busy_message: str | None,
+    report: Callable[[str], None],
+) -> None:
+    """Take `path`, polling every 2 ms; break it if provably dead; LockBusy at the deadline."""
+    with _claim(path) as claim:
+        polls = 0
+        while not claim.take():
+            judge = polls % _JUDGE_EVERY_POLLS == 0
+            if judge and _state(path) == "dead" and _break_if_dead(path, report):
+                continue
+            polls += 1
+            if time.monotonic() >= deadline:
+                message = busy_message or (
+                    f"lock busy: {path} is held by another process (waited {timeout_s:g}s); "
+                    f"retry, or raise {LOCK_TIMEOUT_ENV}"
+                )
+                if path.exists() and _state(path) == "unknown":
+                    message += _unjudged_hint(path)
+                raise LockBusy(message)
+            time.sleep(_POLL_S)
 
 
 def artifact_lock(

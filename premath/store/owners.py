@@ -10,7 +10,6 @@ process that started at another time. Anything it cannot prove is "unknown".
 
 import errno
 import os
-import socket
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -45,7 +44,7 @@ def _machine() -> tuple[str, str, str]:
         pidns = os.readlink("/proc/self/ns/pid")
     except OSError:
         pidns = _UNKNOWN
-    return socket.gethostname() or _UNKNOWN, boot, pidns
+    return os.uname().nodename or _UNKNOWN, boot, pidns
 
 
 def _stat_fields(pid: int) -> list[str] | None:
