@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from premath.errors import InputInvalid
+from premath.store.files import read_bounded
+
 # Tags pydantic puts into an error location for the alternatives of a union; not JSON keys.
 _UNION_TAGS = frozenset({"str", "float", "int", "bool", "ImageSource", "AudioSource"})
 _MESSAGE_PREFIX = "Value error, "
@@ -171,7 +174,9 @@ def validate_file(path: str | os.PathLike[str], *, check_media: bool = True) -> 
     target = Path(path)
     shown = os.fspath(path)
     try:
-        raw = target.read_bytes()
+        raw = read_bounded(target)
+    except InputInvalid as exc:
+        return ValidationReport(shown, (AtifError("", exc.message),))
     except FileNotFoundError:
         return ValidationReport(shown, (AtifError("", f"file not found: {shown}"),))
     except OSError as exc:

@@ -1,7 +1,6 @@
 """`premath issue ...`: the issue memory (`.premath/issues.jsonl`), its leases and checks."""
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -137,7 +136,9 @@ def read_notes_file(source: str) -> str:
     if source == "-":
         return click.get_text_stream("stdin", encoding="utf-8").read()
     try:
-        return Path(source).read_text(encoding="utf-8")
+        from premath.store.files import read_bounded_text
+
+        return read_bounded_text(source)
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "stream did not contain valid UTF-8"
         raise IoFailure(f"failed to read notes file `{source}`: {reason or exc}") from None

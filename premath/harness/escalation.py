@@ -11,12 +11,12 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from premath.errors import InputInvalid
 from premath.harness.refs import stable_hash
 from premath.models.retry_policy import RetryDecision, RetryPolicy
+from premath.store.files import read_bounded
 
 ESCALATION_TITLE_PREFIX = "[HarnessEscalation]"
 ACTIVE_ISSUE_ENV_KEYS = ("PREMATH_ACTIVE_ISSUE_ID", "PREMATH_ISSUE_ID")
@@ -127,8 +127,8 @@ def resolve_active_issue(
         import orjson
 
         try:
-            session = orjson.loads(Path(path).read_bytes())
-        except OSError as exc:
+            session = orjson.loads(read_bounded(path))
+        except (OSError, InputInvalid) as exc:
             raise EscalationError("escalation_session_read_failed", f"{path}: {exc}") from exc
         except orjson.JSONDecodeError as exc:
             raise EscalationError("escalation_session_invalid", f"{path}: {exc}") from exc

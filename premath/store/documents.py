@@ -6,6 +6,8 @@ from typing import Any
 
 import orjson
 
+from premath.store.files import read_bounded
+
 
 class DocumentUnreadable(Exception):
     """The file could not be read; `missing` tells a user-fixable absence from other failures."""
@@ -43,8 +45,7 @@ def read_document(path: str | os.PathLike[str]) -> Any:
     silently; a second pass with the stdlib parser, cheap on these small documents, finds them.
     """
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_bounded(path)
     except OSError as exc:
         raise DocumentUnreadable(os_error_text(exc), isinstance(exc, FileNotFoundError)) from exc
     try:
