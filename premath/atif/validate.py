@@ -159,6 +159,8 @@ def parse_trajectory_bytes(raw: bytes) -> tuple[Any, AtifError | None]:
         return None, AtifError("", f"Invalid JSON: {exc}")
     except RecursionError:
         return None, AtifError("", "Invalid JSON: nested too deeply")
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+        return None, AtifError("", f"Invalid JSON: {exc}")
 
 
 def validate_document(document: Any, *, base_dir: Path | None) -> list[AtifError]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from premath.harness.lane import MutationAuthority
 from premath.models.retry_policy import RetryPolicy
+from premath.runner.process import passed_env
 
 DEFAULT_ISSUES_PATH = ".premath/issues.jsonl"
 DEFAULT_SESSION_PATH = ".premath/harness_session.json"
@@ -169,6 +170,7 @@ def make_worker_config(
     worktree_abs = os.path.abspath(worktree)
     if not os.path.isdir(worktree_abs):
         raise InvalidUsage(f"worktree is not a directory: {worktree_abs}")
+    passed_env(pass_env)  # refuses PREMATH_* names now, not at the first step
     return WorkerConfig(
         worker_id=cleaned,
         worktree=worktree_abs,

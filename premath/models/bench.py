@@ -236,3 +236,7 @@ class RunMetadata(OwnedModel):
     sandbox_backend: str
     atif_schema_version: str | None
     exit_status: int = Field(description="premath's exit status: 0 or 1.")
+    policy_digest: str = Field(
+        description="sha256 of raw/policy.json as the run started; `bench tool` refuses every "
+        "call once the file no longer has this digest."
+    )

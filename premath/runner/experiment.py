@@ -166,9 +166,14 @@ def parse_experiment(data: bytes, source: Path) -> "ExperimentSpec":
     from pydantic import ValidationError
 
     from premath.models.experiment import ExperimentSpec
+    from premath.runner.plain_yaml import PlainYamlError, load_plain_yaml
 
     try:
-        raw = yaml.safe_load(data)
+        raw = load_plain_yaml(data)
+    except PlainYamlError as exc:
+        raise InputInvalid(
+            f"{source}: not valid YAML at line {exc.line}, column {exc.column}: {exc.problem}"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

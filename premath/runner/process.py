@@ -68,6 +68,21 @@ _POLL_S = 0.005
 _CANCEL_POLL_S = 0.05
 
 
+def passed_env(names: Sequence[str], *, flag: str = "--pass-env") -> dict[str, str]:
+    """The values of the variables a user names (`--pass-env`) that are set in our environment;
+    PREMATH_* and AGENTLAB_* names are refused (InvalidUsage), as `run --env` refuses them:
+    premath's own settings never reach a harness."""
+    if not names:
+        return {}
+    from premath.errors import InvalidUsage
+    from premath.models.experiment import RUNNER_ENV_PREFIXES
+
+    for name in names:
+        if name.upper().startswith(RUNNER_ENV_PREFIXES):
+            raise InvalidUsage(f"{flag} {name}: PREMATH_* and AGENTLAB_* are never passed on")
+    return {name: os.environ[name] for name in names if name in os.environ}
+
+
 def allowlisted_env(
     extra: Mapping[str, str] | None = None, *, source: Mapping[str, str] | None = None
 ) -> dict[str, str]:

@@ -53,4 +53,7 @@ def read_document(path: str | os.PathLike[str]) -> Any:
     except orjson.JSONDecodeError as exc:
         reason = "EOF while parsing a value" if not data.strip() else str(exc)
         raise DocumentMalformed(reason) from exc
-    return json.loads(data, object_pairs_hook=_refuse_duplicate_keys)
+    try:
+        return json.loads(data, object_pairs_hook=_refuse_duplicate_keys)
+    except RecursionError:
+        raise DocumentMalformed("recursion limit exceeded") from None

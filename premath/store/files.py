@@ -7,6 +7,7 @@ rather than a MemoryError. Caps are named settings (`ReadCaps`), overridable by 
 variable for the rare legitimate giant.
 """
 
+import errno
 import os
 import stat
 from dataclasses import dataclass
@@ -42,10 +43,14 @@ LINE_CAP = ReadCap("PREMATH_MAX_LINE_BYTES", 64 * _MIB)
 
 
 def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
-    """Open `path` for reading if it is a regular file; never blocks on a FIFO or device."""
+    """Open `path` for reading if it is a regular file; never blocks on a FIFO or device.
+
+    A directory raises IsADirectoryError, as reading it would; anything else InputInvalid."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):  # as reading it would fail: callers word this OSError already
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
         if not stat.S_ISREG(mode):
             raise InputInvalid(
                 f"{os.fspath(path)} is not a regular file ({_kind(mode)}); give the path of a file"
@@ -58,8 +63,6 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
 
 
 def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
     if stat.S_ISFIFO(mode):
         return "a FIFO"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
