@@ -206,6 +206,7 @@ def _run_harness(
         stdout_bytes=outcome.stdout_bytes,
         stderr_bytes=outcome.stderr_bytes,
         output_truncated=outcome.stdout_truncated or outcome.stderr_truncated,
+        leftover_descendants=outcome.leftover_descendants or None,
     )
     record("harness.finished", **harness.model_dump(mode="json"))
     return harness

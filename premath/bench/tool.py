@@ -181,6 +181,7 @@ def run_tool(
         exit_code=outcome.exit_code,
         output=observation_text(stdout, stderr, outcome.status, outcome.exit_code),
         truncated=outcome.stdout_truncated or outcome.stderr_truncated,
+        **({"leftover_descendants": n} if (n := outcome.leftover_descendants) else {}),
     )
     return {
         "call_id": call_id,

@@ -53,6 +53,7 @@ class CommandRun:
             "stdoutBytes": outcome.stdout_bytes,
             "stderrBytes": outcome.stderr_bytes,
             "truncated": self.truncated,
+            **({"leftoverDescendants": n} if (n := outcome.leftover_descendants) else {}),
         }
 
 

@@ -176,6 +176,11 @@ class HarnessProcess(OwnedModel):
     stdout_bytes: int | None = Field(None, description="Bytes written, dropped ones included.")
     stderr_bytes: int | None = Field(None, description="Bytes written, dropped ones included.")
     output_truncated: bool | None = Field(None, description="More than --output-cap was written.")
+    leftover_descendants: int | None = Field(
+        None,
+        exclude_if=lambda count: not count,
+        description="Processes the harness left running outside its group (ended by premath).",
+    )
 
 
 class ToolCounts(OwnedModel):

@@ -134,4 +134,10 @@ def run_single(
         "stdout_path": os.fspath(paths.stdout_file),
         "stderr_path": os.fspath(paths.stderr_file),
         "stderr_tail": process.stderr_tail[-1000:],
+        **_leftovers(process.leftover_descendants),
     }
+
+
+def _leftovers(count: int) -> dict[str, int]:
+    """Said only when the harness left processes running (we ended them)."""
+    return {"leftover_descendants": count} if count else {}

@@ -172,6 +172,7 @@ def run_slot(
             finished_at=finished,
             stdout_truncated=process.stdout_truncated,
             stderr_truncated=process.stderr_truncated,
+            leftover_descendants=process.leftover_descendants,
         )
         _append(
             context.paths.trials_log,
