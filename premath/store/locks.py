@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from premath.clock import SystemClock
+from premath.clock import SystemClock, epoch_ns
 from premath.errors import InvalidUsage, IoFailure, LockBusy
 from premath.store.files import write_all
 from premath.store.owners import Owner, OwnerState, owner_state, this_process
@@ -112,9 +112,13 @@ class _Claim:
 
     def take(self) -> bool:
         """Create the marker if it does not exist; False if it does."""
+        return self.publish(self.marker)
+
+    def publish(self, name: Path) -> bool:
+        """Create `name` holding the contents if it does not exist; False if it does."""
         if self._fd is not None:
             try:
-                os.link(f"/proc/self/fd/{self._fd}", self.marker, follow_symlinks=True)
+                os.link(f"/proc/self/fd/{self._fd}", name, follow_symlinks=True)
             except FileExistsError:
                 return False
             except OSError as exc:
@@ -124,7 +128,7 @@ class _Claim:
             else:
                 return True
         try:
-            fd = os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             return False
         try:
@@ -144,6 +148,56 @@ _NO_TMPFILE = {
     errno.EXDEV, errno.EMLINK,
 }  # fmt: skip
 """What a filesystem (or a /proc-less system) answers when it cannot do O_TMPFILE + link."""
+
+
+class _Queue:
+    """Waiters' tickets beside the marker, so premath writers are served in arrival order.
+
+    Each waiter publishes `.<marker>.<epoch ns>.<pid>.wait` (the marker's contents, so it can be
+    judged) and tries the marker only while no live ticket is older than its own. Tickets are
+    advisory: the marker alone is the lock, and the reference (which polls the marker) competes
+    as before. A dead ticket is removed; one we cannot judge (another host or container) is not
+    waited for. Without it, a waiter polling every 2 ms could lose race after race to newer
+    arrivals: under 16 writers one call waited 30 s while the median waited 3.
+    """
+
+    def __init__(self, marker: Path, claim: _Claim) -> None:
+        self.folder = marker.parent
+        self.prefix = f".{marker.name}."
+        self.ticket = marker.with_name(f"{self.prefix}{epoch_ns():020d}.{os.getpid()}.wait")
+        self.queued = claim.publish(self.ticket)
+
+    def _tickets(self) -> list[str]:
+        try:
+            names = os.listdir(self.folder)
+        except OSError:
+            return []
+        return sorted(n for n in names if n.startswith(self.prefix) and n.endswith(".wait"))
+
+    def my_turn(self) -> bool:
+        """True unless a live waiter that arrived before us is still waiting."""
+        if not self.queued:
+            return True
+        for name in self._tickets():
+            if name == self.ticket.name:
+                return True
+            state = _state(self.folder / name)
+            if state == "dead":
+                (self.folder / name).unlink(missing_ok=True)
+            elif state == "alive":
+                return False
+        return True  # our ticket is gone (removed by hand): the marker still decides
+
+    def sweep(self) -> None:
+        """Remove the tickets of waiters that were killed (owner provably dead)."""
+        for name in self._tickets():
+            if _state(self.folder / name) == "dead":
+                (self.folder / name).unlink(missing_ok=True)
+
+    def close(self) -> None:
+        if self.queued:
+            self.ticket.unlink(missing_ok=True)
+            self.queued = False
 
 
 @contextlib.contextmanager
@@ -227,23 +281,41 @@ def _wait_for(
     busy_message: str | None,
     report: Callable[[str], None],
 ) -> None:
-    """Take `path`, polling every 2 ms; break it if provably dead; LockBusy at the deadline."""
+    """Take `path` in our turn, polling every 2 ms; break it if provably dead; LockBusy at the
+    deadline."""
     with _claim(path) as claim:
-        polls = 0
-        while not claim.take():
-            judge = polls % _JUDGE_EVERY_POLLS == 0
-            if judge and _state(path) == "dead" and _break_if_dead(path, report):
-                continue
-            polls += 1
-            if time.monotonic() >= deadline:
-                message = busy_message or (
-                    f"lock busy: {path} is held by another process (waited {timeout_s:g}s); "
-                    f"retry, or raise {LOCK_TIMEOUT_ENV}"
-                )
-                if path.exists() and _state(path) == "unknown":
-                    message += _unjudged_hint(path)
-                raise LockBusy(message)
-            time.sleep(_POLL_S)
+        queue = _Queue(path, claim)
+        try:
+            _wait_in_turn(path, claim, queue, deadline, timeout_s, busy_message, report)
+        finally:
+            queue.close()
+        queue.sweep()
+
+
+def _wait_in_turn(
+    path: Path,
+    claim: _Claim,
+    queue: _Queue,
+    deadline: float,
+    timeout_s: float,
+    busy_message: str | None,
+    report: Callable[[str], None],
+) -> None:
+    polls = 0
+    while not (queue.my_turn() and claim.take()):
+        judge = polls % _JUDGE_EVERY_POLLS == 0
+        if judge and _state(path) == "dead" and _break_if_dead(path, report):
+            continue
+        polls += 1
+        if time.monotonic() >= deadline:
+            message = busy_message or (
+                f"lock busy: {path} is held by another process (waited {timeout_s:g}s); "
+                f"retry, or raise {LOCK_TIMEOUT_ENV}"
+            )
+            if path.exists() and _state(path) == "unknown":
+                message += _unjudged_hint(path)
+            raise LockBusy(message)
+        time.sleep(_POLL_S)
 
 
 def artifact_lock(
