@@ -4,10 +4,10 @@ from typing import Any
 
 import click
 
-ISSUES_PATH = ".premath/issues.jsonl"
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
 issues_option = click.option(
-    "--issues", default=ISSUES_PATH, show_default=True, help="Issues JSONL path"
+    "--issues", default=DEFAULT_ISSUES_PATH, show_default=True, help="Issues JSONL path"
 )
 
 

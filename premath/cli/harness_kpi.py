@@ -4,6 +4,7 @@ import click
 
 from premath.cli._options import json_option
 from premath.cli._root import Reply, StrictCommand
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
 
 @click.command("harness-kpi", cls=StrictCommand)
@@ -21,7 +22,7 @@ from premath.cli._root import Reply, StrictCommand
 )
 @click.option(
     "--issues-path",
-    default=".premath/issues.jsonl",
+    default=DEFAULT_ISSUES_PATH,
     show_default=True,
     help="Issue-memory authority path (echoed only)",
 )

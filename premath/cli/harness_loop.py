@@ -8,6 +8,7 @@ import click
 
 from premath.cli._options import json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,7 +25,7 @@ def memory_path_options(function: F) -> F:
             "--repo-root", default=".", show_default=True, help="Base for relative memory paths"
         ),
         click.option(
-            "--issues-path", default=".premath/issues.jsonl", show_default=True, help="Issue memory"
+            "--issues-path", default=DEFAULT_ISSUES_PATH, show_default=True, help="Issue memory"
         ),
         click.option("--session-path", default=".premath/harness_session.json", show_default=True),
         click.option(
@@ -42,7 +43,7 @@ def memory_path_options(function: F) -> F:
 
 
 def loop_options(function: F) -> F:
-    """The options both modes share (issue-memory-and-loops.md §B1), then ours."""
+    """The options both modes share (specs/harness-loop.md "Worker"), then ours."""
     options = [
         click.option("--lease-ttl-seconds", type=int, default=3600, show_default=True),
         click.option(

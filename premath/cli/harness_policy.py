@@ -6,6 +6,7 @@ import click
 
 from premath.cli._options import json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
 policy_option = click.option(
     "--policy",
@@ -79,11 +80,11 @@ def harness_policy_decide(
     \b
     premath harness-policy decide --failure-class gate_timeout --attempt 2 --json
     """
-    from premath.harness.retry import policy_decision_document
+    from premath.harness.retry import decide
+    from premath.harness.retry_documents import decision_document
 
-    return Reply(
-        policy_decision_document(policy_path, failure_classes, attempt), text=_decision_text
-    )
+    decided = decide(policy_path, failure_classes, attempt)
+    return Reply(decision_document(decided), text=_decision_text)
 
 
 @harness_policy.command("classify")
@@ -101,10 +102,12 @@ def harness_policy_classify(
     attempt: int,
 ) -> Reply:
     """Classify a failed command's output (and witness), then decide as `decide` does."""
-    from premath.harness.retry import classify_document
+    from premath.harness.retry import classify_files, decide
+    from premath.harness.retry_documents import classify_document
 
-    document = classify_document(policy_path, stdout_file, stderr_file, witness_path, attempt)
-    return Reply(document, text=_decision_text)
+    classification = classify_files(stdout_file, stderr_file, witness_path)
+    decided = decide(policy_path, classification.failure_classes, attempt)
+    return Reply(classify_document(classification, decided), text=_decision_text)
 
 
 def _escalate_text(document: dict[str, Any]) -> str:
@@ -128,16 +131,17 @@ def _escalate_text(document: dict[str, Any]) -> str:
     help="Issue to escalate [default: PREMATH_ACTIVE_ISSUE_ID, PREMATH_ISSUE_ID, the harness "
     "session's issue, else the only ready issue]",
 )
-@click.option("--issues", "issues_path", default=".premath/issues.jsonl", show_default=True)
+@click.option("--issues", "issues_path", default=DEFAULT_ISSUES_PATH, show_default=True)
 @click.option("--scope", default="required", show_default=True, help="Escalation scope label")
 @click.option("--witness-ref", default="", help="Witness the failure came from")
 @json_option
 @pass_app
 def harness_policy_escalate(app: AppContext, /, **options: Any) -> Reply:
     """Decide on failure classes; once retries are spent, apply the escalation to the issue."""
-    from premath.harness.retry import escalate_document
+    from premath.harness.escalation import escalate_on_policy
+    from premath.harness.retry_documents import escalate_document
 
-    document = escalate_document(
+    result = escalate_on_policy(
         options["policy_path"],
         options["failure_classes"],
         options["attempt"],
@@ -148,4 +152,4 @@ def harness_policy_escalate(app: AppContext, /, **options: Any) -> Reply:
         now=app.clock.now(),
         timeout_s=app.lock_timeout(),
     )
-    return Reply(document, text=_escalate_text)
+    return Reply(escalate_document(result), text=_escalate_text)

@@ -1,5 +1,7 @@
 """`premath issue ...`: the issue memory (`.premath/issues.jsonl`), its leases and checks."""
 
+import io
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -132,10 +134,14 @@ def discovered_text(document: dict[str, Any]) -> str:
 
 
 def read_notes_file(source: str) -> str:
-    """`--notes-file`: `-` reads stdin, anything else a UTF-8 file, verbatim."""
-    if source == "-":
-        return click.get_text_stream("stdin", encoding="utf-8").read()
+    """`--notes-file`: `-` reads stdin, anything else a UTF-8 file (line ends read as `\n`)."""
     try:
+        if source == "-":
+            stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+            try:
+                return stdin.read()
+            finally:
+                stdin.detach()
         from premath.store.files import read_bounded_text
 
         return read_bounded_text(source)
@@ -181,12 +187,13 @@ def new_issue_options(*, status: bool) -> Callable[[F], F]:
 @issues_option
 @json_option
 @pass_app
-def issue_add(app: AppContext, title: str, issues: str, **fields: Any) -> Reply:
+def issue_add(app: AppContext, /, title: str, issues: str, **fields: Any) -> Reply:
     """Add an issue (creates the issues file when missing)."""
+    from premath.issues.documents import issue_document
     from premath.issues.memory import add_issue
 
-    document = add_issue(issues, title, now=app.clock.now(), timeout_s=app.lock_timeout(), **fields)
-    return Reply(document, text=added_text)
+    row = add_issue(issues, title, now=app.clock.now(), timeout_s=app.lock_timeout(), **fields)
+    return Reply(issue_document("issue.add", issues, row), text=added_text)
 
 
 @issue.command("list")
@@ -197,10 +204,11 @@ def issue_add(app: AppContext, title: str, issues: str, **fields: Any) -> Reply:
 @pass_app
 def issue_list(app: AppContext, status: str | None, assignee: str | None, issues: str) -> Reply:
     """List issues in id order."""
+    from premath.issues.documents import list_document
     from premath.issues.memory import list_issues
 
-    document = list_issues(issues, now=app.clock.now(), status=status, assignee=assignee)
-    return Reply(document, text=list_text)
+    rows = list_issues(issues, now=app.clock.now(), status=status, assignee=assignee)
+    return Reply(list_document(issues, rows), text=list_text)
 
 
 @issue.command("ready")
@@ -209,9 +217,10 @@ def issue_list(app: AppContext, status: str | None, assignee: str | None, issues
 @pass_app
 def issue_ready(app: AppContext, issues: str) -> Reply:
     """List open issues whose blocking dependencies are all closed."""
+    from premath.issues.documents import ready_document
     from premath.issues.memory import ready
 
-    return Reply(ready(issues, now=app.clock.now()), text=ready_text)
+    return Reply(ready_document(issues, ready(issues, now=app.clock.now())), text=ready_text)
 
 
 @issue.command("blocked")
@@ -220,9 +229,10 @@ def issue_ready(app: AppContext, issues: str) -> Reply:
 @pass_app
 def issue_blocked(app: AppContext, issues: str) -> Reply:
     """List issues that are manually blocked or wait on an unclosed blocker."""
+    from premath.issues.documents import blocked_document
     from premath.issues.memory import blocked
 
-    return Reply(blocked(issues, now=app.clock.now()), text=blocked_text)
+    return Reply(blocked_document(issues, blocked(issues, now=app.clock.now())), text=blocked_text)
 
 
 @issue.command("check")
@@ -238,10 +248,13 @@ def issue_blocked(app: AppContext, issues: str) -> Reply:
 @pass_app
 def issue_check(app: AppContext, note_warn_threshold: int, issues: str) -> Reply:
     """Check the issue graph contract (acceptance, verification command); exit 1 when rejected."""
+    from premath.issues.documents import check_document
     from premath.issues.memory import check
 
-    document = check(issues, now=app.clock.now(), note_warn_threshold=note_warn_threshold)
-    return Reply(document, text=check_text, exit_code=0 if document["result"] == "accepted" else 1)
+    report = check(issues, now=app.clock.now(), note_warn_threshold=note_warn_threshold)
+    return Reply(
+        check_document(issues, report), text=check_text, exit_code=0 if report.accepted else 1
+    )
 
 
 @issue.command("update")
@@ -259,6 +272,7 @@ def issue_check(app: AppContext, note_warn_threshold: int, issues: str) -> Reply
 @pass_app
 def issue_update(
     app: AppContext,
+    /,
     issue_id: str,
     notes: str | None,
     notes_file: str | None,
@@ -266,16 +280,17 @@ def issue_update(
     **fields: Any,
 ) -> Reply:
     """Update fields of an issue."""
+    from premath.issues.documents import issue_document
     from premath.issues.memory import update_issue
 
     if notes is not None and notes_file is not None:
         raise click.UsageError("the argument '--notes' cannot be used with '--notes-file'")
     if notes_file is not None:
         notes = read_notes_file(notes_file)
-    document = update_issue(
+    row = update_issue(
         issues, issue_id, now=app.clock.now(), timeout_s=app.lock_timeout(), notes=notes, **fields
     )
-    return Reply(document, text=updated_text)
+    return Reply(issue_document("issue.update", issues, row), text=updated_text)
 
 
 @issue.command("claim")
@@ -286,10 +301,11 @@ def issue_update(
 @pass_app
 def issue_claim(app: AppContext, issue_id: str, assignee: str, issues: str) -> Reply:
     """Claim one issue with a lease (TTL 3600 s); readiness is not checked."""
+    from premath.issues.documents import claim_document
     from premath.issues.memory import claim
 
-    document = claim(issues, issue_id, assignee, now=app.clock.now(), timeout_s=app.lock_timeout())
-    return Reply(document, text=lambda d: claimed_text("claim", d))
+    row = claim(issues, issue_id, assignee, now=app.clock.now(), timeout_s=app.lock_timeout())
+    return Reply(claim_document(issues, row), text=lambda d: claimed_text("claim", d))
 
 
 @issue.command("claim-next")
@@ -309,9 +325,10 @@ def issue_claim_next(
     \b
     Also reclaims an in_progress issue whose lease expired (a dead worker's).
     """
+    from premath.issues.documents import claim_next_document
     from premath.issues.memory import claim_next
 
-    document = claim_next(
+    row = claim_next(
         issues,
         assignee,
         now=app.clock.now(),
@@ -319,7 +336,7 @@ def issue_claim_next(
         lease_id=lease_id,
         ttl_seconds=lease_ttl_seconds,
     )
-    return Reply(document, text=lambda d: claimed_text("claim-next", d))
+    return Reply(claim_next_document(issues, row), text=lambda d: claimed_text("claim-next", d))
 
 
 @issue.command("lease-renew")
@@ -341,9 +358,10 @@ def issue_lease_renew(
     issues: str,
 ) -> Reply:
     """Extend your active lease on an issue (only its holder may)."""
+    from premath.issues.documents import lease_change_document
     from premath.issues.memory import renew_lease
 
-    document = renew_lease(
+    change = renew_lease(
         issues,
         issue_id,
         assignee,
@@ -353,6 +371,7 @@ def issue_lease_renew(
         ttl_seconds=lease_ttl_seconds,
         expires_at=lease_expires_at,
     )
+    document = lease_change_document("issue.lease_renew", issues, change)
     return Reply(document, text=lambda d: lease_text("lease-renew", "Renewed", d))
 
 
@@ -367,11 +386,13 @@ def issue_lease_release(
     app: AppContext, issue_id: str, assignee: str, lease_id: str | None, issues: str
 ) -> Reply:
     """Give your active lease up; the issue is open and unassigned again."""
+    from premath.issues.documents import lease_change_document
     from premath.issues.memory import release_lease
 
-    document = release_lease(
+    change = release_lease(
         issues, issue_id, assignee, lease_id, now=app.clock.now(), timeout_s=app.lock_timeout()
     )
+    document = lease_change_document("issue.lease_release", issues, change)
     return Reply(document, text=lambda d: lease_text("lease-release", "Released", d))
 
 
@@ -381,9 +402,11 @@ def issue_lease_release(
 @pass_app
 def issue_lease_projection(app: AppContext, issues: str) -> Reply:
     """List stale and contended leases."""
+    from premath.issues.documents import lease_projection_document
     from premath.issues.memory import lease_projection
 
-    return Reply(lease_projection(issues, now=app.clock.now()), text=projection_text)
+    projection = lease_projection(issues, now=app.clock.now())
+    return Reply(lease_projection_document(issues, projection), text=projection_text)
 
 
 @issue.command("discover")
@@ -394,12 +417,13 @@ def issue_lease_projection(app: AppContext, issues: str) -> Reply:
 @json_option
 @pass_app
 def issue_discover(
-    app: AppContext, parent_id: str, title: str, issues: str, **fields: Any
+    app: AppContext, /, parent_id: str, title: str, issues: str, **fields: Any
 ) -> Reply:
     """Add an issue found while working on PARENT, linked to it (discovered-from)."""
+    from premath.issues.documents import discovered_document
     from premath.issues.memory import discover_issue
 
-    document = discover_issue(
+    row = discover_issue(
         issues, parent_id, title, now=app.clock.now(), timeout_s=app.lock_timeout(), **fields
     )
-    return Reply(document, text=discovered_text)
+    return Reply(discovered_document(issues, row, parent_id), text=discovered_text)

@@ -14,6 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
+
 SAMPLE_ISSUES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("demo-1", "Parse the configuration file", ()),
     ("demo-2", "Validate configuration values", ("demo-1",)),
@@ -76,7 +78,7 @@ def run_demo(now: Callable[[], datetime], lock_timeout_s: float) -> dict[str, An
     lines: list[str] = []
     with tempfile.TemporaryDirectory(prefix="premath-demo-") as folder:
         root = Path(folder)
-        issues = str(root / ".premath" / "issues.jsonl")
+        issues = str(root / DEFAULT_ISSUES_PATH)
         count = write_sample_issues(issues, now(), lock_timeout_s)
         worktrees = []
         for name in ("w1", "w2"):
@@ -110,7 +112,7 @@ def run_demo(now: Callable[[], datetime], lock_timeout_s: float) -> dict[str, An
         "sampleIssueCount": count,
         "workerCount": len(worktrees),
         "coordinator": coordinator,
-        "issueCheck": graph["result"],
+        "issueCheck": "accepted" if graph.accepted else "rejected",
         "progress": lines,
         "kpi": kpi,
     }

@@ -12,9 +12,9 @@ from typing import Any
 
 from premath.harness.lane import MutationAuthority
 from premath.models.retry_policy import RetryPolicy
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 from premath.runner.process import passed_env
 
-DEFAULT_ISSUES_PATH = ".premath/issues.jsonl"
 DEFAULT_SESSION_PATH = ".premath/harness_session.json"
 DEFAULT_LEDGER_PATH = ".premath/harness_feature_ledger.json"
 DEFAULT_TRAJECTORY_PATH = ".premath/harness_trajectory.jsonl"

@@ -1,4 +1,4 @@
-"""The issue row as the reference stores it, checked with plain code (reference §A1).
+"""The issue row as the reference stores it, checked with plain code (specs/issue-memory.md).
 
 Hot commands (`issue ready`, `issue claim-next`) read 100k rows per call, so rows stay the dicts
 orjson gives and are checked here without pydantic; `premath.models.issue` holds the pydantic

@@ -11,10 +11,9 @@ enough to be judged from another process (`host=`, `boot=`, `pidns=`, `start=`; 
   wait for it until the timeout, then say how to remove it by hand. Recovery is serialised by a
   second marker (`<lock>.break`) and the judgement repeated while holding it, so two processes
   can never both break one marker and delete a lock taken in between;
-- polling every 2 ms, the reference's interval, with no back-off: a waiter that backs off loses
-  every race to newer arrivals, and under 16 writers some waited ten seconds.
-filelock's SoftFileLock has the same create/remove shape but neither the reference's contents
-nor this judgement, so these few lines are ours.
+- polling every 2 ms, the reference's interval, with no back-off;
+- waiters queued by ticket, served in arrival order (`_Queue`).
+Why this and not filelock: docs/architecture.md "Dependencies".
 """
 
 import contextlib

@@ -1,6 +1,5 @@
 """run_bounded with real children: process groups, deadlines, output caps, env and limits."""
 
-import os
 import shutil
 import sys
 import threading
