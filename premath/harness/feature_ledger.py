@@ -8,8 +8,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from premath.errors import InputInvalid, IoFailure
-from premath.harness.artifact_io import load_artifact
+from premath.errors import InputInvalid
+from premath.harness.artifact_io import load_artifact, save_artifact
 from premath.models.feature_ledger import (
     CHECK_KIND,
     FEATURE_STATUSES,
@@ -19,9 +19,6 @@ from premath.models.feature_ledger import (
     parse_ledger,
     row_in_field_order,
 )
-from premath.store.atomic import write_atomic
-from premath.store.canonical import document_bytes
-from premath.store.documents import os_error_text
 from premath.store.locks import artifact_lock
 from premath.text import clean_optional, normalize_refs, rust_trim
 from premath.timefmt import format_seconds_z
@@ -279,12 +276,7 @@ def write_feature(
                 f"refusing to write harness feature ledger {path}: the result would be rejected "
                 f"by `harness-feature check` ({classes}); fix the ledger or the row, then retry"
             )
-        try:
-            write_atomic(path, document_bytes(ledger))
-        except OSError as exc:
-            raise IoFailure(
-                f"failed to write harness feature ledger {path}: {os_error_text(exc)}"
-            ) from None
+        save_artifact(path, ledger, write_prefix=f"failed to write harness feature ledger {path}: ")
     return {
         "action": "harness-feature.write",
         "featureId": wanted_id,

@@ -1,6 +1,5 @@
 """Hostile input is an input or I/O error with its code, never `internal error` (issue 17)."""
 
-import hashlib
 import resource
 import subprocess
 import sys
@@ -8,6 +7,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+
+from tests.support.bench_runs import live_bench_run
 
 DEEP_JSON = b'{"a":' * 1000 + b"1" + b"}" * 1000
 EXPERIMENT = """\
@@ -53,13 +54,7 @@ def _files(folder: Path, case: str) -> list[str]:
         (folder / "e.yaml").write_text(EXPERIMENT.format(timeout=1000, extra=""))
         return ["experiment", "validate", "e.yaml"]
     if case == "bench tool without raw/tools":
-        raw = folder / "run" / "raw"
-        raw.mkdir(parents=True)
-        policy = b'{"version": 1, "deny": []}'
-        (raw / "policy.json").write_bytes(policy)
-        digest = "sha256:" + hashlib.sha256(policy).hexdigest()
-        started = {"kind": "run.started", "at": "2026-03-01T10:00:00.000Z", "policy_digest": digest}
-        (raw / "events.jsonl").write_bytes(orjson.dumps(started) + b"\n")
+        live_bench_run(folder / "run")
         return ["bench", "tool", "--run-dir", "run", "--", "true"]
     raise AssertionError(case)
 

@@ -7,30 +7,21 @@ import threading
 import orjson
 
 from premath.runner.process import allowlisted_env, run_bounded
+from tests.support.bench_runs import live_bench_run
 from tests.support.cli import run_premath
 from tests.support.processes import read_pid, wait_dead
 
 PY = sys.executable
 
-SETSID_GRANDCHILD = textwrap.dedent(
+ESCAPE = textwrap.dedent(
     """
     import os, sys, time
     if os.fork() == 0:
+        if len(sys.argv) > 2 and os.fork() != 0:  # double fork: the middle process leaves
+            os._exit(0)
         os.setsid()
         open(sys.argv[1], "w").write(str(os.getpid()))
         time.sleep(60)
-        os._exit(0)
-    time.sleep(0.3)
-    """
-)
-DOUBLE_FORK = textwrap.dedent(
-    """
-    import os, sys, time
-    if os.fork() == 0:
-        if os.fork() == 0:
-            os.setsid()
-            open(sys.argv[1], "w").write(str(os.getpid()))
-            time.sleep(60)
         os._exit(0)
     time.sleep(0.3)
     """
@@ -45,14 +36,14 @@ def _run(argv, tmp_path):
 
 
 def test_a_setsid_grandchild_is_ended_and_counted(tmp_path):
-    outcome = _run([PY, "-c", SETSID_GRANDCHILD, str(tmp_path / "pid")], tmp_path)
+    outcome = _run([PY, "-c", ESCAPE, str(tmp_path / "pid")], tmp_path)
     grandchild = read_pid(tmp_path / "pid")
     assert wait_dead(grandchild, within_s=2)
     assert (outcome.status, outcome.leftover_descendants) == ("ok", 1)
 
 
 def test_a_double_forked_daemon_is_ended_and_counted(tmp_path):
-    outcome = _run([PY, "-c", DOUBLE_FORK, str(tmp_path / "pid")], tmp_path)
+    outcome = _run([PY, "-c", ESCAPE, str(tmp_path / "pid"), "double"], tmp_path)
     assert wait_dead(read_pid(tmp_path / "pid"), within_s=2)
     assert outcome.leftover_descendants == 1
 
@@ -72,7 +63,7 @@ def test_a_concurrent_call_keeps_its_own_children(tmp_path):
         )
     )
     other.start()
-    outcome = _run([PY, "-c", SETSID_GRANDCHILD, str(tmp_path / "a" / "pid")], tmp_path / "a")
+    outcome = _run([PY, "-c", ESCAPE, str(tmp_path / "a" / "pid")], tmp_path / "a")
     other.join()
     assert wait_dead(read_pid(tmp_path / "a" / "pid"), within_s=2)
     assert outcome.leftover_descendants == 1
@@ -108,15 +99,7 @@ def test_premath_run_ends_a_daemon_and_records_it(tmp_path):
 
 
 def test_bench_tool_ends_a_daemon(tmp_path):
-    import hashlib
-
-    raw = tmp_path / "run" / "raw"
-    raw.mkdir(parents=True)
-    policy = b'{"version": 1, "deny": []}'
-    (raw / "policy.json").write_bytes(policy)
-    digest = "sha256:" + hashlib.sha256(policy).hexdigest()
-    started = {"kind": "run.started", "at": "2026-03-01T10:00:00.000Z", "policy_digest": digest}
-    (raw / "events.jsonl").write_bytes(orjson.dumps(started) + b"\n")
+    raw = live_bench_run(tmp_path / "run")
     (tmp_path / "harness.py").write_text(HARNESS)
     out = run_premath(
         "bench", "tool", "--run-dir", "run", "--json", "--", PY, "harness.py", "r.json",
