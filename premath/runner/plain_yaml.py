@@ -30,7 +30,7 @@ class _PlainLoader(yaml.SafeLoader):
         self._depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        event = self.peek_event()
+        event = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in types-PyYAML
         mark = event.start_mark
         if isinstance(event, yaml.AliasEvent):
             raise PlainYamlError(
