@@ -62,8 +62,14 @@ def process_start_time(pid: int) -> str | None:
 
 
 def this_process() -> Owner:
-    host, boot, pidns = _machine()
+    """Us; cached per pid (reading /proc costs more than the lock it identifies)."""
     pid = os.getpid()
+    return _owner_of(pid)
+
+
+@cache
+def _owner_of(pid: int) -> Owner:
+    host, boot, pidns = _machine()
     return Owner(host, boot, pidns, pid, process_start_time(pid) or _UNKNOWN)
 
 
