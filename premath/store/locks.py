@@ -34,6 +34,7 @@ from premath.timefmt import format_seconds_z
 DEFAULT_LOCK_TIMEOUT_S = 10.0
 LOCK_TIMEOUT_ENV = "PREMATH_LOCK_TIMEOUT_SECONDS"
 _POLL_S = 0.002
+_HEAD_PATIENCE_S = 1.0
 _JUDGE_EVERY_POLLS = 16
 """Reading the marker and /proc each poll would cost more than the poll; every 32 ms suffices."""
 
@@ -87,27 +88,31 @@ def _state(marker: Path) -> OwnerState:
 
 
 class _Claim:
-    """A marker's contents written once to an unnamed file (O_TMPFILE), published by `link(2)`.
+    """A marker's contents written once to a private file, then published by `link(2)`.
 
-    `link` fails if the marker exists, exactly as the reference's O_CREAT|O_EXCL does, but the
-    marker appears with its contents already in it and no named temp file ever exists: a writer
-    killed at any moment never leaves an empty marker that nobody could judge, nor a stray
-    file. Where the filesystem lacks O_TMPFILE or links, O_CREAT|O_EXCL and a write.
+    `link` fails if the name exists, exactly as the reference's O_CREAT|O_EXCL does, but the
+    marker appears with its contents already in it: a writer killed at any moment never leaves
+    an empty marker that nobody could judge. The private file
+    (`.<marker>.<pid>.<ns>.claim`) is removed when the claim ends; one left by a killed process
+    is swept by the next holder (`_Queue.sweep`). Filesystems without hard links fall back to
+    O_CREAT|O_EXCL and a write.
     """
 
     def __init__(self, marker: Path) -> None:
         self.marker = marker
         self.text = marker_text(this_process(), format_seconds_z(SystemClock().now())).encode()
-        self._fd: int | None = None
-        tmpfile = getattr(os, "O_TMPFILE", 0)
-        if tmpfile:
-            try:
-                self._fd = os.open(marker.parent, os.O_WRONLY | tmpfile, 0o644)
-            except OSError as exc:
-                if exc.errno not in _NO_TMPFILE:
-                    raise
-            else:
-                write_all(self._fd, self.text)
+        self.private: Path | None = marker.with_name(
+            f".{marker.name}.{os.getpid()}.{epoch_ns()}.claim"
+        )
+        self._write_private()
+
+    def _write_private(self) -> None:
+        assert self.private is not None
+        fd = os.open(self.private, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            write_all(fd, self.text)
+        finally:
+            os.close(fd)
 
     def take(self) -> bool:
         """Create the marker if it does not exist; False if it does."""
@@ -115,13 +120,16 @@ class _Claim:
 
     def publish(self, name: Path) -> bool:
         """Create `name` holding the contents if it does not exist; False if it does."""
-        if self._fd is not None:
+        if self.private is not None:
             try:
-                os.link(f"/proc/self/fd/{self._fd}", name, follow_symlinks=True)
+                os.link(self.private, name)
             except FileExistsError:
                 return False
+            except FileNotFoundError:  # swept by another process: write it again, retry
+                self._write_private()
+                return self.publish(name)
             except OSError as exc:
-                if exc.errno not in _NO_TMPFILE:
+                if exc.errno not in _NO_LINKS:
                     raise
                 self.close()
             else:
@@ -137,16 +145,30 @@ class _Claim:
         return True
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        if self.private is not None:
+            self.private.unlink(missing_ok=True)
+            self.private = None
 
 
-_NO_TMPFILE = {
-    errno.EOPNOTSUPP, errno.ENOTSUP, errno.EISDIR, errno.EINVAL, errno.EPERM, errno.ENOENT,
-    errno.EXDEV, errno.EMLINK,
-}  # fmt: skip
-"""What a filesystem (or a /proc-less system) answers when it cannot do O_TMPFILE + link."""
+_NO_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV}
+"""What a filesystem without hard links answers."""
+_ORPHAN_CLAIM_AGE_S = 2.0
+
+
+@contextlib.contextmanager
+def _claim(marker: Path) -> Iterator[_Claim]:
+    claim = _Claim(marker)
+    try:
+        yield claim
+    finally:
+        claim.close()
+
+
+def _older_than(path: Path, seconds: float = _ORPHAN_CLAIM_AGE_S) -> bool:
+    try:
+        return epoch_ns() / 1e9 - path.stat().st_mtime > seconds
+    except OSError:
+        return False
 
 
 class _Queue:
@@ -161,10 +183,12 @@ class _Queue:
     """
 
     def __init__(self, marker: Path, claim: _Claim) -> None:
+        self.marker = marker
         self.folder = marker.parent
         self.prefix = f".{marker.name}."
         self.ticket = marker.with_name(f"{self.prefix}{epoch_ns():020d}.{os.getpid()}.wait")
         self.queued = claim.publish(self.ticket)
+        self._head: tuple[str, float] | None = None
 
     def _tickets(self) -> list[str]:
         try:
@@ -183,29 +207,41 @@ class _Queue:
             state = _state(self.folder / name)
             if state == "dead":
                 (self.folder / name).unlink(missing_ok=True)
-            elif state == "alive":
+            elif state == "alive" and not self._stuck(name):
                 return False
         return True  # our ticket is gone (removed by hand): the marker still decides
 
+    def _stuck(self, name: str) -> bool:
+        """A live waiter ahead that has not taken a free marker for `_HEAD_PATIENCE_S`: stopped
+        (SIGSTOP) or starved; we stop waiting for it, so one waiter can never block the rest."""
+        now = time.monotonic()
+        if self._head is None or self._head[0] != name:
+            self._head = (name, now)
+            return False
+        return now - self._head[1] > _HEAD_PATIENCE_S and not self.marker.exists()
+
     def sweep(self) -> None:
-        """Remove the tickets of waiters that were killed (owner provably dead)."""
+        """Remove the tickets and private claim files of processes that were killed: owner
+        provably dead, or (a claim file cut short by the kill) unreadable and old. Removing a
+        live process's claim file only makes it write the file again."""
         for name in self._tickets():
             if _state(self.folder / name) == "dead":
                 (self.folder / name).unlink(missing_ok=True)
+        try:
+            names = os.listdir(self.folder)
+        except OSError:
+            return
+        for name in names:
+            if name.startswith(self.prefix) and name.endswith(".claim"):
+                claim = self.folder / name
+                state = _state(claim)
+                if state == "dead" or (state == "unknown" and _older_than(claim)):
+                    claim.unlink(missing_ok=True)
 
     def close(self) -> None:
         if self.queued:
             self.ticket.unlink(missing_ok=True)
             self.queued = False
-
-
-@contextlib.contextmanager
-def _claim(marker: Path) -> Iterator[_Claim]:
-    claim = _Claim(marker)
-    try:
-        yield claim
-    finally:
-        claim.close()
 
 
 def _report(message: str) -> None:
