@@ -6,8 +6,10 @@ an orphaned descendant is re-parented to us instead of to init, where we can sti
 the end of a call, `CallTree.end_remaining` kills what is left of the call:
 - every process still in the leader's session (a `setpgid` escape keeps the session);
 - every descendant seen while the call ran (`observe`, a /proc scan every few hundred ms);
-- when no other call is in flight, every orphan re-parented to us and its own descendants
-  (with several calls in flight an orphan cannot be attributed, so only the first two apply).
+- when no other call is in flight, every orphan re-parented to us that started after the
+  leader, and its own descendants (with several calls in flight an orphan cannot be
+  attributed, so only the first two apply). A child our host application started itself
+  before the call is never touched; one it starts in another thread during a call could be.
 Processes are matched by pid and start time, so a reused pid is never hit; orphans we killed are
 reaped. Elsewhere than Linux (no /proc, no subreaper) nothing is found and the group kill is all.
 A cgroup would be exact, but is rarely writable for an unprivileged CLI.
@@ -93,6 +95,14 @@ class CallTree:
     leader: int
     known: dict[int, str] = field(default_factory=dict)
     """pid -> start time of every descendant seen while the call ran."""
+    leader_start: int = 0
+    """The leader's start time (clock ticks since boot); 0 when unknown."""
+
+    def __post_init__(self) -> None:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            with open(f"/proc/{self.leader}/stat", "rb") as handle:
+                fields = handle.read().decode("ascii", errors="replace").rsplit(")", 1)[-1]
+            self.leader_start = int(fields.split()[19])
 
     def observe(self) -> None:
         processes = _processes()
@@ -110,11 +120,14 @@ class CallTree:
         with _in_flight_lock:
             alone = _calls_in_flight <= 1
             leaders = set(_in_flight)
-        if alone:
+        if alone and self.leader_start:
             roots |= {
                 p.pid
                 for p in processes
-                if p.ppid == ours and p.pid not in leaders and p.pid != self.leader
+                if p.ppid == ours
+                and p.pid not in leaders
+                and p.pid != self.leader
+                and int(p.start) >= self.leader_start
             }
         targets = _descendants(roots, processes) - {self.leader, me}
         running = [p for p in processes if p.pid in targets and not p.zombie]
@@ -122,7 +135,7 @@ class CallTree:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(process.pid, signal.SIGKILL)
         for process in processes:
-            if process.pid in targets and process.ppid == ours:
+            if process.pid in targets and process.ppid == ours:  # adopted orphans we ended
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(process.pid, 0)
         return len(running)
