@@ -11,6 +11,7 @@ writers (ours, `.<name>.tmp.<pid>.<ns>`, and the reference's issues-file temps,
 """
 
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from premath.clock import epoch_ns
@@ -49,6 +50,19 @@ def sweep_orphan_temps(target: Path) -> None:
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Replace `path` with `data` atomically, creating parent folders as the reference does."""
+    write_atomic_chunks(path, (data,))
+
+
+def write_atomic_chunks(
+    path: str | os.PathLike[str],
+    chunks: Iterable[bytes],
+    before_replace: Callable[[Path], None] | None = None,
+) -> None:
+    """`write_atomic` of the concatenated chunks, produced while writing (bounded memory).
+
+    `before_replace` sees the complete temp file before it takes the name; raising there
+    leaves `path` as it was.
+    """
     target = Path(path)
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
@@ -57,10 +71,13 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         try:
-            write_all(fd, data)
+            for chunk in chunks:
+                write_all(fd, chunk)
             os.fsync(fd)
         finally:
             os.close(fd)
+        if before_replace is not None:
+            before_replace(temp)
         os.replace(temp, target)
     except BaseException:
         temp.unlink(missing_ok=True)

@@ -81,13 +81,14 @@ def forked_answer(compute: Callable[[], bytes]) -> Iterator[Callable[[], bytes |
 
 
 @contextlib.contextmanager
-def check_in_parallel(check: Callable[[], bool]) -> Iterator[Callable[[], bool]]:
-    """Start `check()` beside the caller; the yielded function waits for its answer.
+def check_in_parallel(check: Callable[[], int]) -> Iterator[Callable[[], int]]:
+    """Start `check()` (a bool, or a small int) beside the caller; the yielded function waits
+    for its answer, 0 when the child failed.
 
     Where forking is not possible the check runs here, when its answer is first asked for.
     """
     if not may_fork():
         yield check
         return
-    with forked_answer(lambda: b"1" if check() else b"0") as answer:
-        yield lambda: answer() == b"1"
+    with forked_answer(lambda: b"%d" % int(check())) as answer:
+        yield lambda: int(answer() or b"0")
