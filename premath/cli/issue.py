@@ -3,7 +3,6 @@
 import io
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -143,7 +142,9 @@ def read_notes_file(source: str) -> str:
                 return stdin.read()
             finally:
                 stdin.detach()
-        return Path(source).read_text(encoding="utf-8")
+        from premath.store.files import read_bounded_text
+
+        return read_bounded_text(source)
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "stream did not contain valid UTF-8"
         raise IoFailure(f"failed to read notes file `{source}`: {reason or exc}") from None

@@ -13,6 +13,7 @@ from typing import Any
 from premath.harness.lane import MutationAuthority
 from premath.models.retry_policy import RetryPolicy
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
+from premath.runner.process import passed_env
 
 DEFAULT_SESSION_PATH = ".premath/harness_session.json"
 DEFAULT_LEDGER_PATH = ".premath/harness_feature_ledger.json"
@@ -172,6 +173,7 @@ def make_worker_config(
     worktree_abs = os.path.abspath(worktree)
     if not os.path.isdir(worktree_abs):
         raise InvalidUsage(f"worktree is not a directory: {worktree_abs}")
+    passed_env(pass_env)  # refuses PREMATH_* names now, not at the first step
     return WorkerConfig(
         worker_id=cleaned,
         worktree=worktree_abs,

@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from premath.harness.artifact_io import load_artifact
+from premath.harness.artifact_io import load_artifact, save_artifact
 from premath.models.session import (
     BOOTSTRAP_KIND,
     SESSION_KIND,
@@ -16,8 +16,6 @@ from premath.models.session import (
     parse_session,
 )
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
-from premath.store.atomic import write_atomic
-from premath.store.canonical import document_bytes
 from premath.store.locks import artifact_lock
 from premath.text import clean_optional, id_token, normalize_refs, rust_trim
 from premath.timefmt import format_seconds_z, session_stamp
@@ -97,7 +95,9 @@ def write_session(
             or generate_session_id(now, fields["issueId"])
         )
         session = in_field_order(fields)
-        write_atomic(path, document_bytes(session))
+        save_artifact(
+            path, session, write_prefix=f"failed to write harness session artifact {path}: "
+        )
     return session
 
 
