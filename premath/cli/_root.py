@@ -51,6 +51,8 @@ class Reply:
     document: Any
     text: Callable[[Any], str] | None = None
     exit_code: int = 0
+    warnings: Sequence[str] = ()
+    """Printed on stderr as `warning: ...` lines; the document stays the reference's."""
 
 
 class StrictCommand(click.Command):
@@ -137,6 +139,8 @@ def _emit_error(code: str, message: str, json_mode: bool) -> None:
 
 
 def _emit_reply(reply: Reply, json_mode: bool) -> None:
+    for warning in reply.warnings:
+        sys.stderr.write(f"warning: {warning}\n")
     if json_mode or reply.text is None:
         from premath.store.canonical import stdout_bytes
 

@@ -184,8 +184,11 @@ def issue_add(app: AppContext, title: str, issues: str, **fields: Any) -> Reply:
     """Add an issue (creates the issues file when missing)."""
     from premath.issues.memory import add_issue
 
+    from premath.issues.lifecycle import input_warnings
+
     document = add_issue(issues, title, now=app.clock.now(), timeout_s=app.lock_timeout(), **fields)
-    return Reply(document, text=added_text)
+    warnings = input_warnings(title=title, status=fields["status"])
+    return Reply(document, text=added_text, warnings=warnings)
 
 
 @issue.command("list")
@@ -243,6 +246,54 @@ def issue_check(app: AppContext, note_warn_threshold: int, issues: str) -> Reply
     return Reply(document, text=check_text, exit_code=0 if document["result"] == "accepted" else 1)
 
 
+def show_text(document: dict[str, Any]) -> str:
+    issue = document["issue"]
+    lease = issue["lease"]
+    rows: list[tuple[str, Any]] = [
+        ("Issue", f"{issue['id']} [{issue['status']} p{issue['priority']} {issue['issueType']}]"),
+        ("Title", issue["title"]),
+        ("Assignee", issue["assignee"] or "-"),
+        (
+            "Lease",
+            "none"
+            if lease is None
+            else f"{lease['leaseId']} (owner {lease['owner']}, {lease['state']}, "
+            f"expires {lease['expiresAt']})",
+        ),
+        ("Path", document["issuesPath"]),
+    ]
+    items = [
+        f"depends on {dep['dependsOnId']} ({dep['type']}, "
+        f"{dep['status'] if dep['status'] is not None else 'missing'})"
+        for dep in issue["dependencies"]
+    ]
+    text = lines_text("premath issue show", rows, items)
+    for label, key in (
+        ("Description", "description"),
+        ("Acceptance criteria", "acceptanceCriteria"),
+        ("Notes", "notes"),
+    ):
+        if issue[key]:
+            text += f"\n{label}:\n{issue[key].rstrip()}"
+    return text
+
+
+@issue.command("show")
+@click.argument("issue_id", metavar="ID")
+@issues_option
+@json_option
+@pass_app
+def issue_show(app: AppContext, issue_id: str, issues: str) -> Reply:
+    """Show one issue whole: description, notes, dependencies with their states, lease.
+
+    \b
+    premath issue show bd-1 --json
+    """
+    from premath.issues.show import show_issue
+
+    return Reply(show_issue(issues, issue_id, now=app.clock.now()), text=show_text)
+
+
 @issue.command("update")
 @click.argument("issue_id", metavar="ID")
 @click.option("--title", help="New title")
@@ -271,10 +322,13 @@ def issue_update(
         raise click.UsageError("the argument '--notes' cannot be used with '--notes-file'")
     if notes_file is not None:
         notes = read_notes_file(notes_file)
+    from premath.issues.lifecycle import input_warnings
+
     document = update_issue(
         issues, issue_id, now=app.clock.now(), timeout_s=app.lock_timeout(), notes=notes, **fields
     )
-    return Reply(document, text=updated_text)
+    warnings = input_warnings(title=fields["title"], status=fields["status"])
+    return Reply(document, text=updated_text, warnings=warnings)
 
 
 @issue.command("claim")

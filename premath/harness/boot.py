@@ -94,6 +94,11 @@ def boot_report(
             _finding("boot.startup_verification_failed", f"startup command {startup['status']}")
         )
     classes = sorted({finding["class"] for finding in findings})
+    target = _next_target(issues, handoff, ready_ids)
+    if target["issueId"] in issues:
+        from premath.issues.show import issue_detail
+
+        target["issue"] = issue_detail(issues, target["issueId"], now)
     return {
         "action": "harness.boot",
         "schema": BOOT_SCHEMA,
@@ -107,7 +112,7 @@ def boot_report(
         "handoff": handoff,
         "readyCount": len(ready_ids),
         "readyIssueIds": ready_ids[:20],
-        "nextTarget": _next_target(issues, handoff, ready_ids),
+        "nextTarget": target,
         "startup": startup,
     }
 

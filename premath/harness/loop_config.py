@@ -105,7 +105,8 @@ class WorkerConfig:
     policy: RetryPolicy
     work_cmd: str | None
     """None: the agent did the work itself (`harness complete`); only verify runs."""
-    verify_cmd: str
+    verify_cmd: str | None
+    """None: each issue's own `Verification:` commands, else `DEFAULT_VERIFY_CMD`."""
     verify_witness: str | None = None
     """A witness file the verify command writes (relative to the worktree), classified too."""
     witness_prefix: str = DEFAULT_WITNESS_PREFIX
@@ -182,7 +183,7 @@ def make_worker_config(
         authority=resolve_mutation_authority(mutation_mode, override_reason),
         policy=load_retry_policy(policy_path),
         work_cmd=None if agent_did_work else env_or(work_cmd, WORK_CMD_ENV, DEFAULT_WORK_CMD),
-        verify_cmd=env_or(verify_cmd, VERIFY_CMD_ENV, DEFAULT_VERIFY_CMD),
+        verify_cmd=verify_cmd or os.environ.get(VERIFY_CMD_ENV) or None,
         verify_witness=verify_witness or None,
         witness_prefix=env_or(witness_prefix, WITNESS_PREFIX_ENV, DEFAULT_WITNESS_PREFIX),
         lease_ttl_s=lease_ttl_s,

@@ -38,7 +38,7 @@ from premath.harness.handoff import (
 )
 from premath.harness.heartbeat import lease_heartbeat
 from premath.harness.join.step_evidence import join_check_input
-from premath.harness.loop_config import WorkerConfig
+from premath.harness.loop_config import DEFAULT_VERIFY_CMD, WorkerConfig
 from premath.harness.refs import lineage_refs, policy_ref, step_id, witness_ref
 from premath.harness.retry import (
     backoff_delay_s,
@@ -68,6 +68,10 @@ class Claim:
     policy_ref: str
     started_at: str
     summary: str
+    issue: dict[str, Any] = field(default_factory=dict)
+    """The claimed issue whole (`issue show`'s item): the agent reads its work here."""
+    verify_cmd: str = DEFAULT_VERIFY_CMD
+    """`--verify-cmd`, else the issue's own verification commands, else the default."""
 
 
 @dataclass(slots=True)
@@ -145,6 +149,28 @@ class StepReport:
         }
 
 
+def claimed_issue(cfg: WorkerConfig, issue_id: str, now: datetime) -> dict[str, Any]:
+    """The claimed issue as `issue show` prints it ({} if it vanished since the claim)."""
+    from premath.issues.memory import read_store
+    from premath.issues.show import issue_detail
+
+    try:
+        return issue_detail(read_store(cfg.paths.issues, now), issue_id, now)
+    except NotFound:
+        return {}
+
+
+def verify_command(cfg: WorkerConfig, issue: dict[str, Any]) -> str:
+    """`--verify-cmd`; else the issue's own `Verification:` commands, all of them (divergence
+    D16-1: the reference always ran `mise run ci-check`); else that default."""
+    from premath.issues.check import verification_commands
+
+    if cfg.verify_cmd is not None:
+        return cfg.verify_cmd
+    own = verification_commands(issue.get("description", ""))
+    return " && ".join(own) if own else DEFAULT_VERIFY_CMD
+
+
 def _claim(
     cfg: WorkerConfig, issue_id: str, lease_id: str | None, index: int, now: datetime
 ) -> Claim:
@@ -171,6 +197,7 @@ def _claim(
     summary = (
         f"worker={cfg.worker_id} claimed={issue_id} worktree={cfg.worktree} {authority.describe()}"
     )
+    issue = claimed_issue(cfg, issue_id, now)
     return Claim(
         issue_id,
         lease_id,
@@ -180,6 +207,8 @@ def _claim(
         audit,
         format_seconds_z(now),
         summary,
+        issue=issue,
+        verify_cmd=verify_command(cfg, issue),
     )
 
 
@@ -220,8 +249,10 @@ def claim_for_agent(cfg: WorkerConfig, step_index: int, clock: Clock) -> dict[st
         lineageRefs=list(claim.lineage_refs),
         policyRef=claim.policy_ref,
         sessionPath=cfg.paths.session,
+        issue=claim.issue,
+        verifyCmd=claim.verify_cmd,
         nextStep=f"do the work on {claim.issue_id}, then: premath harness complete "
-        f"--worker-id {cfg.worker_id} --issue-id {claim.issue_id} --verify-cmd '...'",
+        f"--worker-id {cfg.worker_id} --issue-id {claim.issue_id}",
     )
     return document
 
@@ -313,7 +344,7 @@ def _run_commands(cfg: WorkerConfig, claim: Claim, attempt: int, clock: Clock) -
         "PREMATH_REPO_ROOT": cfg.paths.repo_root,
     }
     env = command_env(context, cfg.pass_env)
-    commands = [("work", cfg.work_cmd), ("verify", cfg.verify_cmd)]
+    commands = [("work", cfg.work_cmd), ("verify", claim.verify_cmd)]
     with lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.lease_ttl_s / 3):
         return [
             run_command(
@@ -526,7 +557,7 @@ def _escalate(
         witness_ref=witness,
         now=now,
         timeout_s=cfg.lock_timeout_s,
-        verify_command=cfg.verify_cmd,
+        verify_command=claim.verify_cmd,
         holder=(cfg.worker_id, claim.lease_id),
     )
 

@@ -102,7 +102,8 @@ def run_one_step(
     if not outcome.steps:
         return {"action": "harness.step", "stepId": None, "claimed": False}, outcome.exit_code
     (step,) = outcome.steps
-    return {"action": "harness.step", "claimed": True, **step.to_document()}, outcome.exit_code
+    document = {"action": "harness.step", "claimed": True, **step.to_document()}
+    return {**document, "issue": step.claim.issue}, outcome.exit_code
 
 
 def _steps(

@@ -90,6 +90,10 @@ class DependencyRow(TypedDict):
     created_by: NotRequired[str]
 
 
+KNOWN_STATUSES = ("open", "in_progress", "blocked", "closed")
+"""The statuses that carry meaning; the stored field is free-form, as in the reference."""
+
+
 class IssueRow(TypedDict):
     """One stored issue; keys absent when the reference omits them (empty or unset)."""
 

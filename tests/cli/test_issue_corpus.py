@@ -3,7 +3,7 @@
 from tests.support.corpus import assert_corpus
 
 DIVERGENT = {
-    "issue.add.explicit-and-errors": "D1-1",
+    "issue.add.explicit-and-errors": "D16-2",  # D1-1, and a warning for `--status weird`
     "issue.blocked.missing-file": "D1-1",
     "issue.check.missing-file": "D1-1",
     "issue.claim-next.errors": "D1-1",
@@ -11,6 +11,7 @@ DIVERGENT = {
     "issue.claim-next.ttl-bounds": "D1-1",
     "issue.claim.rejections": "D1-1",
     "issue.ready.errors-and-empty": "D1-1",
+    "issue.update.close-releases-lease": "D16-2",  # a warning for `--status IN_PROGRESS`
 }
 
 
