@@ -25,8 +25,8 @@ premath harness-trajectory append --step-id s1 --action run.check --result-class
 premath harness-trajectory query --mode failed --limit 20 --json
 
 # Issue memory
-premath issue add "Fix parser" --description $'Acceptance:\n- parses\nVerification: `test -f parser.py`'
-premath issue add "Document parser" --description $'Acceptance:\n- documented\nVerification: `test -f NOTES.md`'
+premath issue add "Fix parser" --description $'Acceptance:\n- parses\nVerification: `python3 parser.py`'
+premath issue add "Document parser" --description $'Acceptance:\n- documented\nVerification: `sh -c "test -s NOTES.md"`'
 premath dep add bd-2 bd-1 --type blocks
 premath issue ready --json
 premath issue show bd-1
@@ -40,9 +40,9 @@ premath dep diagnostics --graph-scope full --json
 premath harness boot --json
 premath harness step --worker-id me --work-cmd 'echo notes > NOTES.md' --json
 premath harness stop --worker-id me --json
-premath issue add "Tidy up" --description $'Acceptance:\n- tidy\nVerification: `true`'
+premath issue add "Tidy up" --description $'Acceptance:\n- tidy\nVerification: `sh -c true`'
 premath harness-loop worker --worker-id w1 --max-steps 5 --work-cmd 'true'
-premath issue add "Tidy more" --description $'Acceptance:\n- tidy\nVerification: `true`'
+premath issue add "Tidy more" --description $'Acceptance:\n- tidy\nVerification: `sh -c true`'
 premath harness-loop coordinator --worktree . --rounds 10 --work-cmd 'true'
 premath harness-kpi --json
 premath harness-policy decide --failure-class gate_timeout --attempt 2 --json

@@ -4,10 +4,18 @@ from typing import Any
 
 import click
 
+from premath.cli._options import discovered_default
+
 ISSUES_PATH = ".premath/issues.jsonl"
 
 issues_option = click.option(
-    "--issues", default=ISSUES_PATH, show_default=True, help="Issues JSONL path"
+    "--issues",
+    "--issues-path",
+    "issues",
+    default=ISSUES_PATH,
+    show_default=True,
+    help="Issues JSONL path [default: under the nearest folder above holding .premath/]",
+    callback=discovered_default,
 )
 
 

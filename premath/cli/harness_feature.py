@@ -8,7 +8,9 @@ from premath.cli._options import json_option, path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 
 LEDGER_PATH = ".premath/harness_feature_ledger.json"
-ledger_path_option = path_option(LEDGER_PATH, "Harness feature-ledger artifact path")
+ledger_path_option = path_option(
+    LEDGER_PATH, "Harness feature-ledger artifact path", "--feature-ledger-path"
+)
 
 
 def _bool(value: bool) -> str:

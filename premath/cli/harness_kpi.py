@@ -2,25 +2,33 @@
 
 import click
 
-from premath.cli._options import json_option
+from premath.cli._options import discovered_default, json_option
 from premath.cli._root import Reply, StrictCommand
 
 
 @click.command("harness-kpi", cls=StrictCommand)
 @click.option(
     "--trajectory-path",
+    "--path",
+    "trajectory_path",
+    callback=discovered_default,
     default=".premath/harness_trajectory.jsonl",
     show_default=True,
     help="Harness trajectory path",
 )
 @click.option(
     "--session-path",
+    "session_path",
+    callback=discovered_default,
     default=".premath/harness_session.json",
     show_default=True,
     help="Harness session projection reference path (echoed only)",
 )
 @click.option(
     "--issues-path",
+    "--issues",
+    "issues_path",
+    callback=discovered_default,
     default=".premath/issues.jsonl",
     show_default=True,
     help="Issue-memory authority path (echoed only)",

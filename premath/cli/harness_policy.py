@@ -4,7 +4,7 @@ from typing import Any
 
 import click
 
-from premath.cli._options import json_option
+from premath.cli._options import discovered_default, json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 
 policy_option = click.option(
@@ -128,7 +128,15 @@ def _escalate_text(document: dict[str, Any]) -> str:
     help="Issue to escalate [default: PREMATH_ACTIVE_ISSUE_ID, PREMATH_ISSUE_ID, the harness "
     "session's issue, else the only ready issue]",
 )
-@click.option("--issues", "issues_path", default=".premath/issues.jsonl", show_default=True)
+@click.option(
+    "--issues",
+    "--issues-path",
+    "issues_path",
+    default=".premath/issues.jsonl",
+    show_default=True,
+    callback=discovered_default,
+    help="Issue memory the escalation writes to",
+)
 @click.option("--scope", default="required", show_default=True, help="Escalation scope label")
 @click.option("--witness-ref", default="", help="Witness the failure came from")
 @json_option

@@ -4,13 +4,13 @@ from typing import Any
 
 import click
 
-from premath.cli._options import json_option, path_option
+from premath.cli._options import discovered_default, json_option, path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 
 SESSION_PATH = ".premath/harness_session.json"
 LEDGER_PATH = ".premath/harness_feature_ledger.json"
 ISSUES_PATH = ".premath/issues.jsonl"
-session_path_option = path_option(SESSION_PATH, "Harness-session artifact path")
+session_path_option = path_option(SESSION_PATH, "Harness-session artifact path", "--session-path")
 
 
 def _lines(title: str, rows: list[tuple[str, Any]]) -> str:
@@ -81,8 +81,11 @@ def harness_session_read(path: str) -> Reply:
 @click.option("--lineage-ref", multiple=True, help="Site lineage references (ctx/cover/refinement)")
 @click.option(
     "--issues",
+    "--issues-path",
+    "issues",
     default=ISSUES_PATH,
     show_default=True,
+    callback=discovered_default,
     help="Optional issues JSONL path for snapshot reference derivation",
 )
 @json_option

@@ -8,7 +8,9 @@ from premath.cli._options import json_option, path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 
 TRAJECTORY_PATH = ".premath/harness_trajectory.jsonl"
-trajectory_path_option = path_option(TRAJECTORY_PATH, "Harness trajectory JSONL path")
+trajectory_path_option = path_option(
+    TRAJECTORY_PATH, "Harness trajectory JSONL path", "--trajectory-path"
+)
 
 
 class Usize(click.ParamType):

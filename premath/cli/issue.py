@@ -182,9 +182,8 @@ def new_issue_options(*, status: bool) -> Callable[[F], F]:
 @pass_app
 def issue_add(app: AppContext, title: str, issues: str, **fields: Any) -> Reply:
     """Add an issue (creates the issues file when missing)."""
-    from premath.issues.memory import add_issue
-
     from premath.issues.lifecycle import input_warnings
+    from premath.issues.memory import add_issue
 
     document = add_issue(issues, title, now=app.clock.now(), timeout_s=app.lock_timeout(), **fields)
     warnings = input_warnings(title=title, status=fields["status"])

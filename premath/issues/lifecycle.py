@@ -5,9 +5,9 @@ from typing import Any
 
 from premath.errors import Conflict, InputInvalid
 from premath.models.issue_row import (
-    KNOWN_STATUSES,
     DEFAULT_STATUS,
     FIELD_ORDER,
+    KNOWN_STATUSES,
     IssueRow,
     RowInvalid,
     normalize_issue_type,
