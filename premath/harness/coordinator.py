@@ -18,6 +18,7 @@ time. Logs go to a folder per run, so earlier runs' logs stay.
 """
 
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -31,8 +32,13 @@ import orjson
 
 from premath.errors import InvalidUsage, PremathError
 from premath.harness.loop_config import WorkerSettings
-from premath.runner.interrupts import stop_signals_set
-from premath.runner.process import ProcessOutcome, allowlisted_env, run_bounded
+from premath.runner.interrupts import on_stop_signals
+from premath.runner.process import (
+    ProcessOutcome,
+    allowlisted_env,
+    run_bounded,
+    signal_group_ticket,
+)
 from premath.timefmt import session_stamp
 
 COORDINATOR_REPORT_KIND = "premath.harness.coordinator_loop.v1"
@@ -214,6 +220,7 @@ def _run_worker(
         stderr_path=stderr_path,
         output_cap=64 * 1024 * 1024,
         cancel=stop,
+        group_ticket=log_dir / f"{spec.worker_id}.group",
     )
     document: dict[str, Any] | None = None
     try:
@@ -308,7 +315,15 @@ def run_coordinator(
     result.log_dir = str(run_dir)
     report(f"[coordinator] worker logs: {run_dir}")
     started: list[str] = []
-    with stop_signals_set(stop):
+
+    def interrupted() -> None:
+        """At once, from the signal handler: every running worker gets SIGTERM now, before it
+        can close another issue; `stop` then keeps new rounds from starting."""
+        stop.set()
+        for ticket in run_dir.glob("round-*/*.group"):
+            signal_group_ticket(ticket, signal.SIGTERM)
+
+    with on_stop_signals(interrupted):
         _rounds(cfg, result, run_dir, stop, started, now, report)
         if stop.is_set():
             result.exit_code, result.stopped_reason = 1, "interrupted"

@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any
 
 from premath.clock import Clock
-from premath.errors import InputInvalid, LeaseRefused, NotFound, PremathError
+from premath.errors import InputInvalid, Interrupted, LeaseRefused, NotFound, PremathError
 from premath.harness.commands import CommandRun, command_env, failure_classes_of, run_command
 from premath.harness.escalation import EscalationResult, escalate
 from premath.harness.handoff import (
@@ -445,6 +445,8 @@ def _renew(cfg: WorkerConfig, claim: Claim, now: datetime) -> bool:
             timeout_s=cfg.lock_timeout_s,
             ttl_seconds=cfg.lease_ttl_s,
         )
+    except Interrupted:
+        raise
     except PremathError:
         return False
     return True

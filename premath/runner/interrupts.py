@@ -15,6 +15,28 @@ _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 Handler = Callable[[int, FrameType | None], None]
 
 
+class InterruptHold:
+    """Holds back the stop exception while a child is being spawned: raised inside `Popen`, it
+    would lose the child's pid and orphan it. `release()` (idempotent) raises what arrived
+    meanwhile, once the caller can clean the child up. Main thread only; elsewhere a no-op."""
+
+    _active: "InterruptHold | None" = None
+
+    def __init__(self) -> None:
+        self.pending: BaseException | None = None
+        self.held = threading.current_thread() is threading.main_thread()
+        if self.held:
+            InterruptHold._active = self
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        InterruptHold._active = None
+        if self.pending is not None:
+            raise self.pending
+
+
 @contextlib.contextmanager
 def _on_stop_signals(handler: Handler) -> Iterator[None]:
     """Main thread only; elsewhere (a test's worker thread) the block runs unchanged."""
@@ -32,18 +54,28 @@ def _on_stop_signals(handler: Handler) -> Iterator[None]:
 def stop_signals_raise(
     make_error: Callable[[str], BaseException],
 ) -> contextlib.AbstractContextManager[None]:
-    """Raise `make_error(<signal name>)` on SIGTERM/SIGINT inside the block."""
+    """Raise `make_error(<signal name>)` on the first SIGTERM/SIGINT inside the block; later
+    ones are ignored, so a supervisor's repeated signal cannot cut the clean-up short."""
+    raised = threading.Event()
 
     def handler(signum: int, _frame: FrameType | None) -> None:
-        raise make_error(signal.Signals(signum).name)
+        if raised.is_set():
+            return
+        raised.set()
+        error = make_error(signal.Signals(signum).name)
+        hold = InterruptHold._active
+        if hold is not None:
+            hold.pending = error
+            return
+        raise error
 
     return _on_stop_signals(handler)
 
 
-def stop_signals_set(stop: threading.Event) -> contextlib.AbstractContextManager[None]:
-    """Set `stop` on SIGTERM/SIGINT inside the block instead of raising."""
+def on_stop_signals(callback: Callable[[], None]) -> contextlib.AbstractContextManager[None]:
+    """Call `callback` on SIGTERM/SIGINT inside the block instead of raising."""
 
     def handler(_signum: int, _frame: FrameType | None) -> None:
-        stop.set()
+        callback()
 
     return _on_stop_signals(handler)

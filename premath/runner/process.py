@@ -52,6 +52,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
+from premath.runner.interrupts import InterruptHold
+
 ProcessStatus = Literal["ok", "exit_nonzero", "timeout", "cancelled", "spawn_failed"]
 """`ok`: exit code 0. `exit_nonzero`: any other exit, or death by a signal we did not send.
 `timeout`: the deadline passed and we ended the group. `cancelled`: the caller's `cancel` event
@@ -280,6 +282,7 @@ def run_bounded(
     started = time.monotonic()
     launch = _behind_prlimit(argv, cwd, child_env, limits)
     spawn_argv, preset_limits = launch if launch is not None else (list(argv), ())
+    hold = InterruptHold()
     try:
         proc = subprocess.Popen(
             spawn_argv,
@@ -294,13 +297,18 @@ def run_bounded(
     except (OSError, ValueError) as exc:
         out.close()
         err.close()
+        hold.release()
         reason = getattr(exc, "strerror", None) or str(exc)
         return spawn_failed(
             f"cannot start {argv[0] if argv else '(empty command)'}: {reason}",
             duration_s=time.monotonic() - started,
         )
+    except BaseException:
+        hold.release()
+        raise
     ticket = Path(group_ticket) if group_ticket is not None else None
     try:
+        hold.release()  # a stop signal that came during the spawn is raised here: group killed
         if ticket is not None:
             _write_ticket(ticket, proc.pid)
         applied = preset_limits or _apply_limits(proc.pid, limits)
@@ -462,26 +470,31 @@ def _write_ticket(path: Path, pid: int) -> None:
     path.write_text(f"{pid} {process_start_time(pid) or '-'}\n", encoding="ascii")
 
 
-def reap_group_ticket(path: str | os.PathLike[str]) -> bool:
-    """Kill the group a dead caller's `group_ticket` names, if its leader still runs; remove it.
-
-    True when a group was signalled. Nothing is signalled without a start time (not Linux).
-    """
-    ticket = Path(path)
+def signal_group_ticket(path: str | os.PathLike[str], signum: int) -> bool:
+    """Send `signum` to the group a `group_ticket` names, if its leader is still the process
+    that wrote it. True when a group was signalled; nothing without a start time (not Linux)."""
     try:
-        pid_text, start = ticket.read_text(encoding="ascii").split()
+        pid_text, start = Path(path).read_text(encoding="ascii").split()
         pid = int(pid_text)
     except (OSError, ValueError):
-        ticket.unlink(missing_ok=True)
         return False
-    killed = False
     now_start = process_start_time(pid) if start != "-" and pid > 0 else "unknown"
     # Same leader: its group is ours. No process with that pid but a group with that id: the
     # leader died and left members, and Linux never reuses a pid still naming a group, so that
     # group is ours too. A different process under the pid: not ours, leave it alone.
     if now_start == start or now_start is None:
         with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
-            killed = True
-    ticket.unlink(missing_ok=True)
-    return killed
+            os.killpg(pid, signum)
+            return True
+    return False
+
+
+def reap_group_ticket(path: str | os.PathLike[str]) -> bool:
+    """Kill the group a dead caller's `group_ticket` names, if its leader still runs; remove it.
+
+    True when a group was signalled.
+    """
+    try:
+        return signal_group_ticket(path, signal.SIGKILL)
+    finally:
+        Path(path).unlink(missing_ok=True)
