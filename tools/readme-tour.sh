@@ -49,7 +49,7 @@ premath harness-policy decide --failure-class gate_timeout --attempt 2 --json
 
 # Harness runs and experiments
 echo '{"id": "t1", "a": 2, "b": 3, "op": "+", "expected": 5}' > task.json
-premath run --command "python3 examples/clean_harness/harness.py" --arg --strategy --arg fast task.json
+premath run --command "python3 examples/clean_harness/harness.py" --arg --strategy --arg careful task.json
 premath experiment validate examples/clean_harness/experiment.yaml
 premath experiment run examples/clean_harness/experiment.yaml --run-id demo --concurrency 4
 premath experiment resume demo --rerun-errors
@@ -58,6 +58,5 @@ premath schema experiment
 
 # Headless benchmark runs
 premath bench run --task tools/terminal-bench/sample/task.json --command "python3 tools/terminal-bench/sample/harness.py" --policy tools/terminal-bench/configs/deny.example.json --run-dir bench-run --json
-premath bench tool --run-dir bench-run --json -- ls -la
 premath atif validate bench-run/atif/trajectory.json
 premath atif export bench-run --out trajectory.json
