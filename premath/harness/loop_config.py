@@ -69,6 +69,11 @@ class LoopPaths:
             join_witness_dir=os.path.join(premath_dir, "join-witnesses"),
         )
 
+    def relative(self, path: str) -> str:
+        """`path` as committed artifacts name it (divergence D16-7): relative to the repository
+        root and `/`-separated, so the same run committed from two machines is the same bytes."""
+        return Path(os.path.relpath(path, self.repo_root)).as_posix()
+
     def for_worker(self, worker_id: str) -> "LoopPaths":
         """Session and ledger of one worker among many (D5-11: the reference's workers shared
         one session and one ledger and overwrote each other); the trajectory stays shared."""

@@ -175,12 +175,13 @@ def _claim(
     cfg: WorkerConfig, issue_id: str, lease_id: str | None, index: int, now: datetime
 ) -> Claim:
     authority = cfg.authority
+    paths = cfg.paths
     refs = lineage_refs(
         issue_id,
         cfg.worker_id,
-        repo_root=cfg.paths.repo_root,
-        issues_path=cfg.paths.issues,
-        worktree=cfg.worktree,
+        repo_root=".",
+        issues_path=paths.relative(paths.issues),
+        worktree=paths.relative(cfg.worktree),
         mutation_mode=authority.mode,
         active_epoch=authority.active_epoch,
         support_until=authority.support_until,
@@ -195,7 +196,8 @@ def _claim(
         step_index=index,
     )
     summary = (
-        f"worker={cfg.worker_id} claimed={issue_id} worktree={cfg.worktree} {authority.describe()}"
+        f"worker={cfg.worker_id} claimed={issue_id} worktree={paths.relative(cfg.worktree)} "
+        f"{authority.describe()}"
     )
     issue = claimed_issue(cfg, issue_id, now)
     return Claim(
@@ -311,6 +313,7 @@ def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
         next_step=NEXT_STEP_ACTIVE,
         lineage_refs=claim.lineage_refs,
         issues_path=paths.issues,
+        recorded_issues_path=paths.relative(paths.issues),
     )
     write_feature(
         paths.ledger,
@@ -318,7 +321,7 @@ def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
         status="in_progress",
         issue_id=claim.issue_id,
         summary=claim.summary,
-        session_ref=paths.session,
+        session_ref=paths.relative(paths.session),
         now=now,
         lock_timeout_s=cfg.lock_timeout_s,
     )
@@ -411,12 +414,13 @@ def _gate(
         runs=typed,
         mutation_policy_digest=claim.policy_ref,
         governance_policy_digest=cfg.policy.policy_digest,
-        session_refs=[cfg.paths.session],
-        trajectory_refs=[cfg.paths.trajectory],
+        session_refs=[cfg.paths.relative(cfg.paths.session)],
+        trajectory_refs=[cfg.paths.relative(cfg.paths.trajectory)],
     )
     result = evaluate_join_check(join_input)
     witness_path = write_join_witness(join_witness_path(result, cfg.paths.join_witness_dir), result)
     ready, ready_classes = mutation_ready(result, claim.policy_ref, witness_ref=witness_path)
+    witness_path = cfg.paths.relative(witness_path)
     return Attempt(
         number=number,
         runs=runs,
@@ -570,7 +574,7 @@ def finish_step(
     """Close or escalate, then write the trajectory row, the feature row and the session."""
     last = attempts[-1] if attempts else None
     now = clock.now()
-    step_witness = os.path.join(step_dir(cfg, claim), "step.json")
+    step_witness = cfg.paths.relative(os.path.join(step_dir(cfg, claim), "step.json"))
     escalation: EscalationResult | None = None
     handoff: Handoff | None = None
     classes = _step_classes(last)
@@ -626,7 +630,7 @@ def finish_step(
         step_witness_ref=step_witness if outcome == "failed" else None,
     )
     if report.step_witness_ref is not None:
-        _write_step_witness(report, report.step_witness_ref)
+        _write_step_witness(report, os.path.join(cfg.paths.repo_root, report.step_witness_ref))
     _record(cfg, report, clock.now())
     return report
 
@@ -700,7 +704,7 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         status=feature_status,
         issue_id=claim.issue_id,
         summary=feature_summary,
-        session_ref=cfg.paths.session,
+        session_ref=cfg.paths.relative(cfg.paths.session),
         verification_refs=(outcome_ref, handoff.lease_ref),
         now=now,
         lock_timeout_s=cfg.lock_timeout_s,
@@ -716,6 +720,7 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         witness_refs=step_refs,
         lineage_refs=claim.lineage_refs,
         issues_path=cfg.paths.issues,
+        recorded_issues_path=cfg.paths.relative(cfg.paths.issues),
     )
 
 
