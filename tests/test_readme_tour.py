@@ -32,7 +32,10 @@ def test_the_readme_opens_with_its_two_commands():
         "```sh\npython3 -m venv .venv && . .venv/bin/activate && pip install . && premath demo\n```"
     )
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    second = "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && python -m pytest"
+    second = (
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' "
+        "&& python -m pytest"
+    )
     assert f"```sh\n{second}\n```" in readme
     assert ci.count(second) == 2  # once here, once in a copy without ../shared
     assert "tools/readme-tour.sh" in ci
