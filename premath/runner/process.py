@@ -141,7 +141,12 @@ class _Sink:
     """One output stream: a capped file (or none), a byte count and a tail."""
 
     def __init__(self, path: Path | None, cap: int, tail_bytes: int) -> None:
-        self._file: BinaryIO | None = open(path, "wb") if path is not None else None  # noqa: SIM115 - closed in close()
+        # Unbuffered: a log is readable while the child runs (the coordinator streams it).
+        self._file: BinaryIO | None = (
+            open(path, "wb", buffering=0)  # noqa: SIM115 - closed in close()
+            if path is not None
+            else None
+        )
         self._cap = cap
         self._tail_bytes = tail_bytes
         self.total = 0
