@@ -66,7 +66,14 @@ def dep() -> None:
 @dep.command("add")
 @click.argument("issue_id", metavar="ISSUE")
 @click.argument("target", metavar="DEPENDS_ON")
-@click.option("--type", "kind", type=dependency_type, default="blocks", show_default=True)
+@click.option(
+    "--type",
+    "kind",
+    type=dependency_type,
+    default="blocks",
+    show_default=True,
+    help="Dependency type",
+)
 @click.option("--created-by", default="", help="Who added the edge")
 @issues_option
 @json_option
@@ -74,7 +81,11 @@ def dep() -> None:
 def dep_add(
     app: AppContext, issue_id: str, target: str, kind: str, created_by: str, issues: str
 ) -> Reply:
-    """Make ISSUE depend on DEPENDS_ON (refuses self-loops, duplicates and cycles)."""
+    """Make ISSUE depend on DEPENDS_ON (refuses self-loops, duplicates and cycles).
+
+    \b
+    premath dep add bd-2 bd-1 --type blocks --json
+    """
     from premath.issues.memory import dep_add as add
 
     document = add(
@@ -92,12 +103,23 @@ def dep_add(
 @dep.command("remove")
 @click.argument("issue_id", metavar="ISSUE")
 @click.argument("target", metavar="DEPENDS_ON")
-@click.option("--type", "kind", type=dependency_type, default="blocks", show_default=True)
+@click.option(
+    "--type",
+    "kind",
+    type=dependency_type,
+    default="blocks",
+    show_default=True,
+    help="Dependency type",
+)
 @issues_option
 @json_option
 @pass_app
 def dep_remove(app: AppContext, issue_id: str, target: str, kind: str, issues: str) -> Reply:
-    """Remove the ISSUE -> DEPENDS_ON edge of one type."""
+    """Remove the ISSUE -> DEPENDS_ON edge of one type.
+
+    \b
+    premath dep remove bd-2 bd-1 --type blocks --json
+    """
     from premath.issues.memory import dep_remove as remove
 
     document = remove(
@@ -109,8 +131,14 @@ def dep_remove(app: AppContext, issue_id: str, target: str, kind: str, issues: s
 @dep.command("replace")
 @click.argument("issue_id", metavar="ISSUE")
 @click.argument("target", metavar="DEPENDS_ON")
-@click.option("--from-type", type=dependency_type, default="blocks", show_default=True)
-@click.option("--to-type", type=dependency_type, required=True)
+@click.option(
+    "--from-type",
+    type=dependency_type,
+    default="blocks",
+    show_default=True,
+    help="The edge's current type",
+)
+@click.option("--to-type", type=dependency_type, required=True, help="The edge's new type")
 @click.option("--created-by", default="", help="Who changed the edge (kept when blank)")
 @issues_option
 @json_option
@@ -124,7 +152,11 @@ def dep_replace(
     created_by: str,
     issues: str,
 ) -> Reply:
-    """Change the type of the ISSUE -> DEPENDS_ON edge in place."""
+    """Change the type of the ISSUE -> DEPENDS_ON edge in place.
+
+    \b
+    premath dep replace bd-2 bd-1 --from-type blocks --to-type related --json
+    """
     from premath.issues.memory import dep_replace as replace
 
     document = replace(
@@ -146,12 +178,17 @@ def dep_replace(
     type=click.Choice(["execution", "gtd", "groupoid"]),
     default="execution",
     show_default=True,
+    help="Which edges to project",
 )
 @issues_option
 @json_option
 @pass_app
 def dep_project(app: AppContext, view: str, issues: str) -> Reply:
-    """List every edge with its role in one view, plus cycle integrity over all issues."""
+    """List every edge with its role in one view, plus cycle integrity over all issues.
+
+    \b
+    premath dep project --view execution --json
+    """
     from premath.issues.memory import dep_project as project
 
     return Reply(project(issues, now=app.clock.now(), view=view), text=project_text)  # type: ignore[arg-type]
@@ -169,7 +206,11 @@ def dep_project(app: AppContext, view: str, issues: str) -> Reply:
 @json_option
 @pass_app
 def dep_diagnostics(app: AppContext, graph_scope: str, issues: str) -> Reply:
-    """Report the first dependency cycle (exit 0 even when one is found)."""
+    """Report the first dependency cycle (exit 0 even when one is found).
+
+    \b
+    premath dep diagnostics --graph-scope active --json
+    """
     from premath.issues.memory import dep_diagnostics as diagnostics
 
     document = diagnostics(issues, now=app.clock.now(), scope=graph_scope)  # type: ignore[arg-type]

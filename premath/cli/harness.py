@@ -162,11 +162,21 @@ def harness_complete(app: AppContext, /, **options: Any) -> Reply:
 @click.option("--issue-id", help="Issue to stop on [default: the session's issue]")
 @click.option("--release", is_flag=True, help="Give the lease back instead of renewing it")
 @click.option(
-    "--lease-ttl-seconds", type=click.IntRange(30, 86400), default=3600, show_default=True
+    "--lease-ttl-seconds",
+    type=click.IntRange(30, 86400),
+    default=3600,
+    show_default=True,
+    help="TTL of the renewed lease",
 )
 @click.option("--summary", help="Handoff summary")
 @click.option("--next-step", help="Next step for the agent that resumes")
-@click.option("--step-index", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option(
+    "--step-index",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Index of the interrupted step (names its trajectory row)",
+)
 @json_option
 @pass_app
 def harness_stop(app: AppContext, /, **options: Any) -> Reply:

@@ -59,7 +59,11 @@ def harness_kpi(
     rollback_kpi: float,
     min_sample_rows: int,
 ) -> Reply:
-    """Compute the throughput KPI: completed issues/day per active worker times gate pass rate."""
+    """Compute the throughput KPI: completed issues/day per active worker times gate pass rate.
+
+    \b
+    premath harness-kpi --window-hours 24 --json
+    """
     from premath.harness.kpi import kpi_report, kpi_text
 
     report = kpi_report(

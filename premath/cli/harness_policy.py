@@ -57,7 +57,11 @@ def harness_policy() -> None:
 @policy_option
 @json_option
 def harness_policy_show(policy_path: str | None) -> Reply:
-    """Show the retry policy after checking its shape and digest."""
+    """Show the retry policy after checking its shape and digest.
+
+    \b
+    premath harness-policy show --json
+    """
     from premath.harness.retry import load_retry_policy
 
     document = {"action": "harness-policy.show", **load_retry_policy(policy_path).to_document()}
@@ -69,7 +73,13 @@ def harness_policy_show(policy_path: str | None) -> Reply:
 @click.option(
     "--failure-class", "failure_classes", multiple=True, help="Failure class, in order (repeatable)"
 )
-@click.option("--attempt", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option(
+    "--attempt",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Which attempt failed (1 is the first)",
+)
 @json_option
 def harness_policy_decide(
     policy_path: str | None, failure_classes: tuple[str, ...], attempt: int
@@ -91,7 +101,13 @@ def harness_policy_decide(
 @click.option("--stdout-file", type=click.Path(dir_okay=False), help="A command's captured stdout")
 @click.option("--stderr-file", type=click.Path(dir_okay=False), help="A command's captured stderr")
 @click.option("--witness", "witness_path", help="A gate witness JSON file")
-@click.option("--attempt", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option(
+    "--attempt",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Which attempt failed (1 is the first)",
+)
 @json_option
 def harness_policy_classify(
     policy_path: str | None,
@@ -100,7 +116,11 @@ def harness_policy_classify(
     witness_path: str | None,
     attempt: int,
 ) -> Reply:
-    """Classify a failed command's output (and witness), then decide as `decide` does."""
+    """Classify a failed command's output (and witness), then decide as `decide` does.
+
+    \b
+    premath harness-policy classify --witness witness.json --json
+    """
     from premath.harness.retry import classify_document
 
     document = classify_document(policy_path, stdout_file, stderr_file, witness_path, attempt)
@@ -122,7 +142,13 @@ def _escalate_text(document: dict[str, Any]) -> str:
 @harness_policy.command("escalate")
 @policy_option
 @click.option("--failure-class", "failure_classes", multiple=True, help="Failure class, in order")
-@click.option("--attempt", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option(
+    "--attempt",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Which attempt failed (1 is the first)",
+)
 @click.option(
     "--issue-id",
     help="Issue to escalate [default: PREMATH_ACTIVE_ISSUE_ID, PREMATH_ISSUE_ID, the harness "
@@ -142,7 +168,11 @@ def _escalate_text(document: dict[str, Any]) -> str:
 @json_option
 @pass_app
 def harness_policy_escalate(app: AppContext, /, **options: Any) -> Reply:
-    """Decide on failure classes; once retries are spent, apply the escalation to the issue."""
+    """Decide on failure classes; once retries are spent, apply the escalation to the issue.
+
+    \b
+    premath harness-policy escalate --failure-class check_failed --attempt 3 --json
+    """
     from premath.harness.retry import escalate_document
 
     document = escalate_document(

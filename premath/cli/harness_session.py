@@ -55,7 +55,11 @@ def harness_session() -> None:
 @session_path_option
 @json_option
 def harness_session_read(path: str) -> Reply:
-    """Show the session handoff so an agent can resume where the last one stopped."""
+    """Show the session handoff so an agent can resume where the last one stopped.
+
+    \b
+    premath harness-session read --json
+    """
     from premath.harness.session import read_session_document
 
     return Reply(
@@ -103,7 +107,11 @@ def harness_session_write(
     lineage_ref: tuple[str, ...],
     issues: str,
 ) -> Reply:
-    """Create or update the session handoff (sessionId and startedAt are kept on update)."""
+    """Create or update the session handoff (sessionId and startedAt are kept on update).
+
+    \b
+    premath harness-session write --state active --issue-id bd-7 --summary "start" --json
+    """
     from premath.harness.session import write_session
 
     session = write_session(
@@ -134,7 +142,11 @@ def harness_session_write(
 )
 @json_option
 def harness_session_bootstrap(path: str, feature_ledger: str) -> Reply:
-    """Project how the next agent should pick up: resume or attach, next issue and feature."""
+    """Project how the next agent should pick up: resume or attach, next issue and feature.
+
+    \b
+    premath harness-session bootstrap --json
+    """
     from premath.harness.session import bootstrap_session
 
     return Reply(bootstrap_session(path, feature_ledger), text=bootstrap_text)

@@ -112,7 +112,11 @@ def harness_trajectory_append(app: AppContext, path: str, **fields: Any) -> Repl
 )
 @json_option
 def harness_trajectory_query(path: str, mode: str, limit: int) -> Reply:
-    """Show the latest, failed or retry-needed steps, newest first, with counts over all rows."""
+    """Show the latest, failed or retry-needed steps, newest first, with counts over all rows.
+
+    \b
+    premath harness-trajectory query --mode failed --limit 20 --json
+    """
     from premath.harness.trajectory import query_trajectory
 
     return Reply(query_trajectory(path, mode, limit), text=query_text)  # type: ignore[arg-type]

@@ -181,7 +181,11 @@ def new_issue_options(*, status: bool) -> Callable[[F], F]:
 @json_option
 @pass_app
 def issue_add(app: AppContext, title: str, issues: str, **fields: Any) -> Reply:
-    """Add an issue (creates the issues file when missing)."""
+    """Add an issue (creates the issues file when missing).
+
+    \b
+    premath issue add "Fix parser" --description $'Acceptance:\\n- parses\\nVerification: `pytest -q`'
+    """
     from premath.issues.lifecycle import input_warnings
     from premath.issues.memory import add_issue
 
@@ -197,7 +201,11 @@ def issue_add(app: AppContext, title: str, issues: str, **fields: Any) -> Reply:
 @json_option
 @pass_app
 def issue_list(app: AppContext, status: str | None, assignee: str | None, issues: str) -> Reply:
-    """List issues in id order."""
+    """List issues in id order.
+
+    \b
+    premath issue list --status open --json
+    """
     from premath.issues.memory import list_issues
 
     document = list_issues(issues, now=app.clock.now(), status=status, assignee=assignee)
@@ -209,7 +217,11 @@ def issue_list(app: AppContext, status: str | None, assignee: str | None, issues
 @json_option
 @pass_app
 def issue_ready(app: AppContext, issues: str) -> Reply:
-    """List open issues whose blocking dependencies are all closed."""
+    """List open issues whose blocking dependencies are all closed.
+
+    \b
+    premath issue ready --json
+    """
     from premath.issues.memory import ready
 
     return Reply(ready(issues, now=app.clock.now()), text=ready_text)
@@ -220,7 +232,11 @@ def issue_ready(app: AppContext, issues: str) -> Reply:
 @json_option
 @pass_app
 def issue_blocked(app: AppContext, issues: str) -> Reply:
-    """List issues that are manually blocked or wait on an unclosed blocker."""
+    """List issues that are manually blocked or wait on an unclosed blocker.
+
+    \b
+    premath issue blocked --json
+    """
     from premath.issues.memory import blocked
 
     return Reply(blocked(issues, now=app.clock.now()), text=blocked_text)
@@ -238,7 +254,11 @@ def issue_blocked(app: AppContext, issues: str) -> Reply:
 @json_option
 @pass_app
 def issue_check(app: AppContext, note_warn_threshold: int, issues: str) -> Reply:
-    """Check the issue graph contract (acceptance, verification command); exit 1 when rejected."""
+    """Check the issue graph contract (acceptance, verification command); exit 1 when rejected.
+
+    \b
+    premath issue check --json
+    """
     from premath.issues.memory import check
 
     document = check(issues, now=app.clock.now(), note_warn_threshold=note_warn_threshold)
@@ -314,7 +334,11 @@ def issue_update(
     issues: str,
     **fields: Any,
 ) -> Reply:
-    """Update fields of an issue."""
+    """Update fields of an issue.
+
+    \b
+    premath issue update bd-1 --status closed --json
+    """
     from premath.issues.memory import update_issue
 
     if notes is not None and notes_file is not None:
@@ -337,7 +361,11 @@ def issue_update(
 @json_option
 @pass_app
 def issue_claim(app: AppContext, issue_id: str, assignee: str, issues: str) -> Reply:
-    """Claim one issue with a lease (TTL 3600 s); readiness is not checked."""
+    """Claim one issue with a lease (TTL 3600 s); readiness is not checked.
+
+    \b
+    premath issue claim bd-1 --assignee w1 --json
+    """
     from premath.issues.memory import claim
 
     document = claim(issues, issue_id, assignee, now=app.clock.now(), timeout_s=app.lock_timeout())
@@ -360,6 +388,9 @@ def issue_claim_next(
 
     \b
     Also reclaims an in_progress issue whose lease expired (a dead worker's).
+
+    \b
+    premath issue claim-next --assignee w1 --json
     """
     from premath.issues.memory import claim_next
 
@@ -392,7 +423,11 @@ def issue_lease_renew(
     lease_expires_at: str | None,
     issues: str,
 ) -> Reply:
-    """Extend your active lease on an issue (only its holder may)."""
+    """Extend your active lease on an issue (only its holder may).
+
+    \b
+    premath issue lease-renew bd-1 --assignee w1 --lease-id lease1_bd-1_w1 --json
+    """
     from premath.issues.memory import renew_lease
 
     document = renew_lease(
@@ -418,7 +453,11 @@ def issue_lease_renew(
 def issue_lease_release(
     app: AppContext, issue_id: str, assignee: str, lease_id: str | None, issues: str
 ) -> Reply:
-    """Give your active lease up; the issue is open and unassigned again."""
+    """Give your active lease up; the issue is open and unassigned again.
+
+    \b
+    premath issue lease-release bd-1 --assignee w1 --json
+    """
     from premath.issues.memory import release_lease
 
     document = release_lease(
@@ -432,7 +471,11 @@ def issue_lease_release(
 @json_option
 @pass_app
 def issue_lease_projection(app: AppContext, issues: str) -> Reply:
-    """List stale and contended leases."""
+    """List stale and contended leases.
+
+    \b
+    premath issue lease-projection --json
+    """
     from premath.issues.memory import lease_projection
 
     return Reply(lease_projection(issues, now=app.clock.now()), text=projection_text)
@@ -448,7 +491,11 @@ def issue_lease_projection(app: AppContext, issues: str) -> Reply:
 def issue_discover(
     app: AppContext, parent_id: str, title: str, issues: str, **fields: Any
 ) -> Reply:
-    """Add an issue found while working on PARENT, linked to it (discovered-from)."""
+    """Add an issue found while working on PARENT, linked to it (discovered-from).
+
+    \b
+    premath issue discover bd-1 "Flaky fixture" --json
+    """
     from premath.issues.memory import discover_issue
 
     document = discover_issue(
