@@ -10,12 +10,16 @@ JSON mode comes from the `--json` token in the arguments, the one rule that also
 errors raised before any command runs.
 """
 
+import contextlib
 import importlib
 import os
+import signal
 import sys
+import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import IO, Any
 
 import click
@@ -149,10 +153,29 @@ def _emit_reply(reply: Reply, json_mode: bool) -> None:
         _write(sys.stdout, (reply.text(reply.document) + "\n").encode("utf-8"))
 
 
+@contextlib.contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM stops a command the way Ctrl-C does (click turns both into `Abort`), instead of
+    killing it mid-way; commands with their own handling install theirs inside."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_command(invoke: Callable[[], Any], json_mode: bool) -> int:
     """Run click without its standalone handling and map every outcome to streams and a code."""
     try:
-        result = invoke()
+        with sigterm_as_ctrl_c():
+            result = invoke()
         if isinstance(result, Reply):
             _emit_reply(result, json_mode)
             return result.exit_code
@@ -168,7 +191,12 @@ def run_command(invoke: Callable[[], Any], json_mode: bool) -> int:
         exc.show()
         return exc.exit_code
     except click.Abort:
-        sys.stderr.write("error: aborted\n")
+        message = (
+            "interrupted (Ctrl-C or SIGTERM) before the command finished; files are whole "
+            "(every write is atomic), so it is safe to run it again"
+        )
+        _emit_error("interrupted", message, json_mode)
+        sys.stderr.write(f"error: {message}\n")
         return 1
     except PremathError as exc:
         if os.environ.get("PREMATH_DEBUG") == "1":

@@ -184,7 +184,7 @@ def issue_add(app: AppContext, title: str, issues: str, **fields: Any) -> Reply:
     """Add an issue (creates the issues file when missing).
 
     \b
-    premath issue add "Fix parser" --description $'Acceptance:\\n- parses\\nVerification: `pytest -q`'
+    premath issue add "Fix it" --description $'Acceptance:\\n- parses\\nVerification: `pytest -q`'
     """
     from premath.issues.lifecycle import input_warnings
     from premath.issues.memory import add_issue
