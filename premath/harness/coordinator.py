@@ -290,8 +290,9 @@ def release_held_leases(
         return []
     released = []
     for issue_id, row in sorted(rows.items()):
-        owner = row.get("lease", {}).get("owner")
-        if owner not in worker_ids:
+        lease = row.get("lease")
+        owner = lease["owner"] if lease is not None else None
+        if owner is None or owner not in worker_ids:
             continue
         try:
             release_lease(settings.paths.issues, issue_id, owner, now=now, timeout_s=timeout_s)

@@ -80,11 +80,11 @@ def run_demo(
     if keep is None:
         with tempfile.TemporaryDirectory(prefix="premath-demo-") as folder:
             return _run_in(Path(folder), now, lock_timeout_s, worker_command, kept=False)
-    folder = Path(keep)
-    if folder.exists() and any(folder.iterdir()):
+    kept = Path(keep)
+    if kept.exists() and any(kept.iterdir()):
         raise InvalidUsage(f"--keep {keep}: the folder must be new or empty")
-    folder.mkdir(parents=True, exist_ok=True)
-    return _run_in(folder.resolve(), now, lock_timeout_s, worker_command, kept=True)
+    kept.mkdir(parents=True, exist_ok=True)
+    return _run_in(kept.resolve(), now, lock_timeout_s, worker_command, kept=True)
 
 
 def _run_in(

@@ -126,18 +126,19 @@ class WorkerSettings:
             )
         if self.command_timeout_s <= 0:
             raise InvalidUsage("--command-timeout-seconds must be > 0")
-        resolved = {
+        policy_path = os.path.abspath(self.policy_path) if self.policy_path else None
+        resolved: dict[str, Any] = {
             "work_cmd": env_or(self.work_cmd, WORK_CMD_ENV, DEFAULT_WORK_CMD),
             "verify_cmd": self.verify_cmd or os.environ.get(VERIFY_CMD_ENV) or None,
             "verify_witness": self.verify_witness or None,
             "witness_prefix": env_or(
                 self.witness_prefix, WITNESS_PREFIX_ENV, DEFAULT_WITNESS_PREFIX
             ),
-            "policy_path": os.path.abspath(self.policy_path) if self.policy_path else None,
+            "policy_path": policy_path,
             "pass_env": tuple(self.pass_env),
             "authority": resolve_mutation_authority(self.mutation_mode, self.override_reason),
+            "policy": load_retry_policy(policy_path),
         }
-        resolved["policy"] = load_retry_policy(resolved["policy_path"])
         for name, value in resolved.items():
             object.__setattr__(self, name, value)
 
