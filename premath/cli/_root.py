@@ -10,22 +10,19 @@ JSON mode comes from the `--json` token in the arguments, the one rule that also
 errors raised before any command runs.
 """
 
-import contextlib
 import importlib
 import os
-import signal
 import sys
-import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from types import FrameType
 from typing import IO, Any
 
 import click
 
 from premath.clock import Clock, SystemClock
 from premath.errors import PremathError
+from premath.runner.interrupts import sigterm_as_ctrl_c
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
@@ -151,24 +148,6 @@ def _emit_reply(reply: Reply, json_mode: bool) -> None:
         _write(sys.stdout, stdout_bytes(reply.document))
     else:
         _write(sys.stdout, (reply.text(reply.document) + "\n").encode("utf-8"))
-
-
-@contextlib.contextmanager
-def sigterm_as_ctrl_c() -> Iterator[None]:
-    """SIGTERM stops a command the way Ctrl-C does (click turns both into `Abort`), instead of
-    killing it mid-way; commands with their own handling install theirs inside."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(_signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def run_command(invoke: Callable[[], Any], json_mode: bool) -> int:

@@ -58,6 +58,16 @@ def diagnostics_text(document: dict[str, Any]) -> str:
     )
 
 
+edge_type_option = click.option(
+    "--type",
+    "kind",
+    type=dependency_type,
+    default="blocks",
+    show_default=True,
+    help="Dependency type",
+)
+
+
 @click.group("dep", cls=StrictGroup)
 def dep() -> None:
     """Dependencies between issues: add, remove, replace, project, diagnose cycles"""
@@ -66,14 +76,7 @@ def dep() -> None:
 @dep.command("add")
 @click.argument("issue_id", metavar="ISSUE")
 @click.argument("target", metavar="DEPENDS_ON")
-@click.option(
-    "--type",
-    "kind",
-    type=dependency_type,
-    default="blocks",
-    show_default=True,
-    help="Dependency type",
-)
+@edge_type_option
 @click.option("--created-by", default="", help="Who added the edge")
 @issues_option
 @json_option
@@ -103,14 +106,7 @@ def dep_add(
 @dep.command("remove")
 @click.argument("issue_id", metavar="ISSUE")
 @click.argument("target", metavar="DEPENDS_ON")
-@click.option(
-    "--type",
-    "kind",
-    type=dependency_type,
-    default="blocks",
-    show_default=True,
-    help="Dependency type",
-)
+@edge_type_option
 @issues_option
 @json_option
 @pass_app

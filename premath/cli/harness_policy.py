@@ -7,6 +7,13 @@ import click
 from premath.cli._options import discovered_default, json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 
+attempt_option = click.option(
+    "--attempt",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Which attempt failed (1 is the first)",
+)
 policy_option = click.option(
     "--policy",
     "policy_path",
@@ -73,13 +80,7 @@ def harness_policy_show(policy_path: str | None) -> Reply:
 @click.option(
     "--failure-class", "failure_classes", multiple=True, help="Failure class, in order (repeatable)"
 )
-@click.option(
-    "--attempt",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Which attempt failed (1 is the first)",
-)
+@attempt_option
 @json_option
 def harness_policy_decide(
     policy_path: str | None, failure_classes: tuple[str, ...], attempt: int
@@ -101,13 +102,7 @@ def harness_policy_decide(
 @click.option("--stdout-file", type=click.Path(dir_okay=False), help="A command's captured stdout")
 @click.option("--stderr-file", type=click.Path(dir_okay=False), help="A command's captured stderr")
 @click.option("--witness", "witness_path", help="A gate witness JSON file")
-@click.option(
-    "--attempt",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Which attempt failed (1 is the first)",
-)
+@attempt_option
 @json_option
 def harness_policy_classify(
     policy_path: str | None,
@@ -142,13 +137,7 @@ def _escalate_text(document: dict[str, Any]) -> str:
 @harness_policy.command("escalate")
 @policy_option
 @click.option("--failure-class", "failure_classes", multiple=True, help="Failure class, in order")
-@click.option(
-    "--attempt",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Which attempt failed (1 is the first)",
-)
+@attempt_option
 @click.option(
     "--issue-id",
     help="Issue to escalate [default: PREMATH_ACTIVE_ISSUE_ID, PREMATH_ISSUE_ID, the harness "

@@ -79,3 +79,21 @@ def on_stop_signals(callback: Callable[[], None]) -> contextlib.AbstractContextM
         callback()
 
     return _on_stop_signals(handler)
+
+
+@contextlib.contextmanager
+def sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM (CI cancel, `timeout`, a supervisor) stops the block the way Ctrl-C does, with
+    KeyboardInterrupt, instead of killing the process mid-way. Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,6 +1,6 @@
 """Ctrl-C and SIGTERM to a real coordinator with two real workers, at random moments.
 
-Each run: twenty issues, slow work, the signal at a random moment while workers run. After it:
+Each run: twenty issues, slow work, the signal at a random moment once the workers started. After it:
 no issue closed later than the signal, no lease left held, no command process left, the report
 printed (one JSON document, `stoppedReason: "interrupted"`), exit 1 within 5 s.
 """
@@ -47,6 +47,14 @@ def _processes_under(folder: Path) -> list[int]:
     return found
 
 
+def _wait_for_first_round(root: Path, proc: subprocess.Popen[bytes]) -> None:
+    """Until the coordinator has started its workers (its round folder exists)."""
+    deadline = time.monotonic() + 30
+    while not list(root.glob(".premath/harness_steps/coordinator/*/round-1")):
+        assert proc.poll() is None and time.monotonic() < deadline, "coordinator did not start"
+        time.sleep(0.02)
+
+
 def _one_interrupted_run(root: Path, signum: int, delay_s: float) -> None:
     make_issues(root, [f"bd-{n}" for n in range(1, 21)])
     for name in ("w1", "w2"):
@@ -76,6 +84,7 @@ def _one_interrupted_run(root: Path, signum: int, delay_s: float) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
+    _wait_for_first_round(root, proc)
     time.sleep(delay_s)
     signalled_ns = epoch_nanos(datetime.now(UTC))
     sent = time.monotonic()
@@ -111,4 +120,4 @@ def _one_interrupted_run(root: Path, signum: int, delay_s: float) -> None:
 def test_an_interrupt_stops_every_worker_and_gives_every_lease_back(tmp_path, signum):
     rng = random.Random(signum)
     for run in range(RUNS):
-        _one_interrupted_run(tmp_path / f"run-{run}", signum, rng.uniform(0.3, 1.2))
+        _one_interrupted_run(tmp_path / f"run-{run}", signum, rng.uniform(0.0, 1.0))
