@@ -1,7 +1,7 @@
 """Ctrl-C and SIGTERM to a real coordinator with two real workers, at random moments.
 
-Each run: twenty issues, slow work, the signal at a random moment once the workers started. After it:
-no issue closed later than the signal, no lease left held, no command process left, the report
+Each run: twenty issues, slow work, the signal at a random moment once the workers started.
+After it: no issue closed later than the signal, no lease left held, no command process left, the report
 printed (one JSON document, `stoppedReason: "interrupted"`), exit 1 within 5 s.
 """
 
@@ -51,7 +51,8 @@ def _wait_for_first_round(root: Path, proc: subprocess.Popen[bytes]) -> None:
     """Until the coordinator has started its workers (its round folder exists)."""
     deadline = time.monotonic() + 30
     while not list(root.glob(".premath/harness_steps/coordinator/*/round-1")):
-        assert proc.poll() is None and time.monotonic() < deadline, "coordinator did not start"
+        assert proc.poll() is None, "coordinator ended before its first round"
+        assert time.monotonic() < deadline, "coordinator did not start its first round"
         time.sleep(0.02)
 
 
