@@ -1,8 +1,8 @@
 """Ctrl-C and SIGTERM to a real coordinator with two real workers, at random moments.
 
 Each run: twenty issues, slow work, the signal at a random moment once the workers started.
-After it: no issue closed later than the signal, no lease left held, no command process left, the report
-printed (one JSON document, `stoppedReason: "interrupted"`), exit 1 within 5 s.
+After it: no issue closed later than the signal, no lease left held, no command process left,
+the report printed (one JSON document, `stoppedReason: "interrupted"`), exit 1 within 5 s.
 """
 
 import os
