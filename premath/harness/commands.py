@@ -86,6 +86,7 @@ def run_command(
         stdout_path=stdout_path,
         stderr_path=stderr_path,
         output_cap=output_cap,
+        group_ticket=os.path.join(log_dir, f"{name}.group"),
     )
     return CommandRun(name, command, outcome, stdout_path, stderr_path)
 

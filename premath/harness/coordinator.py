@@ -17,6 +17,7 @@ the worker id; with `heartbeat_s` (a terminal) a quiet worker is reported alive 
 time. Logs go to a folder per run, so earlier runs' logs stay.
 """
 
+import glob
 import os
 import signal
 import threading
@@ -36,6 +37,7 @@ from premath.runner.interrupts import on_stop_signals
 from premath.runner.process import (
     ProcessOutcome,
     allowlisted_env,
+    reap_group_ticket,
     run_bounded,
     signal_group_ticket,
 )
@@ -302,6 +304,14 @@ def release_held_leases(
     return released
 
 
+def _reap_orphaned_commands(steps_dir: str, worker_ids: Sequence[str]) -> None:
+    """Kill the command groups of workers that were killed before they could (their group
+    tickets outlive them; a finished command's ticket is already gone)."""
+    for worker_id in worker_ids:
+        for ticket in Path(steps_dir).glob(f"{glob.escape(worker_id)}.*/attempt-*/*.group"):
+            reap_group_ticket(ticket)
+
+
 def run_coordinator(
     cfg: CoordinatorConfig,
     *,
@@ -328,6 +338,7 @@ def run_coordinator(
         _rounds(cfg, result, run_dir, stop, started, now, report)
         if stop.is_set():
             result.exit_code, result.stopped_reason = 1, "interrupted"
+            _reap_orphaned_commands(cfg.settings.paths.steps_dir, started)
             result.released_lease_issue_ids = release_held_leases(
                 cfg.settings, started, now(), lock_timeout_s
             )

@@ -21,6 +21,9 @@ class InterruptHold:
     meanwhile, once the caller can clean the child up. Main thread only; elsewhere a no-op."""
 
     _active: "InterruptHold | None" = None
+    requested: BaseException | None = None
+    """The stop this process was asked for, kept after it was raised: code that swallowed it
+    (a broad `except`) still cannot start another child (`raise_if_stopped`)."""
 
     def __init__(self) -> None:
         self.pending: BaseException | None = None
@@ -56,20 +59,35 @@ def stop_signals_raise(
 ) -> contextlib.AbstractContextManager[None]:
     """Raise `make_error(<signal name>)` on the first SIGTERM/SIGINT inside the block; later
     ones are ignored, so a supervisor's repeated signal cannot cut the clean-up short."""
-    raised = threading.Event()
 
     def handler(signum: int, _frame: FrameType | None) -> None:
-        if raised.is_set():
+        if InterruptHold.requested is not None:
             return
-        raised.set()
         error = make_error(signal.Signals(signum).name)
+        InterruptHold.requested = error
         hold = InterruptHold._active
         if hold is not None:
             hold.pending = error
             return
         raise error
 
-    return _on_stop_signals(handler)
+    return _stop_requests_cleared(_on_stop_signals(handler))
+
+
+@contextlib.contextmanager
+def _stop_requests_cleared(handling: contextlib.AbstractContextManager[None]) -> Iterator[None]:
+    """The block with `handling`; the recorded stop is forgotten when it ends (tests, reuse)."""
+    with handling:
+        try:
+            yield
+        finally:
+            InterruptHold.requested = None
+
+
+def raise_if_stopped() -> None:
+    """Raise the stop this process was already asked for, if any (before spawning a child)."""
+    if InterruptHold.requested is not None:
+        raise InterruptHold.requested
 
 
 def on_stop_signals(callback: Callable[[], None]) -> contextlib.AbstractContextManager[None]:
