@@ -1,4 +1,4 @@
-"""String normalisation shared by every reference artifact (harness-cli.md §0.4)."""
+"""String normalisation shared by every reference artifact (specs/cli-conventions.md "Text")."""
 
 from collections.abc import Iterable
 

@@ -46,9 +46,9 @@ def days_from_civil(year: int, month: int, day: int) -> int:
 def parse_strict_rfc3339(value: str) -> tuple[int, int] | None:
     """The instant of a strict RFC3339 string as (UTC epoch seconds, nanos), or None.
 
-    Matches chrono 0.4.43 `parse_from_rfc3339` (harness-cli.md §3.3): `T`/`t`, `Z`/`z` or
-    `±HH:MM`, year 0000 accepted, a leap second `:60` at any minute (kept as :59 plus a second's
-    worth of nanos, so it sorts inside its minute), fraction digits past the 9th ignored.
+    Matches chrono 0.4.43 `parse_from_rfc3339` (specs/harness-trajectory.md "Row schema"): `T`/`t`,
+    `Z`/`z` or `±HH:MM`, year 0000 accepted, a leap second `:60` at any minute (kept as :59 plus a
+    second's worth of nanos, so it sorts inside its minute), fraction digits past the 9th ignored.
     """
     match = _STRICT_RFC3339.fullmatch(value)
     if match is None:
@@ -74,8 +74,8 @@ def parse_strict_rfc3339(value: str) -> tuple[int, int] | None:
     return seconds - offset_seconds, nanos
 
 
-# Issue rows (issue-memory-and-loops.md §A1): chrono's relaxed RFC3339 `FromStr` on read, serde's
-# AutoSi form with `Z` on write, `to_rfc3339()` (`+00:00`) for lease fields in CLI output.
+# Issue rows (specs/issue-memory.md "Store format"): chrono's relaxed RFC3339 `FromStr` on read,
+# serde's AutoSi form with `Z` on write, `to_rfc3339()` (`+00:00`) for lease fields in CLI output.
 # Instants are integer epoch nanoseconds: `datetime` stops at microseconds, chrono does not.
 
 # chrono's NaiveDate range (years -262144..=262143 in 0.4.43).
@@ -284,3 +284,13 @@ def epoch_nanos(moment: datetime) -> int:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def iso8601_problem(text: str) -> str | None:
+    """Why `datetime.fromisoformat` refuses `text` (a `Z` suffix read as UTC), None if it does
+    not: the ISO 8601 check ATIF (Harbor's pydantic model) and harness rows apply."""
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        return str(exc)
+    return None

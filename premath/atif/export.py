@@ -11,12 +11,12 @@ crashed or tampered run still exports a valid document.
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from premath import __version__
 from premath.errors import Conflict, InputInvalid, NotFound
+from premath.timefmt import iso8601_problem
 
 # (feature, the ATIF version that introduced it), checked by `required_schema_version`.
 _FEATURE_VERSIONS = (
@@ -171,11 +171,7 @@ def _text(value: Any) -> str | None:
 
 
 def _timestamp(value: Any) -> str | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+    if not isinstance(value, str) or iso8601_problem(value) is not None:
         return None
     return value
 
@@ -419,7 +415,7 @@ def written_errors(export: Export, path: str | os.PathLike[str]) -> list[dict[st
     """Harbor's verdict on the file `export` was written to, plus its schema-version problem."""
     from premath.atif.validate import validate_file
 
-    errors = [error.document() for error in validate_file(path).errors]
+    errors = [error.model_dump() for error in validate_file(path).errors]
     if export.version_problem is not None:
         errors.append({"location": "schema_version", "message": export.version_problem})
     return errors

@@ -14,19 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from premath.models.bench import AtifError
+
 # Tags pydantic puts into an error location for the alternatives of a union; not JSON keys.
 _UNION_TAGS = frozenset({"str", "float", "int", "bool", "ImageSource", "AudioSource"})
 _MESSAGE_PREFIX = "Value error, "
-
-
-@dataclass(frozen=True, slots=True)
-class AtifError:
-    location: str
-    """JSON location, 0-based (`steps[1].message[0]`); empty for the document as a whole."""
-    message: str
-
-    def document(self) -> dict[str, str]:
-        return {"location": self.location, "message": self.message}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +34,7 @@ class ValidationReport:
         return {
             "path": self.path,
             "valid": self.valid,
-            "errors": [error.document() for error in self.errors],
+            "errors": [error.model_dump() for error in self.errors],
         }
 
 
@@ -89,7 +81,7 @@ def schema_errors(document: Any) -> list[AtifError]:
     from premath.models.atif import Trajectory
 
     if not isinstance(document, dict):
-        return [AtifError("", "Trajectory must be a JSON object/dict")]
+        return [AtifError(location="", message="Trajectory must be a JSON object/dict")]
     try:
         Trajectory.model_validate(document)
     except ValidationError as exc:
@@ -101,7 +93,7 @@ def schema_errors(document: Any) -> list[AtifError]:
             relative = (error.get("ctx") or {}).get("atif_location")
             if relative is not None:
                 location = _join(location, relative)
-            found = AtifError(location, _message(error))
+            found = AtifError(location=location, message=_message(error))
             if found not in errors:
                 errors.append(found)
         return errors
@@ -120,8 +112,8 @@ def _missing_media(content: Any, location: str, base_dir: Path) -> list[AtifErro
         if not (base_dir / media_path).exists():
             errors.append(
                 AtifError(
-                    f"{location}[{index}].source.path",
-                    f"referenced {part['type']} file does not exist: {media_path}",
+                    location=f"{location}[{index}].source.path",
+                    message=f"referenced {part['type']} file does not exist: {media_path}",
                 )
             )
     return errors
@@ -149,13 +141,13 @@ def parse_trajectory_bytes(raw: bytes) -> tuple[Any, AtifError | None]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, AtifError("", f"Invalid JSON: not UTF-8 (byte {exc.start})")
+        return None, AtifError(location="", message=f"Invalid JSON: not UTF-8 (byte {exc.start})")
     try:
         return json.loads(text), None
     except json.JSONDecodeError as exc:
-        return None, AtifError("", f"Invalid JSON: {exc}")
+        return None, AtifError(location="", message=f"Invalid JSON: {exc}")
     except RecursionError:
-        return None, AtifError("", "Invalid JSON: nested too deeply")
+        return None, AtifError(location="", message="Invalid JSON: nested too deeply")
 
 
 def validate_document(document: Any, *, base_dir: Path | None) -> list[AtifError]:
@@ -173,10 +165,14 @@ def validate_file(path: str | os.PathLike[str], *, check_media: bool = True) -> 
     try:
         raw = target.read_bytes()
     except FileNotFoundError:
-        return ValidationReport(shown, (AtifError("", f"file not found: {shown}"),))
+        return ValidationReport(
+            shown, (AtifError(location="", message=f"file not found: {shown}"),)
+        )
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        return ValidationReport(shown, (AtifError("", f"cannot read {shown}: {reason}"),))
+        return ValidationReport(
+            shown, (AtifError(location="", message=f"cannot read {shown}: {reason}"),)
+        )
     document, unreadable = parse_trajectory_bytes(raw)
     if unreadable is not None:
         return ValidationReport(shown, (unreadable,))

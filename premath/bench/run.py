@@ -42,6 +42,8 @@ if TYPE_CHECKING:
         RunStatus,
         RunSummary,
     )
+    from premath.runner.containers import ImageIdentity
+    from premath.runner.process import ProcessOutcome
 
 AGENT_NAME = "premath"
 RESULT_SIZE_CAP = 1 << 20
@@ -69,6 +71,8 @@ class BenchRequest:
     harness_image: str | None = None
     harness_version: str | None = None
     sandbox_backend: str = DEFAULT_SANDBOX_BACKEND
+    network: str = "none"
+    """The container's network with `--sandbox-backend docker`: `none` or `full`."""
     atif_schema_version: str | None = None
 
 
@@ -104,10 +108,12 @@ def create_run_folder(run_dir: Path) -> BenchRunPaths:
 
 
 def _harness_input(request: BenchRequest, paths: BenchRunPaths) -> dict[str, Any]:
+    from premath.bench.container import CONTAINER_PREMATH_ARGV, DOCKER_BACKEND
     from premath.models.bench import APPROVAL_MODE
 
     run_dir = os.fspath(paths.root.resolve())
-    callback = [*request.premath_argv, "bench"]
+    in_container = request.sandbox_backend == DOCKER_BACKEND
+    callback = [*(CONTAINER_PREMATH_ARGV if in_container else request.premath_argv), "bench"]
     return {
         **request.task.model_dump(mode="json", exclude_none=True),
         "task_id": request.task_id,
@@ -156,6 +162,7 @@ def _run_harness(
     request: BenchRequest, paths: BenchRunPaths, record: Callable[..., None], verdict: _Verdict
 ) -> "HarnessProcess":
     """Spawn, wait, judge; the `harness` block of summary.json."""
+    from premath.bench.container import DOCKER_BACKEND
     from premath.bench.policy import matching_rule
     from premath.models.bench import HarnessProcess
     from premath.runner.process import allowlisted_env, run_bounded
@@ -175,17 +182,18 @@ def _run_harness(
         return HarnessProcess(status="not_started")
     record("harness.started", argv=argv)
     passed = {name: os.environ[name] for name in request.pass_env if name in os.environ}
+    bounded: dict[str, Any] = {
+        "timeout_s": request.timeout_s,
+        "stdout_path": paths.harness_stdout,
+        "stderr_path": paths.harness_stderr,
+        "output_cap": request.output_cap,
+    }
     try:
         with stop_signals_raise(Interrupted):
-            outcome = run_bounded(
-                argv,
-                cwd=request.cwd,
-                env=allowlisted_env(passed),
-                timeout_s=request.timeout_s,
-                stdout_path=paths.harness_stdout,
-                stderr_path=paths.harness_stderr,
-                output_cap=request.output_cap,
-            )
+            if request.sandbox_backend == DOCKER_BACKEND:
+                outcome = _run_in_container(request, paths, passed, argv, bounded)
+            else:
+                outcome = run_bounded(argv, cwd=request.cwd, env=allowlisted_env(passed), **bounded)
     except Interrupted as stop:
         verdict.fail("interrupted", f"premath received {stop}; the harness was stopped")
         record("harness.finished", status="interrupted")
@@ -207,6 +215,32 @@ def _run_harness(
     )
     record("harness.finished", **harness.model_dump(mode="json"))
     return harness
+
+
+def _run_in_container(
+    request: BenchRequest,
+    paths: BenchRunPaths,
+    passed: dict[str, str],
+    argv: list[str],
+    bounded: dict[str, Any],
+) -> "ProcessOutcome":
+    from premath.bench.container import harness_container_argv, harness_container_name
+    from premath.runner.containers import DockerEngine
+
+    engine = DockerEngine()
+    name = harness_container_name(paths.run_id)
+    assert request.harness_image is not None  # checked before the run folder was made
+    container_argv = harness_container_argv(
+        engine=engine,
+        name=name,
+        image=request.harness_image,
+        run_dir=paths.root.resolve(),
+        cwd=request.cwd.resolve(),
+        network=request.network,
+        env=passed,
+        harness_argv=argv,
+    )
+    return engine.run(name, container_argv, request.cwd, **bounded)
 
 
 def _ingest_harness_rows(paths: BenchRunPaths, record: Callable[..., None]) -> None:
@@ -258,6 +292,18 @@ def _export(
     return export.document, errors
 
 
+def _checked_image(request: BenchRequest) -> "ImageIdentity | None":
+    """With the docker backend, the harness image's identity once it is known to work."""
+    from premath.bench.container import DOCKER_BACKEND, check_harness_image
+    from premath.runner.containers import DockerEngine
+
+    if request.sandbox_backend != DOCKER_BACKEND:
+        return None
+    if request.network not in ("none", "full"):
+        raise InputInvalid(f"--network {request.network!r}: choose none or full")
+    return check_harness_image(DockerEngine(), request.harness_image, request.cwd)
+
+
 def run_benchmark(request: BenchRequest, *, clock: Clock, lock_timeout_s: float) -> dict[str, Any]:
     """Run one task; the completion document (status, exit code, artifact paths)."""
     from premath.atif.export import check_schema_version
@@ -280,6 +326,7 @@ def run_benchmark(request: BenchRequest, *, clock: Clock, lock_timeout_s: float)
         raise InputInvalid("--command is empty; give the harness command line")
     if not request.cwd.is_dir():
         raise InputInvalid(f"--cwd {request.cwd} is not a folder")
+    image = _checked_image(request)
     started = clock.now()
     started_monotonic = time.monotonic()
     paths = create_run_folder(request.run_dir or new_run_dir(started))
@@ -316,6 +363,8 @@ def run_benchmark(request: BenchRequest, *, clock: Clock, lock_timeout_s: float)
         harness=HarnessIdentity(
             command=request.command,
             image=request.harness_image,
+            image_id=image.image_id if image else None,
+            image_digest=image.repo_digest if image else None,
             version=request.harness_version or verdict.harness_reported_version,
         ),
         dataset_id=request.dataset_id,

@@ -5,14 +5,13 @@ from typing import Any
 import click
 
 from premath.cli._options import discovered_default
-
-ISSUES_PATH = ".premath/issues.jsonl"
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
 issues_option = click.option(
     "--issues",
     "--issues-path",
     "issues",
-    default=ISSUES_PATH,
+    default=DEFAULT_ISSUES_PATH,
     show_default=True,
     help="Issues JSONL path [default: under the nearest folder above holding .premath/]",
     callback=discovered_default,

@@ -16,7 +16,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import click
 
@@ -84,10 +84,17 @@ class StrictGroup(click.Group):
     group_class = type
 
 
+class LazyGroup(NamedTuple):
+    """A command group loaded on first use: `module:attribute`, and its one-line help."""
+
+    target: str
+    short_help: str
+
+
 class RootGroup(StrictGroup):
     """The `premath` group: loads command groups on first use (start-up budget) and exits once."""
 
-    def __init__(self, *args: Any, lazy_subcommands: dict[str, str], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, lazy_subcommands: dict[str, LazyGroup], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.lazy_subcommands = lazy_subcommands
 
@@ -95,12 +102,31 @@ class RootGroup(StrictGroup):
         return sorted({*super().list_commands(ctx), *self.lazy_subcommands})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = self.lazy_subcommands.get(cmd_name)
-        if target is None:
+        lazy = self.lazy_subcommands.get(cmd_name)
+        if lazy is None:
             return super().get_command(ctx, cmd_name)
-        module_name, attribute = target.split(":")
+        module_name, attribute = lazy.target.split(":")
         command: click.Command = getattr(importlib.import_module(module_name), attribute)
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """click's command list, from the stored help lines: listing loads no group."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = []
+        for name in names:
+            lazy = self.lazy_subcommands.get(name)
+            if lazy is not None:
+                stand_in = click.Command(name, help=lazy.short_help)
+                rows.append((name, stand_in.get_short_help_str(limit)))
+                continue
+            command = super().get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def main(  # type: ignore[override]
         self,

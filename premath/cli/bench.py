@@ -67,7 +67,15 @@ def bench() -> None:
     "--sandbox-backend",
     default=DEFAULT_SANDBOX_BACKEND,
     show_default=True,
-    help="What isolates it.",
+    help="What isolates it: docker runs the harness (and its tool calls) in a container of "
+    "--harness-image; other values are recorded as labels.",
+)
+@click.option(
+    "--network",
+    type=click.Choice(["none", "full"]),
+    default="none",
+    show_default=True,
+    help="The container's network with --sandbox-backend docker.",
 )
 @click.option("--atif-schema-version", help="ATIF version to write (default: pinned one).")
 @click.option(
@@ -113,6 +121,7 @@ def bench_run(app: AppContext, /, **options: Any) -> Reply:
         harness_image=options["harness_image"],
         harness_version=options["harness_version"],
         sandbox_backend=options["sandbox_backend"],
+        network=options["network"],
         atif_schema_version=options["atif_schema_version"],
     )
     document = run_benchmark(request, clock=app.clock, lock_timeout_s=app.lock_timeout())

@@ -8,6 +8,7 @@ from premath.cli._issues import issues_option, lines_text
 from premath.cli._options import json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.models.issue_row import DEPENDENCY_TYPES
+from premath.models.vocabulary import EDGE_VIEWS, GRAPH_SCOPES, EdgeView, GraphScope
 
 dependency_type = click.Choice(DEPENDENCY_TYPES)
 
@@ -89,9 +90,10 @@ def dep_add(
     \b
     premath dep add bd-2 bd-1 --type blocks --json
     """
+    from premath.issues.documents import edge_document
     from premath.issues.memory import dep_add as add
 
-    document = add(
+    add(
         issues,
         issue_id,
         target,
@@ -100,6 +102,7 @@ def dep_add(
         now=app.clock.now(),
         timeout_s=app.lock_timeout(),
     )
+    document = edge_document("dep.add", issues, issue_id, target, kind)
     return Reply(document, text=lambda d: edge_text("add", "Added", d))
 
 
@@ -116,11 +119,11 @@ def dep_remove(app: AppContext, issue_id: str, target: str, kind: str, issues: s
     \b
     premath dep remove bd-2 bd-1 --type blocks --json
     """
+    from premath.issues.documents import edge_document
     from premath.issues.memory import dep_remove as remove
 
-    document = remove(
-        issues, issue_id, target, kind=kind, now=app.clock.now(), timeout_s=app.lock_timeout()
-    )
+    remove(issues, issue_id, target, kind=kind, now=app.clock.now(), timeout_s=app.lock_timeout())
+    document = edge_document("dep.remove", issues, issue_id, target, kind)
     return Reply(document, text=lambda d: edge_text("remove", "Removed", d))
 
 
@@ -153,9 +156,10 @@ def dep_replace(
     \b
     premath dep replace bd-2 bd-1 --from-type blocks --to-type related --json
     """
+    from premath.issues.documents import edge_replaced_document
     from premath.issues.memory import dep_replace as replace
 
-    document = replace(
+    replace(
         issues,
         issue_id,
         target,
@@ -165,13 +169,14 @@ def dep_replace(
         now=app.clock.now(),
         timeout_s=app.lock_timeout(),
     )
+    document = edge_replaced_document(issues, issue_id, target, from_type, to_type, created_by)
     return Reply(document, text=lambda d: edge_text("replace", "Replaced", d))
 
 
 @dep.command("project")
 @click.option(
     "--view",
-    type=click.Choice(["execution", "gtd", "groupoid"]),
+    type=click.Choice(EDGE_VIEWS),
     default="execution",
     show_default=True,
     help="Which edges to project",
@@ -179,21 +184,24 @@ def dep_replace(
 @issues_option
 @json_option
 @pass_app
-def dep_project(app: AppContext, view: str, issues: str) -> Reply:
+def dep_project(app: AppContext, view: EdgeView, issues: str) -> Reply:
     """List every edge with its role in one view, plus cycle integrity over all issues.
 
     \b
     premath dep project --view execution --json
     """
+    from premath.issues.documents import dep_project_document
     from premath.issues.memory import dep_project as project
 
-    return Reply(project(issues, now=app.clock.now(), view=view), text=project_text)  # type: ignore[arg-type]
+    projection = project(issues, now=app.clock.now())
+    document = dep_project_document(issues, view, projection.edges, projection.integrity)
+    return Reply(document, text=project_text)
 
 
 @dep.command("diagnostics")
 @click.option(
     "--graph-scope",
-    type=click.Choice(["active", "full"]),
+    type=click.Choice(GRAPH_SCOPES),
     default="active",
     show_default=True,
     help="active: open and in_progress issues only",
@@ -201,13 +209,14 @@ def dep_project(app: AppContext, view: str, issues: str) -> Reply:
 @issues_option
 @json_option
 @pass_app
-def dep_diagnostics(app: AppContext, graph_scope: str, issues: str) -> Reply:
+def dep_diagnostics(app: AppContext, graph_scope: GraphScope, issues: str) -> Reply:
     """Report the first dependency cycle (exit 0 even when one is found).
 
     \b
     premath dep diagnostics --graph-scope active --json
     """
+    from premath.issues.documents import dep_diagnostics_document
     from premath.issues.memory import dep_diagnostics as diagnostics
 
-    document = diagnostics(issues, now=app.clock.now(), scope=graph_scope)  # type: ignore[arg-type]
-    return Reply(document, text=diagnostics_text)
+    integrity = diagnostics(issues, now=app.clock.now(), scope=graph_scope)
+    return Reply(dep_diagnostics_document(issues, graph_scope, integrity), text=diagnostics_text)

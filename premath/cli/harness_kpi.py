@@ -4,6 +4,7 @@ import click
 
 from premath.cli._options import discovered_default, json_option
 from premath.cli._root import Reply, StrictCommand
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
 
 @click.command("harness-kpi", cls=StrictCommand)
@@ -29,7 +30,7 @@ from premath.cli._root import Reply, StrictCommand
     "--issues",
     "issues_path",
     callback=discovered_default,
-    default=".premath/issues.jsonl",
+    default=DEFAULT_ISSUES_PATH,
     show_default=True,
     help="Issue-memory authority path (echoed only)",
 )

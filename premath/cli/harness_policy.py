@@ -6,6 +6,7 @@ import click
 
 from premath.cli._options import discovered_default, json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
 attempt_option = click.option(
     "--attempt",
@@ -90,11 +91,11 @@ def harness_policy_decide(
     \b
     premath harness-policy decide --failure-class gate_timeout --attempt 2 --json
     """
-    from premath.harness.retry import policy_decision_document
+    from premath.harness.retry import decide
+    from premath.harness.retry_documents import decision_document
 
-    return Reply(
-        policy_decision_document(policy_path, failure_classes, attempt), text=_decision_text
-    )
+    decided = decide(policy_path, failure_classes, attempt)
+    return Reply(decision_document(decided), text=_decision_text)
 
 
 @harness_policy.command("classify")
@@ -116,10 +117,12 @@ def harness_policy_classify(
     \b
     premath harness-policy classify --witness witness.json --json
     """
-    from premath.harness.retry import classify_document
+    from premath.harness.retry import classify_files, decide
+    from premath.harness.retry_documents import classify_document
 
-    document = classify_document(policy_path, stdout_file, stderr_file, witness_path, attempt)
-    return Reply(document, text=_decision_text)
+    classification = classify_files(stdout_file, stderr_file, witness_path)
+    decided = decide(policy_path, classification.failure_classes, attempt)
+    return Reply(classify_document(classification, decided), text=_decision_text)
 
 
 def _escalate_text(document: dict[str, Any]) -> str:
@@ -147,7 +150,7 @@ def _escalate_text(document: dict[str, Any]) -> str:
     "--issues",
     "--issues-path",
     "issues_path",
-    default=".premath/issues.jsonl",
+    default=DEFAULT_ISSUES_PATH,
     show_default=True,
     callback=discovered_default,
     help="Issue memory the escalation writes to",
@@ -162,9 +165,10 @@ def harness_policy_escalate(app: AppContext, /, **options: Any) -> Reply:
     \b
     premath harness-policy escalate --failure-class check_failed --attempt 3 --json
     """
-    from premath.harness.retry import escalate_document
+    from premath.harness.escalation import escalate_on_policy
+    from premath.harness.retry_documents import escalate_document
 
-    document = escalate_document(
+    result = escalate_on_policy(
         options["policy_path"],
         options["failure_classes"],
         options["attempt"],
@@ -175,4 +179,4 @@ def harness_policy_escalate(app: AppContext, /, **options: Any) -> Reply:
         now=app.clock.now(),
         timeout_s=app.lock_timeout(),
     )
-    return Reply(document, text=_escalate_text)
+    return Reply(escalate_document(result), text=_escalate_text)

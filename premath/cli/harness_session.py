@@ -6,10 +6,10 @@ import click
 
 from premath.cli._options import discovered_default, json_option, path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH, SESSION_STATES
 
 SESSION_PATH = ".premath/harness_session.json"
 LEDGER_PATH = ".premath/harness_feature_ledger.json"
-ISSUES_PATH = ".premath/issues.jsonl"
 session_path_option = path_option(SESSION_PATH, "Harness-session artifact path", "--session-path")
 
 
@@ -72,7 +72,7 @@ def harness_session_read(path: str) -> Reply:
 @click.option("--session-id", help="Explicit session id override")
 @click.option(
     "--state",
-    type=click.Choice(["active", "stopped"]),
+    type=click.Choice(SESSION_STATES),
     default="stopped",
     show_default=True,
     help="Session state",
@@ -87,7 +87,7 @@ def harness_session_read(path: str) -> Reply:
     "--issues",
     "--issues-path",
     "issues",
-    default=ISSUES_PATH,
+    default=DEFAULT_ISSUES_PATH,
     show_default=True,
     callback=discovered_default,
     help="Optional issues JSONL path for snapshot reference derivation",

@@ -1,6 +1,6 @@
 """`premath harness-trajectory append|query`: the append-only step trajectory."""
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,8 +12,13 @@ trajectory_path_option = path_option(
     TRAJECTORY_PATH, "Harness trajectory JSONL path", "--trajectory-path"
 )
 
+if TYPE_CHECKING:  # generic from click 8.5 on; the runtime class is not subscriptable before
+    _IntType = click.ParamType[int, Any]
+else:
+    _IntType = click.ParamType
 
-class Usize(click.ParamType):
+
+class Usize(_IntType):
     """clap's `usize`: ASCII digits (an optional `+`), at most 2^64-1; `1_000`, ` 5`, `٣` refused.
 
     click's INT accepts what Python's `int()` does (underscores, spaces, other scripts' digits).
@@ -79,7 +84,7 @@ def harness_trajectory() -> None:
 @click.option("--finished-at", help="Optional finished-at timestamp (RFC3339; default now)")
 @json_option
 @pass_app
-def harness_trajectory_append(app: AppContext, path: str, **fields: Any) -> Reply:
+def harness_trajectory_append(app: AppContext, /, path: str, **fields: Any) -> Reply:
     """Append one step row to the trajectory (one whole line, under a lock).
 
     \b

@@ -1,5 +1,7 @@
 """`premath issue ...`: the issue memory (`.premath/issues.jsonl`), its leases and checks."""
 
+import io
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -133,10 +135,14 @@ def discovered_text(document: dict[str, Any]) -> str:
 
 
 def read_notes_file(source: str) -> str:
-    """`--notes-file`: `-` reads stdin, anything else a UTF-8 file, verbatim."""
-    if source == "-":
-        return click.get_text_stream("stdin", encoding="utf-8").read()
+    """`--notes-file`: `-` reads stdin, anything else a UTF-8 file (line ends read as `\n`)."""
     try:
+        if source == "-":
+            stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+            try:
+                return stdin.read()
+            finally:
+                stdin.detach()
         return Path(source).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "stream did not contain valid UTF-8"
@@ -180,18 +186,19 @@ def new_issue_options(*, status: bool) -> Callable[[F], F]:
 @issues_option
 @json_option
 @pass_app
-def issue_add(app: AppContext, title: str, issues: str, **fields: Any) -> Reply:
+def issue_add(app: AppContext, /, title: str, issues: str, **fields: Any) -> Reply:
     """Add an issue (creates the issues file when missing).
 
     \b
     premath issue add "Fix it" --description $'Acceptance:\\n- parses\\nVerification: `pytest -q`'
     """
+    from premath.issues.documents import issue_document
     from premath.issues.lifecycle import input_warnings
     from premath.issues.memory import add_issue
 
-    document = add_issue(issues, title, now=app.clock.now(), timeout_s=app.lock_timeout(), **fields)
+    row = add_issue(issues, title, now=app.clock.now(), timeout_s=app.lock_timeout(), **fields)
     warnings = input_warnings(title=title, status=fields["status"])
-    return Reply(document, text=added_text, warnings=warnings)
+    return Reply(issue_document("issue.add", issues, row), text=added_text, warnings=warnings)
 
 
 @issue.command("list")
@@ -206,10 +213,11 @@ def issue_list(app: AppContext, status: str | None, assignee: str | None, issues
     \b
     premath issue list --status open --json
     """
+    from premath.issues.documents import list_document
     from premath.issues.memory import list_issues
 
-    document = list_issues(issues, now=app.clock.now(), status=status, assignee=assignee)
-    return Reply(document, text=list_text)
+    rows = list_issues(issues, now=app.clock.now(), status=status, assignee=assignee)
+    return Reply(list_document(issues, rows), text=list_text)
 
 
 @issue.command("ready")
@@ -222,9 +230,10 @@ def issue_ready(app: AppContext, issues: str) -> Reply:
     \b
     premath issue ready --json
     """
+    from premath.issues.documents import ready_document
     from premath.issues.memory import ready
 
-    return Reply(ready(issues, now=app.clock.now()), text=ready_text)
+    return Reply(ready_document(issues, ready(issues, now=app.clock.now())), text=ready_text)
 
 
 @issue.command("blocked")
@@ -237,9 +246,10 @@ def issue_blocked(app: AppContext, issues: str) -> Reply:
     \b
     premath issue blocked --json
     """
+    from premath.issues.documents import blocked_document
     from premath.issues.memory import blocked
 
-    return Reply(blocked(issues, now=app.clock.now()), text=blocked_text)
+    return Reply(blocked_document(issues, blocked(issues, now=app.clock.now())), text=blocked_text)
 
 
 @issue.command("check")
@@ -259,10 +269,13 @@ def issue_check(app: AppContext, note_warn_threshold: int, issues: str) -> Reply
     \b
     premath issue check --json
     """
+    from premath.issues.documents import check_document
     from premath.issues.memory import check
 
-    document = check(issues, now=app.clock.now(), note_warn_threshold=note_warn_threshold)
-    return Reply(document, text=check_text, exit_code=0 if document["result"] == "accepted" else 1)
+    report = check(issues, now=app.clock.now(), note_warn_threshold=note_warn_threshold)
+    return Reply(
+        check_document(issues, report), text=check_text, exit_code=0 if report.accepted else 1
+    )
 
 
 def show_text(document: dict[str, Any]) -> str:
@@ -308,9 +321,11 @@ def issue_show(app: AppContext, issue_id: str, issues: str) -> Reply:
     \b
     premath issue show bd-1 --json
     """
-    from premath.issues.show import show_issue
+    from premath.issues.memory import read_store
+    from premath.issues.show import show_document
 
-    return Reply(show_issue(issues, issue_id, now=app.clock.now()), text=show_text)
+    now = app.clock.now()
+    return Reply(show_document(issues, read_store(issues, now), issue_id, now), text=show_text)
 
 
 @issue.command("update")
@@ -328,6 +343,7 @@ def issue_show(app: AppContext, issue_id: str, issues: str) -> Reply:
 @pass_app
 def issue_update(
     app: AppContext,
+    /,
     issue_id: str,
     notes: str | None,
     notes_file: str | None,
@@ -339,6 +355,7 @@ def issue_update(
     \b
     premath issue update bd-1 --status closed --json
     """
+    from premath.issues.documents import issue_document
     from premath.issues.memory import update_issue
 
     if notes is not None and notes_file is not None:
@@ -347,11 +364,11 @@ def issue_update(
         notes = read_notes_file(notes_file)
     from premath.issues.lifecycle import input_warnings
 
-    document = update_issue(
+    row = update_issue(
         issues, issue_id, now=app.clock.now(), timeout_s=app.lock_timeout(), notes=notes, **fields
     )
     warnings = input_warnings(title=fields["title"], status=fields["status"])
-    return Reply(document, text=updated_text, warnings=warnings)
+    return Reply(issue_document("issue.update", issues, row), text=updated_text, warnings=warnings)
 
 
 @issue.command("claim")
@@ -366,10 +383,11 @@ def issue_claim(app: AppContext, issue_id: str, assignee: str, issues: str) -> R
     \b
     premath issue claim bd-1 --assignee w1 --json
     """
+    from premath.issues.documents import claim_document
     from premath.issues.memory import claim
 
-    document = claim(issues, issue_id, assignee, now=app.clock.now(), timeout_s=app.lock_timeout())
-    return Reply(document, text=lambda d: claimed_text("claim", d))
+    row = claim(issues, issue_id, assignee, now=app.clock.now(), timeout_s=app.lock_timeout())
+    return Reply(claim_document(issues, row), text=lambda d: claimed_text("claim", d))
 
 
 @issue.command("claim-next")
@@ -392,9 +410,10 @@ def issue_claim_next(
     \b
     premath issue claim-next --assignee w1 --json
     """
+    from premath.issues.documents import claim_next_document
     from premath.issues.memory import claim_next
 
-    document = claim_next(
+    row = claim_next(
         issues,
         assignee,
         now=app.clock.now(),
@@ -402,7 +421,7 @@ def issue_claim_next(
         lease_id=lease_id,
         ttl_seconds=lease_ttl_seconds,
     )
-    return Reply(document, text=lambda d: claimed_text("claim-next", d))
+    return Reply(claim_next_document(issues, row), text=lambda d: claimed_text("claim-next", d))
 
 
 @issue.command("lease-renew")
@@ -428,9 +447,10 @@ def issue_lease_renew(
     \b
     premath issue lease-renew bd-1 --assignee w1 --lease-id lease1_bd-1_w1 --json
     """
+    from premath.issues.documents import lease_change_document
     from premath.issues.memory import renew_lease
 
-    document = renew_lease(
+    change = renew_lease(
         issues,
         issue_id,
         assignee,
@@ -440,6 +460,7 @@ def issue_lease_renew(
         ttl_seconds=lease_ttl_seconds,
         expires_at=lease_expires_at,
     )
+    document = lease_change_document("issue.lease_renew", issues, change)
     return Reply(document, text=lambda d: lease_text("lease-renew", "Renewed", d))
 
 
@@ -458,11 +479,13 @@ def issue_lease_release(
     \b
     premath issue lease-release bd-1 --assignee w1 --json
     """
+    from premath.issues.documents import lease_change_document
     from premath.issues.memory import release_lease
 
-    document = release_lease(
+    change = release_lease(
         issues, issue_id, assignee, lease_id, now=app.clock.now(), timeout_s=app.lock_timeout()
     )
+    document = lease_change_document("issue.lease_release", issues, change)
     return Reply(document, text=lambda d: lease_text("lease-release", "Released", d))
 
 
@@ -476,9 +499,11 @@ def issue_lease_projection(app: AppContext, issues: str) -> Reply:
     \b
     premath issue lease-projection --json
     """
+    from premath.issues.documents import lease_projection_document
     from premath.issues.memory import lease_projection
 
-    return Reply(lease_projection(issues, now=app.clock.now()), text=projection_text)
+    projection = lease_projection(issues, now=app.clock.now())
+    return Reply(lease_projection_document(issues, projection), text=projection_text)
 
 
 @issue.command("discover")
@@ -489,16 +514,17 @@ def issue_lease_projection(app: AppContext, issues: str) -> Reply:
 @json_option
 @pass_app
 def issue_discover(
-    app: AppContext, parent_id: str, title: str, issues: str, **fields: Any
+    app: AppContext, /, parent_id: str, title: str, issues: str, **fields: Any
 ) -> Reply:
     """Add an issue found while working on PARENT, linked to it (discovered-from).
 
     \b
     premath issue discover bd-1 "Flaky fixture" --json
     """
+    from premath.issues.documents import discovered_document
     from premath.issues.memory import discover_issue
 
-    document = discover_issue(
+    row = discover_issue(
         issues, parent_id, title, now=app.clock.now(), timeout_s=app.lock_timeout(), **fields
     )
-    return Reply(document, text=discovered_text)
+    return Reply(discovered_document(issues, row, parent_id), text=discovered_text)

@@ -64,6 +64,7 @@ def boot_report(
 ) -> dict[str, Any]:
     """The boot document for `paths` (a LoopPaths); see the module doc."""
     from premath.issues import graph
+    from premath.issues.documents import integrity_document
     from premath.issues.memory import read_store
     from premath.issues.snapshot import snapshot_ref_of
 
@@ -79,11 +80,12 @@ def boot_report(
         except PremathError as exc:
             findings.append(_finding("boot.issues_invalid", exc.message))
         else:
-            integrity = {"graphScope": "active", **graph.integrity(issues, "active")}
+            cycle = graph.integrity(issues, "active")
+            integrity = {"graphScope": "active", **integrity_document(cycle)}
             snapshot_ref = snapshot_ref_of(issues)
-            if integrity["hasCycle"]:
-                cycle = " -> ".join(integrity["cyclePath"])
-                findings.append(_finding("boot.dependency_cycle", f"dependency cycle: {cycle}"))
+            if cycle.cycle_path is not None:
+                path_text = " -> ".join(cycle.cycle_path)
+                findings.append(_finding("boot.dependency_cycle", f"dependency cycle: {path_text}"))
     handoff = _load_handoff(paths, findings)
     ready_ids = [row["id"] for row in graph.ready_issues(issues)] if issues else []
     startup = (

@@ -1,8 +1,9 @@
 """Capability rules the loop applies at boot and stop, and the governance overlay claim.
 
-Boot/stop rules follow the reference's harness capability vectors (typestate.md §10):
+Boot/stop rules follow the reference's harness capability vectors (specs/join-check.md
+"Boot/stop capability rules"):
 bootstrap mode from the session state, the recovery action for each lease state, and the
-stop handoff's lease witness and lineage refs. The overlay (typestate.md §2.3) turns the
+stop handoff's lease witness and lineage refs. The overlay ("Governance overlay" there) turns the
 registry's `profileOverlayClaims` into the join check's `governanceProfile`.
 """
 
@@ -13,13 +14,12 @@ from typing import Any, Literal
 
 from premath.errors import InputInvalid
 from premath.models.join_check import GOVERNANCE_CLAIM_ID
+from premath.models.vocabulary import SESSION_STATES, STEP_KIND
 
 GOVERNANCE_PROFILE_CLAIM = GOVERNANCE_CLAIM_ID
 CI_WITNESSES_CAPABILITY = "capabilities.ci_witnesses"
-STEP_KIND = "premath.harness.step.v1"
 
 BootstrapMode = Literal["attach", "resume"]
-LeaseState = Literal["active", "stale", "contended", "released", "unleased"]
 RECOVERY_ACTIONS: dict[str, str] = {
     "active": "issue_lease_renew",
     "stale": "issue_claim",
@@ -27,7 +27,6 @@ RECOVERY_ACTIONS: dict[str, str] = {
     "released": "issue_claim",
     "unleased": "issue_claim",
 }
-SESSION_STATES = ("active", "stopped")
 
 _LEASE_PREFIX = "lease://handoff/"
 _LEASE_REF = re.compile(r"^lease://handoff/([^/]+)/([^/]+)/([A-Za-z0-9._-]+)$")
@@ -162,7 +161,7 @@ class StopHandoff:
 
 
 def stop_handoff_classes(stop: StopHandoff) -> list[str]:
-    """Every boot/stop rule (typestate.md §10 step 4), sorted; [] when the cycle is sound."""
+    """Every boot/stop rule (specs/join-check.md), sorted; [] when the cycle is sound."""
     classes: set[str] = set()
     if stop.bootstrap_mode != expected_bootstrap_mode(stop.state_before):
         classes.add("harness_bootstrap_mode_mismatch")

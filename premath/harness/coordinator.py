@@ -1,6 +1,6 @@
 """The coordinator: rounds of worker processes, one per worktree, run in parallel.
 
-issue-memory-and-loops.md §B7 is the reference, which ran its workers one after another (B5).
+specs/harness-loop.md "Coordinator"; the reference ran its workers one after another (D5-13).
 Ours starts them together, at most `max_parallel` at once, each a real `premath harness-loop
 worker` process (spawned through `premath.runner.process`) with its own session and ledger
 (D5-11) and the shared trajectory; issue memory's lock keeps their claims apart. Each round
@@ -146,18 +146,14 @@ def resolve_worktrees(given: Sequence[str], env_value: str | None) -> tuple[str,
 def ready_count(issues_path: str, now: datetime) -> int:
     from premath.issues.memory import ready
 
-    count: int = ready(issues_path, now=now)["count"]
-    return count
+    return len(ready(issues_path, now=now))
 
 
 def active_cycle(issues_path: str, now: datetime) -> list[str] | None:
     """The preflight the reference's runbook promises (its B6): `dep diagnostics`, active scope."""
     from premath.issues.memory import dep_diagnostics
 
-    cycle: list[str] | None = dep_diagnostics(issues_path, now=now, scope="active")["integrity"][
-        "cyclePath"
-    ]
-    return cycle
+    return dep_diagnostics(issues_path, now=now, scope="active").cycle_path
 
 
 def _worker_env(pass_env: Sequence[str]) -> dict[str, str]:

@@ -133,7 +133,7 @@ def _run_in(
         "workerCount": len(worktrees),
         "folder": str(root) if kept else None,
         "coordinator": coordinator,
-        "issueCheck": graph["result"],
+        "issueCheck": "accepted" if graph.accepted else "rejected",
         "progress": lines,
         "kpi": kpi,
     }

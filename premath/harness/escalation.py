@@ -1,6 +1,6 @@
 """Terminal escalation once retries are spent: discover a follow-up issue, mark blocked, or stop.
 
-issue-memory-and-loops.md §B10 is the reference. Ours differs where it was wrong: the discovered
+specs/retry-policy.md "Escalation" states the rules. Ours differs where it was wrong: the discovered
 issue carries an `Acceptance:` section and a verification command, so `issue check` still accepts
 the graph (D5-9, its B10), and the issue that failed is marked blocked next to it so no loop
 claims it again until someone looks; escalating an escalation issue marks it blocked instead of
@@ -8,7 +8,7 @@ discovering another one (no runaway chains).
 """
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -16,6 +16,7 @@ from typing import Any
 
 from premath.errors import InputInvalid
 from premath.harness.refs import stable_hash
+from premath.harness.retry import PolicyDecision, decide
 from premath.models.retry_policy import RetryDecision, RetryPolicy
 
 ESCALATION_TITLE_PREFIX = "[HarnessEscalation]"
@@ -112,7 +113,7 @@ def resolve_active_issue(
     now: datetime | None = None,
 ) -> tuple[str, str]:
     """(issue id, source): env keys in order, the harness session file, then a ready frontier
-    of exactly one issue (§B10 step 4)."""
+    of exactly one issue (specs/retry-policy.md "Escalation")."""
     found = [(key, env[key].strip()) for key in ACTIVE_ISSUE_ENV_KEYS if env.get(key, "").strip()]
     if len({value for _, value in found}) > 1:
         listed = ", ".join(f"{key}={value}" for key, value in found)
@@ -143,7 +144,7 @@ def resolve_active_issue(
     if issues_path is not None and now is not None and os.path.exists(issues_path):
         from premath.issues.memory import ready
 
-        ready_ids = [item["id"] for item in ready(issues_path, now=now)["items"]]
+        ready_ids = [row["id"] for row in ready(issues_path, now=now)]
         if len(ready_ids) == 1:
             return ready_ids[0], f"ready:{issues_path}"
         if len(ready_ids) > 1:
@@ -207,10 +208,9 @@ def escalate(
         description = discovered_description(
             note, issue_id, decision.matched_failure_class, verify_command
         )
-        document = discover_issue(
+        created = discover_issue(
             issues_path, issue_id, title, description=description, now=now, timeout_s=timeout_s
-        )
-        created = document["issue"]["id"]
+        )["id"]
         note = f"{note}\ndiscoveredIssue: {created}"
     if holder is not None:
         worker_id, lease_id = holder
@@ -237,3 +237,50 @@ def escalate(
         )
     details = f"issuesPath={issues_path}" + (f"; createdIssue={created}" if created else "")
     return EscalationResult(action, "applied", issue_id, created, note_digest(scope, note), details)
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyEscalation:
+    """`harness-policy escalate`: the decision, and the escalation once retries are spent."""
+
+    decided: PolicyDecision
+    escalation: EscalationResult | None
+    issue_source: str | None
+    """Where the issue id came from (`option:--issue-id`, `session:<path>`, `ready:<path>`)."""
+
+
+def escalate_on_policy(
+    policy_path: str | None,
+    failure_classes: Sequence[str],
+    attempt: int,
+    *,
+    issues_path: str,
+    issue_id: str | None,
+    scope: str,
+    witness_ref: str,
+    now: datetime,
+    timeout_s: float,
+) -> PolicyEscalation:
+    """Decide; when retries are spent, escalate the given issue or the active one."""
+    decided = decide(policy_path, failure_classes, attempt)
+    decision = decided.decision
+    if decision.retry:
+        return PolicyEscalation(decided, None, None)
+    source: str | None
+    if issue_id:
+        source = "option:--issue-id"
+    elif decision.escalation_action == "stop":
+        source = None
+    else:
+        issue_id, source = resolve_active_issue(os.environ, issues_path=issues_path, now=now)
+    result = escalate(
+        issues_path=issues_path,
+        issue_id=issue_id or "",
+        scope=scope,
+        policy=decided.policy,
+        decision=decision,
+        witness_ref=witness_ref,
+        now=now,
+        timeout_s=timeout_s,
+    )
+    return PolicyEscalation(decided, result, source)

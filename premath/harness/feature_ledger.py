@@ -1,6 +1,7 @@
 """The feature ledger: read, upsert (locked, atomic, validated), check and next-feature projection.
 
-Behaviour follows harness-cli.md §2; divergence D2-11 (write refuses a ledger check rejects).
+Behaviour follows specs/harness-feature-ledger.md; divergence D2-11 (write refuses a ledger
+check rejects).
 """
 
 from datetime import datetime
@@ -61,7 +62,7 @@ def _finding(cls: str, message: str, feature_id: str | None = None) -> dict[str,
 
 
 def evaluate_ledger(ledger: dict[str, Any], require_closure: bool) -> dict[str, Any]:
-    """The check's findings, counts and next feature (harness-cli.md §2.5), rules in order."""
+    """The check's findings, counts and next feature, rules in order (harness-feature-ledger.md)."""
     errors: list[dict[str, str]] = []
     if not rust_trim(ledger["updatedAt"]):
         errors.append(_finding("updated_at.empty", "ledger.updatedAt must be non-empty"))
@@ -199,7 +200,7 @@ def _upserted_row(
     verification_refs: list[str],
     stamp: str,
 ) -> dict[str, Any]:
-    """harness-cli.md §2.2 step 5: blank text clears, an empty normalised ref list keeps."""
+    """specs/harness-feature-ledger.md: blank text clears, an empty normalised ref list keeps."""
     fields = dict(existing or {"featureId": feature_id})
     fields["status"] = status
     if existing is None or issue_id is not None:

@@ -1,33 +1,16 @@
 """Lease snapshot of one issue and the handoff a worker records when it stops on it.
 
-The snapshot reads the issues file raw (last row of the id wins, unparseable lines skipped), as
-the reference loop does (issue-memory-and-loops.md §B4), so it also works on a file that a
-concurrent writer is replacing. The handoff table maps the lease state to the recovery action and
-the trajectory result class.
+The snapshot is the issue's row as issue memory reads it now and its lease state
+(`premath.issues.leases.loop_lease_state`, specs/harness-loop.md "Lease states"). The handoff
+table maps the lease state to the recovery action and the trajectory result class.
 """
 
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
-from typing import Literal
 
-import orjson
-
-from premath.errors import NotFound
 from premath.harness.refs import lease_ref
-from premath.store.jsonl import iter_lines
-from premath.timefmt import parse_strict_rfc3339
-
-LeaseState = Literal[
-    "missing_issue",
-    "closed_with_lease",
-    "released",
-    "unleased",
-    "invalid_expires_at",
-    "stale",
-    "contended",
-    "active",
-]
+from premath.issues.memory import lease_state
+from premath.models.vocabulary import LeaseState
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,64 +34,24 @@ class Handoff:
     lease_ref: str
 
 
-def _latest_row(issues_path: str, issue_id: str) -> dict[str, object] | None:
-    latest = None
-    for line in iter_lines(issues_path):
-        try:
-            row = orjson.loads(line.text)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(row, dict) and row.get("id") == issue_id:
-            latest = row
-    return latest
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def lease_state_of(row: dict[str, object] | None, now: datetime) -> LeaseState:
-    """The reference's lease states, checked in its order (§B4 table)."""
-    if row is None:
-        return "missing_issue"
-    status = _text(row.get("status"))
-    lease = row.get("lease")
-    if status == "closed":
-        return "closed_with_lease" if isinstance(lease, dict) else "released"
-    if not isinstance(lease, dict):
-        return "unleased"
-    expires = parse_strict_rfc3339(_text(lease.get("expires_at")))
-    if expires is None:
-        return "invalid_expires_at"
-    seconds, nanos = expires
-    now_seconds = int(now.timestamp())
-    if (seconds, nanos) <= (now_seconds, now.microsecond * 1000):
-        return "stale"
-    owner = _text(lease.get("owner"))
-    if status != "in_progress" or (owner and _text(row.get("assignee")) != owner):
-        return "contended"
-    return "active"
-
-
 def read_lease_snapshot(issues_path: str, issue_id: str, now: datetime) -> LeaseSnapshot:
     """The lease facts of `issue_id` as the issues file holds them now."""
-    if not Path(issues_path).exists():
-        raise NotFound(f"issues file not found: {issues_path}")
-    row = _latest_row(issues_path, issue_id)
-    lease = row.get("lease") if row is not None else None
-    lease_fields = lease if isinstance(lease, dict) else {}
+    row, state = lease_state(issues_path, issue_id, now=now)
+    if row is None:
+        return LeaseSnapshot(issue_id, state, "", "", None, None, None)
+    lease = row.get("lease")
     return LeaseSnapshot(
         issue_id=issue_id,
-        lease_state=lease_state_of(row, now),
-        status=_text(row.get("status")) if row is not None else "",
-        assignee=_text(row.get("assignee")) if row is not None else "",
-        lease_id=_text(lease_fields.get("lease_id")) or None,
-        lease_owner=_text(lease_fields.get("owner")) or None,
-        expires_at=_text(lease_fields.get("expires_at")) or None,
+        lease_state=state,
+        status=row["status"],
+        assignee=row.get("assignee", ""),
+        lease_id=None if lease is None else lease["lease_id"] or None,
+        lease_owner=None if lease is None else lease["owner"] or None,
+        expires_at=None if lease is None else lease["expires_at"],
     )
 
 
-# lease_state -> (lease_action, result_class, summary, next_step); §B4 handoff table.
+# lease_state -> (lease_action, result_class, summary, next_step): specs/harness-loop.md "Step".
 _FAILED_HANDOFF: dict[str, tuple[str, str, str, str]] = {
     "active": (
         "issue_lease_renew",

@@ -1,7 +1,7 @@
 """The multithread throughput KPI (`premath.multithread.throughput.v1`) over the trajectory.
 
 kpi = completed issues per day per active worker, times the gate pass rate, over a window
-ending at the latest row; issue-memory-and-loops.md §B8 gives the formula, specs/kpi.md ours.
+ending at the latest row; specs/kpi.md "Formula" gives the formula.
 Divergences: D5-4 (a worker is named by the step id minus `.<issueId>.<n>`, not its first
 dotted piece), D5-5 (relative paths resolve against the working folder; errors exit 2).
 """
@@ -23,6 +23,7 @@ from premath.models.kpi import (
     KPI_SCHEMA,
 )
 from premath.models.trajectory import is_failed
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 from premath.store.documents import os_error_text
 from premath.store.jsonl import iter_lines, report_torn_tail
 from premath.timefmt import parse_strict_rfc3339
@@ -149,7 +150,7 @@ def kpi_report(
     *,
     trajectory_path: str = ".premath/harness_trajectory.jsonl",
     session_path: str = ".premath/harness_session.json",
-    issues_path: str = ".premath/issues.jsonl",
+    issues_path: str = DEFAULT_ISSUES_PATH,
     window_hours: int = DEFAULT_WINDOW_HOURS,
     target_kpi: float = DEFAULT_TARGET_KPI,
     rollback_kpi: float = DEFAULT_ROLLBACK_KPI,

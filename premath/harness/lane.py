@@ -1,6 +1,6 @@
 """The worker lane's mutation authority: which mode lets a loop change issue memory, until when.
 
-The reference reads these values from its control-plane contract (issue-memory-and-loops.md §B2):
+The reference reads these values from its control-plane contract (specs/harness-loop.md, D5-7):
 active epoch 2026-02; modes `instruction-linked` (default) and `human-override` (an override that
 needs a reason and is supported until epoch 2026-06). Its direct-CLI loop refuses the default
 mode. Ours accepts it (divergence D5-7): every mutation our loop makes is gated by a join-check

@@ -12,8 +12,8 @@ from typing import Any
 from premath.errors import InvalidUsage
 from premath.harness.lane import MutationAuthority, resolve_mutation_authority
 from premath.models.retry_policy import RetryPolicy
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
-DEFAULT_ISSUES_PATH = ".premath/issues.jsonl"
 DEFAULT_SESSION_PATH = ".premath/harness_session.json"
 DEFAULT_LEDGER_PATH = ".premath/harness_feature_ledger.json"
 DEFAULT_TRAJECTORY_PATH = ".premath/harness_trajectory.jsonl"

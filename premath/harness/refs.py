@@ -1,7 +1,7 @@
 """The loop's refs: lineage (`ctx://`, `cover://`, `refinement://`), lease handoff, policy audit.
 
-Each is `sha256(compact, key-sorted JSON)` of a fixed object (issue-memory-and-loops.md §B5,
-harness-cli.md §6), so a ref names exactly the facts it was computed from.
+Each is `sha256(compact, key-sorted JSON)` of a fixed object (specs/harness-loop.md
+"Step"), so a ref names exactly the facts it was computed from.
 """
 
 import hashlib

@@ -1,6 +1,6 @@
 """Retry policy: load and check it, classify failures, decide retry or escalation, back off.
 
-Behaviour follows issue-memory-and-loops.md §B9; specs/retry-policy.md. Divergences: D5-1 (the
+Behaviour follows specs/retry-policy.md "Decision". Divergences: D5-1 (the
 escalation action, backoff class and integer fields are checked at load), D5-2 (no failure class
 means `pipeline_missing_failure_class` and its rule), D5-3 (typed classes read from command output
 count only when the policy knows them), D5-6 (the backoff is applied, not only named).
@@ -10,7 +10,7 @@ import hashlib
 import os
 import re
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -306,21 +306,32 @@ def backoff_delay_s(backoff_class: BackoffClass, attempt: int, scale: float = 1.
     return base * max(scale, 0.0)
 
 
-def policy_decision_document(
+@dataclass(frozen=True, slots=True)
+class PolicyDecision:
+    """A policy's decision on failure classes at an attempt, and the backoff it implies."""
+
+    policy: RetryPolicy
+    decision: RetryDecision
+    backoff_s: float
+
+
+def decide(
     policy_path: str | None, failure_classes: Sequence[str], attempt: int, scale: float = 1.0
-) -> dict[str, Any]:
-    """The `harness-policy decide` document: the decision and the backoff it implies."""
+) -> PolicyDecision:
+    """Load the policy and decide; no backoff when the decision is to escalate."""
     policy = load_retry_policy(policy_path)
     decision = resolve_retry_decision(policy, failure_classes, attempt)
-    return {
-        "action": "harness-policy.decide",
-        "policyId": policy.policy_id,
-        "policyDigest": policy.policy_digest,
-        "decision": decision.to_document(),
-        "backoffSeconds": backoff_delay_s(decision.backoff_class, attempt, scale)
-        if decision.retry
-        else 0.0,
-    }
+    backoff = backoff_delay_s(decision.backoff_class, attempt, scale) if decision.retry else 0.0
+    return PolicyDecision(policy, decision, backoff)
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    """Classes read from a command's output, from its witness, and the step's classes."""
+
+    process_classes: tuple[str, ...]
+    witness_classes: tuple[str, ...]
+    failure_classes: tuple[str, ...]
 
 
 def _read_text(path: str | None) -> str:
@@ -332,69 +343,10 @@ def _read_text(path: str | None) -> str:
         raise NotFound(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def classify_document(
-    policy_path: str | None,
-    stdout_path: str | None,
-    stderr_path: str | None,
-    witness_path: str | None,
-    attempt: int,
-) -> dict[str, Any]:
-    """The `harness-policy classify` document: classes found, then the decision on them."""
+def classify_files(
+    stdout_path: str | None, stderr_path: str | None, witness_path: str | None
+) -> Classification:
+    """Classify a failed command from its captured output files and its gate witness."""
     process = failure_classes_from_output(_read_text(stdout_path), _read_text(stderr_path))
     witness = failure_classes_from_witness_path(witness_path) if witness_path else ()
-    classes = classify_failure_classes(process, witness)
-    document = policy_decision_document(policy_path, classes, attempt)
-    return {
-        **document,
-        "action": "harness-policy.classify",
-        "processFailureClasses": list(process),
-        "witnessFailureClasses": list(witness),
-        "failureClasses": list(classes),
-    }
-
-
-def escalate_document(
-    policy_path: str | None,
-    failure_classes: Sequence[str],
-    attempt: int,
-    *,
-    issues_path: str,
-    issue_id: str | None,
-    scope: str,
-    witness_ref: str,
-    now: datetime,
-    timeout_s: float,
-) -> dict[str, Any]:
-    """`harness-policy escalate`: decide; when retries are spent, escalate the active issue."""
-    from premath.harness.escalation import escalate, resolve_active_issue
-
-    policy = load_retry_policy(policy_path)
-    decision = resolve_retry_decision(policy, failure_classes, attempt)
-    document: dict[str, Any] = {
-        "action": "harness-policy.escalate",
-        "policyId": policy.policy_id,
-        "policyDigest": policy.policy_digest,
-        "decision": decision.to_document(),
-        "escalation": None,
-        "issueSource": None,
-    }
-    if decision.retry:
-        return document
-    if issue_id:
-        source = "option:--issue-id"
-    elif decision.escalation_action == "stop":
-        source = None
-    else:
-        issue_id, source = resolve_active_issue(os.environ, issues_path=issues_path, now=now)
-    result = escalate(
-        issues_path=issues_path,
-        issue_id=issue_id or "",
-        scope=scope,
-        policy=policy,
-        decision=decision,
-        witness_ref=witness_ref,
-        now=now,
-        timeout_s=timeout_s,
-    )
-    document.update(escalation=result.to_document(), issueSource=source)
-    return document
+    return Classification(process, witness, classify_failure_classes(process, witness))

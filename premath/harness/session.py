@@ -1,6 +1,6 @@
 """The session handoff: read, write (under its lock, atomically) and the bootstrap projection.
 
-Behaviour follows harness-cli.md §1; divergences are named where they apply.
+Behaviour follows specs/harness-session.md; divergences are named where they apply.
 """
 
 from datetime import datetime
@@ -15,6 +15,7 @@ from premath.models.session import (
     in_field_order,
     parse_session,
 )
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 from premath.store.atomic import write_atomic
 from premath.store.canonical import document_bytes
 from premath.store.locks import artifact_lock
@@ -22,7 +23,6 @@ from premath.text import clean_optional, id_token, normalize_refs, rust_trim
 from premath.timefmt import format_seconds_z, session_stamp
 
 DEFAULT_SESSION_PATH = ".premath/harness_session.json"
-DEFAULT_ISSUES_PATH = ".premath/issues.jsonl"
 
 
 def load_session(path: str) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def read_session_document(path: str) -> dict[str, Any]:
 
 
 def generate_session_id(moment: datetime, issue_id: str | None) -> str:
-    """`hs1_<%Y%m%dT%H%M%SZ>[_<token(issueId)>]` (harness-cli.md §1.7)."""
+    """`hs1_<%Y%m%dT%H%M%SZ>[_<token(issueId)>]` (specs/harness-session.md)."""
     stamp = f"hs1_{session_stamp(moment)}"
     return stamp if issue_id is None else f"{stamp}_{id_token(issue_id, 'session')}"
 

@@ -1,7 +1,7 @@
 """One worker step: claim an issue, work, verify, gate, then close or escalate; record it all.
 
-The sequence follows the reference worker (issue-memory-and-loops.md §B3) with the gate of
-HARNESS-TYPESTATE in front of every issue mutation (specs/harness-loop.md "Step"):
+The sequence follows the reference worker with the join-check gate (specs/join-check.md) in
+front of every issue mutation (specs/harness-loop.md "Step"):
 
 1. claim the next ready issue under a lease (claim-next also reclaims stale leases, D3-1);
 2. session `active`, feature `in_progress`;
@@ -22,12 +22,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from premath.clock import Clock
 from premath.errors import InputInvalid, Interrupted, LeaseRefused, NotFound, PremathError
 from premath.harness.commands import CommandRun, command_env, failure_classes_of, run_command
 from premath.harness.escalation import EscalationResult, escalate
+from premath.harness.feature_ledger import load_ledger, read_prefix, write_feature
 from premath.harness.handoff import (
     Handoff,
     LeaseSnapshot,
@@ -37,7 +38,10 @@ from premath.harness.handoff import (
     success_handoff,
 )
 from premath.harness.heartbeat import lease_heartbeat
+from premath.harness.join.check import evaluate_join_check
+from premath.harness.join.mutation_ready import mutation_ready
 from premath.harness.join.step_evidence import join_check_input
+from premath.harness.join.witness import join_witness_path, write_join_witness
 from premath.harness.loop_config import DEFAULT_VERIFY_CMD, WorkerConfig
 from premath.harness.refs import lineage_refs, policy_ref, step_id, witness_ref
 from premath.harness.retry import (
@@ -45,7 +49,10 @@ from premath.harness.retry import (
     failure_classes_from_witness_path,
     resolve_retry_decision,
 )
+from premath.harness.session import load_session, write_session
+from premath.harness.trajectory import append_step
 from premath.harness.transitions import holder_problem, transition_held
+from premath.issues.memory import claim_next, read_store, release_lease, renew_lease
 from premath.models.retry_policy import RetryDecision
 from premath.store.atomic import write_atomic
 from premath.store.canonical import stdout_bytes
@@ -56,6 +63,7 @@ STEP_WITNESS_KIND = "premath.harness.loop_step.v1"
 NEXT_STEP_ACTIVE = "work -> verify -> close_or_recover"
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 Report = Callable[[str], None]
+StepOutcome = Literal["completed", "failed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,8 +120,7 @@ class Attempt:
 class StepReport:
     worker_id: str
     claim: Claim
-    outcome: str
-    """`completed` or `failed`."""
+    outcome: StepOutcome
     result_class: str
     handoff: Handoff
     failure_classes: tuple[str, ...]
@@ -201,14 +208,14 @@ def _claim(
     )
     issue = claimed_issue(cfg, issue_id, now)
     return Claim(
-        issue_id,
-        lease_id,
-        index,
-        step_id(cfg.worker_id, issue_id, index),
-        tuple(refs),
-        audit,
-        format_seconds_z(now),
-        summary,
+        issue_id=issue_id,
+        lease_id=lease_id,
+        step_index=index,
+        step_id=step_id(cfg.worker_id, issue_id, index),
+        lineage_refs=tuple(refs),
+        policy_ref=audit,
+        started_at=format_seconds_z(now),
+        summary=summary,
         issue=issue,
         verify_cmd=verify_command(cfg, issue),
     )
@@ -221,20 +228,16 @@ def claim_next_issue(cfg: WorkerConfig, step_index: int, clock: Clock) -> Claim 
     lock, another may have closed a blocker, and a start stamped before that close would put the
     dependent's step before its blocker's end.
     """
-    from premath.issues.memory import claim_next
-
-    document = claim_next(
+    row = claim_next(
         cfg.paths.issues,
         cfg.worker_id,
         now=clock.now(),
         timeout_s=cfg.lock_timeout_s,
         ttl_seconds=cfg.lease_ttl_s,
     )
-    if not document["claimed"]:
+    if row is None:
         return None
-    issue = document["issue"]
-    lease = issue.get("lease") or {}
-    return _claim(cfg, issue["id"], lease.get("leaseId"), step_index, clock.now())
+    return _claim(cfg, row["id"], row["lease"]["lease_id"], step_index, clock.now())
 
 
 def claim_for_agent(cfg: WorkerConfig, step_index: int, clock: Clock) -> dict[str, Any]:
@@ -261,8 +264,6 @@ def claim_for_agent(cfg: WorkerConfig, step_index: int, clock: Clock) -> dict[st
 
 def held_claim(cfg: WorkerConfig, issue_id: str, step_index: int, now: datetime) -> Claim:
     """The claim this worker already holds on `issue_id` (for `harness complete`)."""
-    from premath.issues.memory import read_store
-
     row = read_store(cfg.paths.issues, now).get(issue_id)
     if row is None:
         raise NotFound(f"issue not found: {issue_id} (in {cfg.paths.issues})")
@@ -277,9 +278,6 @@ def held_claim(cfg: WorkerConfig, issue_id: str, step_index: int, now: datetime)
 
 def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
     """Session `active` and feature `in_progress` for the claimed issue."""
-    from premath.harness.feature_ledger import load_ledger, read_prefix, write_feature
-    from premath.harness.session import write_session
-
     paths = cfg.paths
     if os.path.exists(paths.ledger):
         ledger = load_ledger(paths.ledger, read_prefix(paths.ledger))
@@ -394,10 +392,6 @@ def _gate(
     witness_before: tuple[int, int, int] | None = None,
 ) -> Attempt:
     """Evaluate the attempt's join check, persist its witness, decide MutationReady."""
-    from premath.harness.join.check import evaluate_join_check
-    from premath.harness.join.mutation_ready import mutation_ready
-    from premath.harness.join.witness import join_witness_path, write_join_witness
-
     typed = []
     classes: list[str] = []
     for run in runs:
@@ -435,8 +429,6 @@ def _gate(
 
 def _renew(cfg: WorkerConfig, claim: Claim, now: datetime) -> bool:
     """Extend this claim's lease; False when it is no longer ours (or cannot be renewed now)."""
-    from premath.issues.memory import renew_lease
-
     if claim.lease_id is None:
         return False
     try:
@@ -523,8 +515,6 @@ def _failure_next_step(
 
 
 def _release(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
-    from premath.issues.memory import release_lease
-
     release_lease(
         cfg.paths.issues,
         claim.issue_id,
@@ -574,49 +564,80 @@ def finish_step(
     """Close or escalate, then write the trajectory row, the feature row and the session."""
     last = attempts[-1] if attempts else None
     now = clock.now()
-    step_witness = cfg.paths.relative(os.path.join(step_dir(cfg, claim), "step.json"))
-    escalation: EscalationResult | None = None
-    handoff: Handoff | None = None
-    classes = _step_classes(last)
     if last is not None and last.succeeded:
-        transition = transition_held(
-            cfg.paths.issues,
-            claim.issue_id,
-            cfg.worker_id,
-            claim.lease_id,
-            status="closed",
-            now=now,
-            timeout_s=cfg.lock_timeout_s,
-        )
-        if transition.applied:
-            snapshot = read_lease_snapshot(cfg.paths.issues, claim.issue_id, clock.now())
-            handoff = success_handoff(snapshot, cfg.worker_id, claim.lease_id)
-            if handoff is None:
-                classes = ("failed_lease_invariant",)
-        else:
-            classes = ("lease_lost",)
-    outcome = "completed" if handoff is not None else "failed"
-    if handoff is None:
-        snapshot = read_lease_snapshot(cfg.paths.issues, claim.issue_id, clock.now())
-        if snapshot.lease_state == "active" and snapshot.lease_owner != cfg.worker_id:
-            # Self-consistent for its new holder, contended from this worker's side: lost.
-            snapshot = replace(snapshot, lease_state="contended")
-        handoff = classify_failed_handoff(snapshot, cfg.worker_id, claim.lease_id)
-        if (
-            last is not None
-            and snapshot.lease_state in ("active", "stale")
-            and _still_held(cfg, claim, snapshot)
-        ):
-            escalation = _escalate(cfg, claim, last, step_witness, now)
-            if escalation is not None and escalation.outcome == "applied":
-                handoff = escalated_handoff(
-                    snapshot, cfg.worker_id, claim.lease_id, escalation.action
-                )
-    next_step = (
-        handoff.next_step
-        if outcome == "completed"
-        else _failure_next_step(handoff, escalation, last)
+        closed = _close_held(cfg, claim, now, clock)
+        if isinstance(closed, Handoff):
+            return _finish(
+                cfg, claim, attempts, clock, "completed", closed, _step_classes(last), None
+            )
+        return _finish_failed(cfg, claim, attempts, clock, now, (closed,))
+    return _finish_failed(cfg, claim, attempts, clock, now, _step_classes(last))
+
+
+def _close_held(cfg: WorkerConfig, claim: Claim, now: datetime, clock: Clock) -> Handoff | str:
+    """Close the issue while this worker holds it: the `completed` handoff, or the failure
+    class when the close did not happen (`lease_lost`) or left the lease in place."""
+    transition = transition_held(
+        cfg.paths.issues,
+        claim.issue_id,
+        cfg.worker_id,
+        claim.lease_id,
+        status="closed",
+        now=now,
+        timeout_s=cfg.lock_timeout_s,
     )
+    if not transition.applied:
+        return "lease_lost"
+    snapshot = read_lease_snapshot(cfg.paths.issues, claim.issue_id, clock.now())
+    handoff = success_handoff(snapshot, cfg.worker_id, claim.lease_id)
+    return "failed_lease_invariant" if handoff is None else handoff
+
+
+def _finish_failed(
+    cfg: WorkerConfig,
+    claim: Claim,
+    attempts: Sequence[Attempt],
+    clock: Clock,
+    now: datetime,
+    classes: tuple[str, ...],
+) -> StepReport:
+    """Hand off by the lease state found now; escalate while this worker still holds it."""
+    last = attempts[-1] if attempts else None
+    snapshot = read_lease_snapshot(cfg.paths.issues, claim.issue_id, clock.now())
+    if snapshot.lease_state == "active" and snapshot.lease_owner != cfg.worker_id:
+        # Self-consistent for its new holder, contended from this worker's side: lost.
+        snapshot = replace(snapshot, lease_state="contended")
+    handoff = classify_failed_handoff(snapshot, cfg.worker_id, claim.lease_id)
+    escalation = None
+    if (
+        last is not None
+        and snapshot.lease_state in ("active", "stale")
+        and _still_held(cfg, claim, snapshot)
+    ):
+        escalation = _escalate(cfg, claim, last, _step_witness_path(cfg, claim), now)
+        if escalation is not None and escalation.outcome == "applied":
+            handoff = escalated_handoff(snapshot, cfg.worker_id, claim.lease_id, escalation.action)
+    return _finish(cfg, claim, attempts, clock, "failed", handoff, classes, escalation)
+
+
+def _step_witness_path(cfg: WorkerConfig, claim: Claim) -> str:
+    """The step witness as artifacts name it: relative to the repository root (D16-7)."""
+    return cfg.paths.relative(os.path.join(step_dir(cfg, claim), "step.json"))
+
+
+def _finish(
+    cfg: WorkerConfig,
+    claim: Claim,
+    attempts: Sequence[Attempt],
+    clock: Clock,
+    outcome: StepOutcome,
+    handoff: Handoff,
+    classes: tuple[str, ...],
+    escalation: EscalationResult | None,
+) -> StepReport:
+    """The step's report; a failed step also writes its witness; then the record."""
+    last = attempts[-1] if attempts else None
+    failed = outcome == "failed"
     report = StepReport(
         worker_id=cfg.worker_id,
         claim=claim,
@@ -626,8 +647,8 @@ def finish_step(
         failure_classes=classes,
         attempts=list(attempts),
         escalation=escalation,
-        next_step=next_step,
-        step_witness_ref=step_witness if outcome == "failed" else None,
+        next_step=_failure_next_step(handoff, escalation, last) if failed else handoff.next_step,
+        step_witness_ref=_step_witness_path(cfg, claim) if failed else None,
     )
     if report.step_witness_ref is not None:
         _write_step_witness(report, os.path.join(cfg.paths.repo_root, report.step_witness_ref))
@@ -654,10 +675,6 @@ def _write_step_witness(report: StepReport, path: str) -> None:
 
 
 def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
-    from premath.harness.feature_ledger import write_feature
-    from premath.harness.session import write_session
-    from premath.harness.trajectory import append_step
-
     claim, handoff = report.claim, report.handoff
     completed = report.outcome == "completed"
     outcome_ref = witness_ref(
@@ -775,8 +792,6 @@ def complete_claim(
     report: Report = lambda _line: None,
 ) -> StepReport:
     """Verify, gate and record the issue this worker claimed and worked on itself."""
-    from premath.harness.session import load_session
-
     if issue_id is None and os.path.exists(cfg.paths.session):
         issue_id = load_session(cfg.paths.session).get("issueId")
     if not issue_id:

@@ -17,13 +17,13 @@ from premath.harness.trajectory_scan import select_rows
 from premath.models.trajectory import (
     PROJECTION_KIND,
     PROJECTION_MODE,
-    STEP_KIND,
     STEP_SCHEMA,
     QueryMode,
     StepInvalid,
     normalize_step,
     parse_step,
 )
+from premath.models.vocabulary import STEP_KIND
 from premath.store.canonical import row_bytes
 from premath.store.documents import os_error_text
 from premath.store.jsonl import append_line, report_torn_tail
@@ -102,7 +102,7 @@ def append_trajectory_row(
 
 
 def query_trajectory(path: str, mode: QueryMode, limit: int) -> dict[str, Any]:
-    """`harness-trajectory query`'s projection of the file at `path` (harness-cli.md §3.2).
+    """`harness-trajectory query`'s projection of `path` (specs/harness-trajectory.md "Projection").
 
     Order: true instant of `finishedAt` descending, then stepId, then action (ascending,
     byte-wise), then file order. Counts cover every row whatever `mode` and `limit`. Memory holds

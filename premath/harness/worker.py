@@ -1,6 +1,6 @@
 """The worker loop: up to `max_steps` steps, until nothing is ready or a step fails.
 
-issue-memory-and-loops.md §B3. A failed step stops the loop unless `continue_on_failure`; either
+specs/harness-loop.md "Worker". A failed step stops the loop unless `continue_on_failure`; either
 way the report's exit code is 1 when any step failed (D5-10: the reference said 0 with
 `--continue-on-failure`). A runtime error (a corrupt session, a missing issues file) is recorded
 as a trajectory row of class `failed_runtime_error` and then raised, so the CLI prints it.

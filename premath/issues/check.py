@@ -1,9 +1,10 @@
-"""`issue check`: the issue graph contract (premath.issue_graph.check.v1, §A8)."""
+"""`issue check`: the issue graph contract (premath.issue_graph.check.v1; specs/issue-memory.md)."""
 
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import NamedTuple
 
-from premath.models.issue_row import KNOWN_STATUSES
+from premath.models.vocabulary import KNOWN_STATUSES
 from premath.store.issues_file import IssueMap
 from premath.text import rust_trim
 
@@ -64,19 +65,39 @@ def verification_commands(description: str) -> list[str]:
     return list(dict.fromkeys(commands))
 
 
-def check_issues(issues: IssueMap, note_warn_threshold: int) -> dict[str, Any]:
-    """The check report body: errors and warnings per issue in id order, then the summary."""
-    errors: list[dict[str, str]] = []
-    warnings: list[dict[str, str]] = []
+class Finding(NamedTuple):
+    issue_id: str
+    finding_class: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckReport:
+    """Errors and warnings per issue in id order; any error rejects the graph."""
+
+    errors: list[Finding]
+    warnings: list[Finding]
+    issue_count: int
+    note_warn_threshold: int
+
+    @property
+    def accepted(self) -> bool:
+        return not self.errors
+
+
+def check_issues(issues: IssueMap, note_warn_threshold: int) -> CheckReport:
+    """The issue graph contract over every issue."""
+    errors: list[Finding] = []
+    warnings: list[Finding] = []
     for issue_id in sorted(issues):
         row = issues[issue_id]
         if row["title"].startswith("[EPIC]") and row["issue_type"] != "epic":
             errors.append(
-                {
-                    "issueId": issue_id,
-                    "class": EPIC_MISMATCH,
-                    "message": f"title starts with [EPIC] but issue_type={row['issue_type']}",
-                }
+                Finding(
+                    issue_id,
+                    EPIC_MISMATCH,
+                    f"title starts with [EPIC] but issue_type={row['issue_type']}",
+                )
             )
         active = rust_trim(row["status"]).lower() in ("open", "in_progress")
         if active and not row["ephemeral"]:
@@ -85,57 +106,40 @@ def check_issues(issues: IssueMap, note_warn_threshold: int) -> dict[str, Any]:
             combined = f"{description}\n{notes}" if description and notes else description + notes
             if not has_acceptance(description):
                 errors.append(
-                    {
-                        "issueId": issue_id,
-                        "class": ACCEPTANCE_MISSING,
-                        "message": "active issue must include an Acceptance section",
-                    }
+                    Finding(
+                        issue_id,
+                        ACCEPTANCE_MISSING,
+                        "active issue must include an Acceptance section",
+                    )
                 )
             if not has_verification_command(combined):
                 errors.append(
-                    {
-                        "issueId": issue_id,
-                        "class": VERIFICATION_MISSING,
-                        "message": "active issue must include at least one verification command",
-                    }
+                    Finding(
+                        issue_id,
+                        VERIFICATION_MISSING,
+                        "active issue must include at least one verification command",
+                    )
                 )
         # Ours (divergence D16-2): stored as given, as the reference does, but worth a look.
         if row["status"] not in KNOWN_STATUSES:
             warnings.append(
-                {
-                    "issueId": issue_id,
-                    "class": STATUS_UNKNOWN,
-                    "message": f"status {row['status']!r} is not one of "
-                    f"{', '.join(KNOWN_STATUSES)}; the issue is neither ready nor closed",
-                }
+                Finding(
+                    issue_id,
+                    STATUS_UNKNOWN,
+                    f"status {row['status']!r} is not one of {', '.join(KNOWN_STATUSES)}; "
+                    "the issue is neither ready nor closed",
+                )
             )
         if not row["title"].strip():
-            warnings.append(
-                {"issueId": issue_id, "class": TITLE_BLANK, "message": "the title is blank"}
-            )
+            warnings.append(Finding(issue_id, TITLE_BLANK, "the title is blank"))
         notes_length = len(row.get("notes", ""))
         if notes_length > note_warn_threshold:
             warnings.append(
-                {
-                    "issueId": issue_id,
-                    "class": NOTES_LARGE,
-                    "message": (
-                        f"notes payload exceeds warning threshold (len={notes_length}, "
-                        f"threshold={note_warn_threshold})"
-                    ),
-                }
+                Finding(
+                    issue_id,
+                    NOTES_LARGE,
+                    f"notes payload exceeds warning threshold (len={notes_length}, "
+                    f"threshold={note_warn_threshold})",
+                )
             )
-    return {
-        "checkKind": CHECK_KIND,
-        "result": "rejected" if errors else "accepted",
-        "failureClasses": sorted({error["class"] for error in errors}),
-        "warningClasses": sorted({warning["class"] for warning in warnings}),
-        "errors": errors,
-        "warnings": warnings,
-        "summary": {
-            "issueCount": len(issues),
-            "errorCount": len(errors),
-            "warningCount": len(warnings),
-            "noteWarnThreshold": note_warn_threshold,
-        },
-    }
+    return CheckReport(errors, warnings, len(issues), note_warn_threshold)

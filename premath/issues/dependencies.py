@@ -1,4 +1,5 @@
-"""Edge edits with the reference's checks, in its order and with its messages (§A3)."""
+"""Edge edits with the reference's checks, in its order and with its messages
+(specs/issue-memory.md "Commands")."""
 
 from typing import Any
 
@@ -40,7 +41,8 @@ def add_dependency(
     """Append `issue_id -> target (kind)` unless it is a self-loop, a duplicate or closes a cycle;
     returns the changed row.
 
-    The cycle search follows every dependency type over the whole store (B17).
+    The cycle search follows every dependency type over the whole store (specs/issue-memory.md
+    "Graph rules").
     """
     prefix = "failed to add dependency: "
     row = _require_pair(issues, issue_id, target, kind, prefix)

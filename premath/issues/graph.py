@@ -1,21 +1,16 @@
-"""Dependency graph: ready and blocked sets, paths and cycles, edge views (§A3-§A5)."""
+"""Dependency graph: ready and blocked sets, paths, cycles, edge views (specs/issue-memory.md)."""
 
 import operator
 from collections import deque
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import NamedTuple
 
-from premath.issues.lifecycle import issue_brief
 from premath.models.issue_row import BLOCKING_TYPES, DependencyRow, IssueRow
+from premath.models.vocabulary import EdgeView, GraphScope
 from premath.store.issues_file import IssueMap
 from premath.text import rust_trim
 
-GraphScope = Literal["active", "full"]
-GRAPH_SCOPES: tuple[GraphScope, ...] = ("active", "full")
-EdgeView = Literal["execution", "gtd", "groupoid"]
-EDGE_VIEWS: tuple[EdgeView, ...] = ("execution", "gtd", "groupoid")
-
-# type -> role in each view (issue-memory-and-loops.md §A3)
+# type -> role in each view (specs/issue-memory.md "Edge views")
 _ROLES: dict[str, dict[str, str]] = {
     "blocks": {"execution": "blocking", "gtd": "next-action", "groupoid": "constraint"},
     "parent-child": {"execution": "blocking", "gtd": "project-structure", "groupoid": "generator"},
@@ -36,8 +31,33 @@ _ROLES: dict[str, dict[str, str]] = {
 _NO_EDGES: list[DependencyRow] = []
 
 
+class Blocker(NamedTuple):
+    """A blocking edge whose target is not closed; `target` None: the target is missing."""
+
+    edge: DependencyRow
+    target: IssueRow | None
+
+
+class BlockedIssue(NamedTuple):
+    row: IssueRow
+    manual: bool
+    """The status is `blocked` (set by hand or by an escalation)."""
+    blockers: list[Blocker]
+
+
+class Integrity(NamedTuple):
+    """The first dependency cycle, or None."""
+
+    cycle_path: list[str] | None
+
+    @property
+    def has_cycle(self) -> bool:
+        return self.cycle_path is not None
+
+
 def foreign_edges(issues: IssueMap) -> dict[str, list[DependencyRow]]:
-    """Edges stored in a row other than the one their `issue_id` names, by that issue (B18).
+    """Edges stored in a row other than the one their `issue_id` names, by that issue
+    (specs/issue-memory.md "Graph rules").
 
     The reference's `issue ready` indexes edges by their own `issue_id`; nearly always that is
     the owning row, and the rare hand-edited exception is moved to the issue it names.
@@ -90,8 +110,8 @@ def ready_issues(issues: IssueMap) -> list[IssueRow]:
     return ready
 
 
-def blocked_issues(issues: IssueMap) -> list[dict[str, Any]]:
-    """`issue blocked` items: not closed, and manually blocked or with an open blocking edge.
+def blocked_issues(issues: IssueMap) -> list[BlockedIssue]:
+    """`issue blocked`: not closed, and manually blocked or with an open blocking edge; by id.
 
     Unlike `ready`, the reference walks each row's own edges here.
     """
@@ -107,19 +127,10 @@ def blocked_issues(issues: IssueMap) -> list[dict[str, Any]]:
             target = issues.get(edge["depends_on_id"])
             if target is not None and target["status"] == "closed":
                 continue
-            blockers.append(
-                {
-                    "issueId": edge["issue_id"],
-                    "dependsOnId": edge["depends_on_id"],
-                    "type": edge["type"],
-                    "createdBy": edge.get("created_by", ""),
-                    "blockerStatus": None if target is None else target["status"],
-                    "blockerMissing": target is None,
-                }
-            )
+            blockers.append(Blocker(edge, target))
         manual = row["status"] == "blocked"
         if blockers or manual:
-            items.append({**issue_brief(row), "manualBlocked": manual, "blockers": blockers})
+            items.append(BlockedIssue(row, manual, blockers))
     return items
 
 
@@ -242,13 +253,17 @@ def find_any_cycle(issues: IssueMap, scope: GraphScope) -> list[str] | None:
     return None
 
 
-def integrity(issues: IssueMap, scope: GraphScope) -> dict[str, Any]:
-    cycle = find_any_cycle(issues, scope)
-    return {"hasCycle": cycle is not None, "cyclePath": cycle}
+def integrity(issues: IssueMap, scope: GraphScope) -> Integrity:
+    return Integrity(find_any_cycle(issues, scope))
 
 
-def project_edges(issues: IssueMap, view: EdgeView) -> list[dict[str, Any]]:
-    """Every edge in one view, sorted by (issue_id, depends_on_id, type, created_by)."""
+def edge_role(edge_type: str, view: EdgeView) -> str:
+    """The edge type's role in one view (`blocking`, `next-action`, `constraint`, ...)."""
+    return _ROLES[edge_type][view]
+
+
+def sorted_edges(issues: IssueMap) -> list[DependencyRow]:
+    """Every edge, sorted by (issue_id, depends_on_id, type, created_by): `dep project`'s order."""
     edges = [edge for row in issues.values() for edge in row.get("dependencies", _NO_EDGES)]
     edges.sort(
         key=lambda edge: (
@@ -258,15 +273,4 @@ def project_edges(issues: IssueMap, view: EdgeView) -> list[dict[str, Any]]:
             edge.get("created_by", ""),
         )
     )
-    return [
-        {
-            "issueId": edge["issue_id"],
-            "dependsOnId": edge["depends_on_id"],
-            "type": edge["type"],
-            "view": view,
-            "role": _ROLES[edge["type"]][view],
-            "blocking": edge["type"] in BLOCKING_TYPES,
-            "createdBy": edge.get("created_by", ""),
-        }
-        for edge in edges
-    ]
+    return edges

@@ -1,4 +1,4 @@
-"""Leases: who may work on an issue until when (issue-memory-and-loops.md §A6).
+"""Leases: who may work on an issue until when (specs/issue-memory.md "Leases").
 
 Pure functions on an in-memory store; `premath.issues.memory` runs them under the store lock.
 An issue holds at most one lease, only while `in_progress`; an active lease belongs to one
@@ -13,23 +13,23 @@ active lease (D3-3).
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from premath.errors import InputInvalid, LeaseRefused, NotFound, PremathError
 from premath.issues.graph import is_unblocked
-from premath.issues.lifecycle import issue_summary, put_field, set_status
+from premath.issues.lifecycle import put_field, set_status
 from premath.models.issue_row import IssueRow, LeaseRow
+from premath.models.vocabulary import LeaseState
 from premath.store.issues_file import IssueMap
 from premath.text import id_token, rust_trim
 from premath.timefmt import (
     NANOS_PER_SECOND,
     format_autosi_z,
-    format_offset,
     parse_relaxed,
     parse_strict_rfc3339,
 )
 
-LeaseState = Literal["unleased", "active", "stale"]
 LeaseFailureClass = Literal[
     "lease_invalid_assignee",
     "lease_binding_ambiguous",
@@ -120,6 +120,20 @@ def lease_state(row: IssueRow, now_ns: int) -> LeaseState:
     if lease is None:
         return "unleased"
     return "active" if stored_nanos(lease["expires_at"]) > now_ns else "stale"
+
+
+def loop_lease_state(row: IssueRow | None, now_ns: int) -> LeaseState:
+    """The lease state a loop hands off on, in the reference's order (specs/harness-loop.md
+    "Lease states"): a missing or closed issue first, then `lease_state`, an active lease that
+    disagrees with the row's status or assignee being `contended`."""
+    if row is None:
+        return "missing_issue"
+    if row["status"] == "closed":
+        return "closed_with_lease" if "lease" in row else "released"
+    state = lease_state(row, now_ns)
+    if state == "active" and is_contended(row, now_ns):
+        return "contended"
+    return state
 
 
 def is_contended(row: IssueRow, now_ns: int) -> bool:
@@ -394,32 +408,28 @@ def release_lease(
     return row
 
 
-def lease_view(row: IssueRow, now_ns: int | None = None) -> dict[str, Any] | None:
-    """The lease in CLI output: camelCase, `+00:00` times, `renewedAt` null when absent;
-    with `now_ns`, also its `state`."""
-    lease = row.get("lease")
-    if lease is None:
-        return None
-    renewed = lease.get("renewed_at")
-    view: dict[str, Any] = {
-        "leaseId": lease["lease_id"],
-        "owner": lease["owner"],
-        "acquiredAt": format_offset(stored_nanos(lease["acquired_at"])),
-        "expiresAt": format_offset(stored_nanos(lease["expires_at"])),
-        "renewedAt": None if renewed is None else format_offset(stored_nanos(renewed)),
-    }
-    if now_ns is not None:
-        view["state"] = lease_state(row, now_ns)
-    return view
+@dataclass(frozen=True, slots=True)
+class LeaseChange:
+    """An issue after a lease renewal or release, and the time its lease state is read at."""
+
+    row: IssueRow
+    now_ns: int
+
+    @property
+    def state(self) -> LeaseState:
+        return lease_state(self.row, self.now_ns)
 
 
-def claimed_issue_view(row: IssueRow, now_ns: int | None = None) -> dict[str, Any]:
-    """`issue{id,title,status,priority,issueType,assignee,owner,lease}` of claim output."""
-    return {**issue_summary(row), "lease": lease_view(row, now_ns)}
+@dataclass(frozen=True, slots=True)
+class LeaseProjection:
+    """Stale and contended leases (disjoint sets), ids sorted, checked at `checked_at_ns`."""
+
+    checked_at_ns: int
+    stale_issue_ids: list[str]
+    contended_issue_ids: list[str]
 
 
-def lease_projection(issues: IssueMap, now_ns: int) -> dict[str, Any]:
-    """Stale and contended leases (disjoint sets), ids sorted, checked at `now`."""
+def lease_projection(issues: IssueMap, now_ns: int) -> LeaseProjection:
     stale, contended = [], []
     for issue_id, row in issues.items():
         if "lease" not in row:
@@ -430,10 +440,4 @@ def lease_projection(issues: IssueMap, now_ns: int) -> dict[str, Any]:
             contended.append(issue_id)
     stale.sort()
     contended.sort()
-    return {
-        "checkedAt": format_offset(now_ns),
-        "staleCount": len(stale),
-        "staleIssueIds": stale,
-        "contendedCount": len(contended),
-        "contendedIssueIds": contended,
-    }
+    return LeaseProjection(now_ns, stale, contended)

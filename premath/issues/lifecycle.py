@@ -1,4 +1,5 @@
-"""Creating issues and changing their fields the way the reference's `Issue` methods do (§A1)."""
+"""Creating issues and changing their fields the way the reference's `Issue` methods do
+(specs/issue-memory.md "Leases")."""
 
 from dataclasses import dataclass
 from typing import Any
@@ -7,11 +8,11 @@ from premath.errors import Conflict, InputInvalid
 from premath.models.issue_row import (
     DEFAULT_STATUS,
     FIELD_ORDER,
-    KNOWN_STATUSES,
     IssueRow,
     RowInvalid,
     normalize_issue_type,
 )
+from premath.models.vocabulary import KNOWN_STATUSES
 from premath.store.issues_file import IssueMap
 from premath.text import rust_trim
 
@@ -19,7 +20,8 @@ AUTO_ID_PREFIX = "bd-"
 
 
 def is_in_progress(status: str) -> bool:
-    """The one status that may hold a lease; compared trimmed and case-insensitively (B8)."""
+    """The one status that may hold a lease; compared trimmed and case-insensitively
+    (specs/issue-memory.md "Graph rules")."""
     return rust_trim(status).lower() == "in_progress"
 
 
@@ -81,7 +83,8 @@ def checked_issue_type(value: str) -> str:
 
 
 def next_auto_id(issues: IssueMap) -> str:
-    """The smallest unused `bd-N` (N >= 1): auto ids fill gaps, as the reference's do (B15)."""
+    """The smallest unused `bd-N` (N >= 1): auto ids fill gaps, as the reference's do
+    (specs/issue-memory.md "Graph rules")."""
     number = 1
     while f"{AUTO_ID_PREFIX}{number}" in issues:
         number += 1
@@ -125,23 +128,3 @@ def new_issue(issues: IssueMap, new: NewIssue, now_text: str) -> IssueRow:
     set_status(row, new.status, now_text)
     issues[chosen] = row
     return row
-
-
-def issue_brief(row: IssueRow) -> dict[str, Any]:
-    """`{id,title,status,priority}`: an item of `issue ready` (and the head of the others)."""
-    return {
-        "id": row["id"],
-        "title": row["title"],
-        "status": row["status"],
-        "priority": row["priority"],
-    }
-
-
-def issue_listing(row: IssueRow) -> dict[str, Any]:
-    """`{id,title,status,priority,issueType,assignee}`: an item of `issue list`."""
-    return {**issue_brief(row), "issueType": row["issue_type"], "assignee": row.get("assignee", "")}
-
-
-def issue_summary(row: IssueRow) -> dict[str, Any]:
-    """`issue{...,owner}` of add/update/discover output (`issue_listing` and the owner)."""
-    return {**issue_listing(row), "owner": row.get("owner", "")}

@@ -2,19 +2,24 @@
 
 Every function takes the issues path and `now` (writers also the lock timeout), runs the pure
 logic of `graph`, `leases`, `dependencies`, `lifecycle` and `check` on the loaded store, and
-returns the command's JSON document (the reference's payload). Readers load without the lock;
-writers go through `mutate_store` (lock, load, change, atomic rewrite, unlock).
+returns typed values: rows, lease changes, reports. `premath.issues.documents` renders them as
+the commands' JSON documents. Readers load without the lock; writers go through `mutate_store`
+(lock, load, change, atomic rewrite, unlock).
 """
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from premath.errors import InputInvalid, IoFailure, NotFound
 from premath.issues import dependencies, graph, leases, lifecycle
-from premath.issues.check import check_issues
-from premath.models.issue_row import IssueRow
+from premath.issues.check import CheckReport, check_issues
+from premath.issues.graph import BlockedIssue, Integrity
+from premath.issues.leases import LeaseChange, LeaseProjection
+from premath.models.issue_row import DependencyRow, IssueRow
+from premath.models.vocabulary import GraphScope, LeaseState
 from premath.store.issues_file import (
     Changes,
     IssueMap,
@@ -41,59 +46,58 @@ def read_store(path: str, now: datetime) -> IssueMap:
 
 def list_issues(
     path: str, *, now: datetime, status: str | None = None, assignee: str | None = None
-) -> dict[str, Any]:
+) -> list[IssueRow]:
+    """Issues in id order, only those with exactly `status` / `assignee` when given."""
     issues = read_store(path, now)
-    items = [
-        lifecycle.issue_listing(row)
+    return [
+        row
         for row in (issues[issue_id] for issue_id in sorted(issues))
         if (status is None or row["status"] == status)
         and (assignee is None or row.get("assignee", "") == assignee)
     ]
-    return {"action": "issue.list", "issuesPath": path, "count": len(items), "items": items}
 
 
-def ready(path: str, *, now: datetime) -> dict[str, Any]:
-    items = list(map(lifecycle.issue_brief, graph.ready_issues(read_store(path, now))))
-    return {"action": "issue.ready", "issuesPath": path, "count": len(items), "items": items}
+def ready(path: str, *, now: datetime) -> list[IssueRow]:
+    """Open issues whose blocking dependencies are all closed, by id."""
+    return graph.ready_issues(read_store(path, now))
 
 
-def blocked(path: str, *, now: datetime) -> dict[str, Any]:
-    items = graph.blocked_issues(read_store(path, now))
-    return {"action": "issue.blocked", "issuesPath": path, "count": len(items), "items": items}
+def blocked(path: str, *, now: datetime) -> list[BlockedIssue]:
+    return graph.blocked_issues(read_store(path, now))
 
 
-def check(path: str, *, now: datetime, note_warn_threshold: int) -> dict[str, Any]:
-    report = check_issues(read_store(path, now), note_warn_threshold)
-    return {"action": "issue.check", "issuesPath": path, **report}
+def check(path: str, *, now: datetime, note_warn_threshold: int) -> CheckReport:
+    return check_issues(read_store(path, now), note_warn_threshold)
 
 
-def lease_projection(path: str, *, now: datetime) -> dict[str, Any]:
+def lease_projection(path: str, *, now: datetime) -> LeaseProjection:
     now_ns, _ = _now(now)
-    projection = leases.lease_projection(read_store(path, now), now_ns)
-    return {"action": "issue.lease_projection", "issuesPath": path, **projection}
+    return leases.lease_projection(read_store(path, now), now_ns)
 
 
-def dep_project(path: str, *, now: datetime, view: graph.EdgeView) -> dict[str, Any]:
+def lease_state(path: str, issue_id: str, *, now: datetime) -> tuple[IssueRow | None, LeaseState]:
+    """The issue's row (None: not in the store) and its lease state for the loop's handoff."""
+    require_store_file(path)
+    row = read_store(path, now).get(issue_id)
+    now_ns, _ = _now(now)
+    return row, leases.loop_lease_state(row, now_ns)
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeProjection:
+    """Every edge in `dep project` order, and the cycle check over all issues."""
+
+    edges: list[DependencyRow]
+    integrity: Integrity
+
+
+def dep_project(path: str, *, now: datetime) -> EdgeProjection:
     issues = read_store(path, now)
-    items = graph.project_edges(issues, view)
-    return {
-        "action": "dep.project",
-        "issuesPath": path,
-        "view": view,
-        "count": len(items),
-        "items": items,
-        "integrity": graph.integrity(issues, "full"),
-    }
+    return EdgeProjection(graph.sorted_edges(issues), graph.integrity(issues, "full"))
 
 
-def dep_diagnostics(path: str, *, now: datetime, scope: graph.GraphScope) -> dict[str, Any]:
-    issues = read_store(path, now)
-    return {
-        "action": "dep.diagnostics",
-        "issuesPath": path,
-        "graphScope": scope,
-        "integrity": graph.integrity(issues, scope),
-    }
+def dep_diagnostics(path: str, *, now: datetime, scope: GraphScope) -> Integrity:
+    return graph.integrity(read_store(path, now), scope)
 
 
 # --- issue writers -----------------------------------------------------------------------------
@@ -134,26 +138,17 @@ def _add_row(
     return mutate_store(path, lambda issues: (add(issues), True), now=now, timeout_s=timeout_s)
 
 
-def _issue_document(
-    action: str, path: str, issue: dict[str, Any] | None, **extra: Any
-) -> dict[str, Any]:
-    return {"action": action, "issuesPath": path, **extra, "issue": issue}
-
-
-def add_issue(
-    path: str, title: str, *, now: datetime, timeout_s: float, **fields: Any
-) -> dict[str, Any]:
+def add_issue(path: str, title: str, *, now: datetime, timeout_s: float, **fields: Any) -> IssueRow:
     """`issue add`: creates the file (and its folders) when missing. `fields`: `NewIssue`'s."""
     new = lifecycle.NewIssue(title=title, **fields)
     _, now_text = _now(now)
     lifecycle.checked_issue_type(new.issue_type)
-    row = _add_row(
+    return _add_row(
         path,
         lambda issues: lifecycle.new_issue(issues, new, now_text),
         now=now,
         timeout_s=timeout_s,
     )
-    return _issue_document("issue.add", path, lifecycle.issue_summary(row))
 
 
 def update_issue(
@@ -169,7 +164,7 @@ def update_issue(
     priority: int | None = None,
     assignee: str | None = None,
     owner: str | None = None,
-) -> dict[str, Any]:
+) -> IssueRow:
     """`issue update`: given fields only; a status change goes through set_status, so closing
     releases the lease (the assignee stays)."""
     texts = {"description": description, "notes": notes, "assignee": assignee, "owner": owner}
@@ -195,13 +190,12 @@ def update_issue(
         row["updated_at"] = now_text
         return row
 
-    row = _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
-    return _issue_document("issue.update", path, lifecycle.issue_summary(row))
+    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
 
 
 def discover_issue(
     path: str, parent_id: str, title: str, *, now: datetime, timeout_s: float, **fields: Any
-) -> dict[str, Any]:
+) -> IssueRow:
     """`issue discover`: a new open issue with a `discovered-from` edge to its parent.
     `fields`: `NewIssue`'s but `status`."""
     new = lifecycle.NewIssue(title=title, **fields)
@@ -217,9 +211,7 @@ def discover_issue(
         lifecycle.put_field(row, "dependencies", [edge])
         return row
 
-    row = _add_row(path, add, now=now, timeout_s=timeout_s)
-    edge = {"issueId": row["id"], "dependsOnId": parent_id, "type": "discovered-from"}
-    return _issue_document("issue.discover", path, lifecycle.issue_summary(row), dependency=edge)
+    return _add_row(path, add, now=now, timeout_s=timeout_s)
 
 
 # --- leases ------------------------------------------------------------------------------------
@@ -234,9 +226,7 @@ def _required_owner(assignee: str) -> str:
     return owner
 
 
-def claim(
-    path: str, issue_id: str, assignee: str, *, now: datetime, timeout_s: float
-) -> dict[str, Any]:
+def claim(path: str, issue_id: str, assignee: str, *, now: datetime, timeout_s: float) -> IssueRow:
     """`issue claim`: default lease (TTL 3600 s); a missing file is an empty store."""
     owner = _required_owner(assignee)
     now_ns, _ = _now(now)
@@ -247,7 +237,7 @@ def claim(
 
     row = _edit_row(path, edit, now=now, timeout_s=timeout_s)
     assert row is not None  # claim_issue returns the row or raises
-    return _issue_document("issue.claim", path, leases.claimed_issue_view(row))
+    return row
 
 
 def claim_next(
@@ -258,8 +248,8 @@ def claim_next(
     timeout_s: float,
     lease_id: str | None = None,
     ttl_seconds: int | None = None,
-) -> dict[str, Any]:
-    """`issue claim-next`: claim the best ready issue, or report `claimed: false`.
+) -> IssueRow | None:
+    """`issue claim-next`: the claimed issue, or None when nothing is claimable.
 
     Unlike the reference, also reclaims an in_progress issue whose lease is stale (D3-1) and
     picks by priority, then natural id order (D3-2).
@@ -279,8 +269,7 @@ def claim_next(
     row = _edit_row(path, edit, now=now, timeout_s=timeout_s)
     if row is None and not os.path.exists(path):
         raise IoFailure(f"issues file not found: {path} (lease_mutation_store_io)")
-    issue = None if row is None else leases.claimed_issue_view(row)
-    return _issue_document("issue.claim_next", path, issue, claimed=row is not None)
+    return row
 
 
 def renew_lease(
@@ -293,7 +282,7 @@ def renew_lease(
     timeout_s: float,
     ttl_seconds: int | None = None,
     expires_at: str | None = None,
-) -> dict[str, Any]:
+) -> LeaseChange:
     """`issue lease-renew`: the holder extends its active lease (the `issue.lease_renew` action)."""
     owner = leases.required_assignee(assignee)
     now_ns, _ = _now(now)
@@ -304,9 +293,7 @@ def renew_lease(
             issues, issue_id, owner, lease_id, now_ns=now_ns, expiry_ns=expiry_ns
         )
 
-    row = _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
-    view = leases.claimed_issue_view(row, now_ns)
-    return _issue_document("issue.lease_renew", path, view, changed=True)
+    return LeaseChange(_edit_existing_row(path, edit, now=now, timeout_s=timeout_s), now_ns)
 
 
 def release_lease(
@@ -317,7 +304,7 @@ def release_lease(
     *,
     now: datetime,
     timeout_s: float,
-) -> dict[str, Any]:
+) -> LeaseChange:
     """`issue lease-release`: the holder gives its active lease up; the issue is open again."""
     owner = leases.required_assignee(assignee)
     now_ns, _ = _now(now)
@@ -325,16 +312,10 @@ def release_lease(
     def edit(issues: IssueMap) -> IssueRow:
         return leases.release_lease(issues, issue_id, owner, lease_id, now_ns=now_ns)
 
-    row = _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
-    view = leases.claimed_issue_view(row, now_ns)
-    return _issue_document("issue.lease_release", path, view, changed=True)
+    return LeaseChange(_edit_existing_row(path, edit, now=now, timeout_s=timeout_s), now_ns)
 
 
 # --- dependency writers ------------------------------------------------------------------------
-
-
-def _edge_document(action: str, path: str, dependency: dict[str, str]) -> dict[str, Any]:
-    return {"action": action, "issuesPath": path, "dependency": dependency}
 
 
 def dep_add(
@@ -346,28 +327,26 @@ def dep_add(
     created_by: str,
     now: datetime,
     timeout_s: float,
-) -> dict[str, Any]:
+) -> IssueRow:
+    """`dep add`: the edge's issue after the change."""
     _, now_text = _now(now)
 
     def edit(issues: IssueMap) -> IssueRow:
         return dependencies.add_dependency(issues, issue_id, target, kind, created_by, now_text)
 
-    _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
-    edge = {"issueId": issue_id, "dependsOnId": target, "type": kind}
-    return _edge_document("dep.add", path, edge)
+    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
 
 
 def dep_remove(
     path: str, issue_id: str, target: str, *, kind: str, now: datetime, timeout_s: float
-) -> dict[str, Any]:
+) -> IssueRow:
+    """`dep remove`: the edge's issue after the change."""
     _, now_text = _now(now)
 
     def edit(issues: IssueMap) -> IssueRow:
         return dependencies.remove_dependency(issues, issue_id, target, kind, now_text)
 
-    _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
-    edge = {"issueId": issue_id, "dependsOnId": target, "type": kind}
-    return _edge_document("dep.remove", path, edge)
+    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
 
 
 def dep_replace(
@@ -380,7 +359,8 @@ def dep_replace(
     created_by: str,
     now: datetime,
     timeout_s: float,
-) -> dict[str, Any]:
+) -> IssueRow:
+    """`dep replace`: the edge's issue after the change."""
     _, now_text = _now(now)
 
     def edit(issues: IssueMap) -> IssueRow:
@@ -388,12 +368,4 @@ def dep_replace(
             issues, issue_id, target, from_kind, to_kind, created_by, now_text
         )
 
-    _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
-    edge = {
-        "issueId": issue_id,
-        "dependsOnId": target,
-        "fromType": from_kind,
-        "toType": to_kind,
-        "createdBy": created_by,
-    }
-    return _edge_document("dep.replace", path, edge)
+    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)

@@ -1,12 +1,13 @@
-"""`issue show`: one issue whole, as an agent needs it to do the work it claimed (ours)."""
+"""`issue show` (ours, divergence D16-3): one issue whole, as an agent needs it to do the work it
+claimed. The store gives the row; this renders it with its blockers' and its lease's states."""
 
 from datetime import datetime
 from typing import Any
 
 from premath.errors import NotFound
-from premath.issues.leases import lease_view
-from premath.issues.lifecycle import issue_summary
-from premath.store.issues_file import IssueMap, load_issues
+from premath.issues.documents import issue_summary, lease_view
+from premath.issues.leases import lease_state
+from premath.store.issues_file import IssueMap
 from premath.timefmt import epoch_nanos
 
 SHOW_ACTION = "issue.show"
@@ -28,6 +29,9 @@ def issue_detail(issues: IssueMap, issue_id: str, now: datetime) -> dict[str, An
                 "title": None if target is None else target["title"],
             }
         )
+    lease = lease_view(row)
+    if lease is not None:
+        lease["state"] = lease_state(row, epoch_nanos(now))
     return {
         **issue_summary(row),
         "description": row.get("description", ""),
@@ -37,10 +41,9 @@ def issue_detail(issues: IssueMap, issue_id: str, now: datetime) -> dict[str, An
         "updatedAt": row["updated_at"],
         "closedAt": row.get("closed_at"),
         "dependencies": dependencies,
-        "lease": lease_view(row, epoch_nanos(now)),
+        "lease": lease,
     }
 
 
-def show_issue(path: str, issue_id: str, *, now: datetime) -> dict[str, Any]:
-    issue = issue_detail(load_issues(path, now), issue_id, now)
-    return {"action": SHOW_ACTION, "issuesPath": path, "issue": issue}
+def show_document(path: str, issues: IssueMap, issue_id: str, now: datetime) -> dict[str, Any]:
+    return {"action": SHOW_ACTION, "issuesPath": path, "issue": issue_detail(issues, issue_id, now)}

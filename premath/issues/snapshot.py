@@ -1,4 +1,4 @@
-"""`iss1_` snapshot refs of the issues store (harness-cli.md §1.6, reference §A9)."""
+"""`iss1_` snapshot refs of the issues store (specs/harness-session.md, specs/issue-memory.md)."""
 
 import hashlib
 import os

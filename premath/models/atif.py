@@ -9,11 +9,12 @@ Errors raised by those rules carry the JSON location they concern in `ctx["locat
 to the trajectory that raised them (specs/atif.md "Validation").
 """
 
-from datetime import datetime
 from typing import Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
+
+from premath.timefmt import iso8601_problem
 
 AtifSchemaVersion = Literal[
     "ATIF-v1.0",
@@ -217,11 +218,9 @@ class Step(AtifModel):
     @field_validator("timestamp")
     @classmethod
     def validate_timestamp(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                datetime.fromisoformat(value.replace("Z", "+00:00"))
-            except ValueError as exc:
-                raise ValueError(f"Invalid ISO 8601 timestamp: {exc}") from exc
+        problem = None if value is None else iso8601_problem(value)
+        if problem is not None:
+            raise ValueError(f"Invalid ISO 8601 timestamp: {problem}")
         return value
 
     @model_validator(mode="after")

@@ -5,13 +5,13 @@ serde-like strictness, except the task file, whose extra keys are task data pass
 harness untouched.
 """
 
-from datetime import datetime
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from premath.models.bench_policy import describe_rule
 from premath.models.trial import ErrorClass
+from premath.timefmt import iso8601_problem
 
 APPROVAL_MODE: Final = "full-access"
 """Benchmark runs are unattended: full access, set explicitly, with deny rules still applied."""
@@ -22,7 +22,14 @@ FailureClass = Literal[ErrorClass, "command_denied", "interrupted", "atif_invali
 RunStatus = Literal["succeeded", "failed"]
 Outcome = Literal["success", "failure", "error"]
 HarnessStatus = Literal[
-    "not_started", "interrupted", "ok", "exit_nonzero", "timeout", "cancelled", "spawn_failed"
+    "not_started",
+    "interrupted",
+    "ok",
+    "exit_nonzero",
+    "timeout",
+    "cancelled",
+    "spawn_failed",
+    "oom_killed",
 ]
 """runner/process.py's `ProcessStatus`, plus a harness that never started or that we stopped."""
 
@@ -133,11 +140,8 @@ class HarnessRow(OwnedModel):
     @field_validator("timestamp")
     @classmethod
     def iso_timestamp(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                datetime.fromisoformat(value.replace("Z", "+00:00"))
-            except ValueError as exc:
-                raise ValueError(f"timestamp is not ISO 8601: {value!r}") from exc
+        if value is not None and iso8601_problem(value) is not None:
+            raise ValueError(f"timestamp is not ISO 8601: {value!r}")
         return value
 
     @model_validator(mode="after")
@@ -218,6 +222,12 @@ class RunSummary(OwnedModel):
 class HarnessIdentity(OwnedModel):
     command: list[str] = Field(description="The harness argv (without the two paths).")
     image: str | None = Field(description="--harness-image.")
+    image_id: str | None = Field(
+        None, description="The image's content id, when the harness ran in a container."
+    )
+    image_digest: str | None = Field(
+        None, description="The image's registry digest, when it has one (a pulled image)."
+    )
     version: str | None = Field(description="--harness-version, else result.json's.")
 
 

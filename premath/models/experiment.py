@@ -1,8 +1,8 @@
 """`experiment.yaml`: the clean-harness experiment file (specs/experiment.md).
 
 A format we own, so every model forbids unknown keys and the loader reports every wrong field
-at once. Field names follow AgentLab's `version: "1.0"` clean contract (atif-and-experiments.md
-§3.3); `retry`, `concurrency` and `design.scheduling` are the runner policies users ask for.
+at once. Field names follow AgentLab's `version: "1.0"` clean contract (specs/experiment.md);
+`retry`, `concurrency` and `design.scheduling` are the runner policies users ask for.
 """
 
 import re
@@ -116,6 +116,12 @@ class Runtime(ExperimentModel):
     )
     timeout_ms: int = Field(DEFAULT_TIMEOUT_MS, ge=1, description="Per-trial deadline.")
     network: NetworkMode = Field("none", description="Container network (docker).")
+    user: str | None = Field(
+        None,
+        pattern=r"^[0-9]+(:[0-9]+)?$",
+        description="Run the harness as this uid[:gid] in the container (docker); /out stays "
+        "writable for it.",
+    )
     resources: Resources = Resources()
 
     @field_validator("command")

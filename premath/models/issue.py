@@ -57,7 +57,8 @@ class LeaseModel(_ReferenceRow):
 class DependencyModel(_ReferenceRow):
     issue_id: str = Field(description="The depending issue (the row that stores the edge)")
     depends_on_id: str = Field(description="The issue it depends on")
-    type: DependencyType = Field(
+    # serde's alias: the reference reads `dep_type` too. Constructed from rows, never by keyword.
+    type: DependencyType = Field(  # type: ignore[pydantic-alias]
         validation_alias=AliasChoices("type", "dep_type"),
         description="Edge type; blocks, parent-child, conditional-blocks, waits-for block",
     )

@@ -1,4 +1,4 @@
-"""The issue row as the reference stores it, checked with plain code (reference §A1).
+"""The issue row as the reference stores it, checked with plain code (specs/issue-memory.md).
 
 Hot commands (`issue ready`, `issue claim-next`) read 100k rows per call, so rows stay the dicts
 orjson gives and are checked here without pydantic; `premath.models.issue` holds the pydantic
@@ -88,10 +88,6 @@ class DependencyRow(TypedDict):
     depends_on_id: str
     type: str
     created_by: NotRequired[str]
-
-
-KNOWN_STATUSES = ("open", "in_progress", "blocked", "closed")
-"""The statuses that carry meaning; the stored field is free-form, as in the reference."""
 
 
 class IssueRow(TypedDict):

@@ -1,10 +1,10 @@
 """`harness-join-check` input (`JoinCheckInput`) and output vocabulary (specs/join-check.md).
 
-The input is parsed with serde's rules (typestate.md §2): unknown keys ignored, `Option` fields
-take absent or `null`, `#[serde(default)]` lists and bools take absent but refuse `null`, a
-required field must be present with the right type. A parsed struct is a plain dict keyed by
-wire name with every field present (defaults filled), so the normaliser never guesses.
-Plain checks rather than pydantic: the loop runs this on every step (start-up budget).
+The input is parsed with serde's rules (specs/join-check.md "Input parsing"): unknown keys ignored,
+`Option` fields take absent or `null`, `#[serde(default)]` lists and bools take absent but refuse
+`null`, a required field must be present with the right type. A parsed struct is a plain dict keyed
+by wire name with every field present (defaults filled), so the normaliser never guesses. Plain
+checks rather than pydantic: the loop runs this on every step (start-up budget).
 """
 
 import json
@@ -24,8 +24,9 @@ Disposition = Literal["consumed", "observed", "discarded"]
 DISPOSITIONS: tuple[Disposition, ...] = ("consumed", "observed", "discarded")
 HANDLED_STOP_REASONS = frozenset({"tool_use", "pause_turn", "max_tokens", "end_turn"})
 
-# Every class the gate can emit (typestate.md §5): the conformance coverage guard compares the
-# vectors' expected classes with this set, as the reference's runner does with its Rust source.
+# Every class the gate can emit (specs/join-check.md "Checks"): the conformance coverage guard
+# compares the vectors' expected classes with this set, as the reference's runner does with its Rust
+# source.
 EMITTED_FAILURE_CLASSES = frozenset(
     {
         "context.injection_point_missing",
@@ -291,7 +292,7 @@ def parse_struct(struct: Struct, value: Any) -> dict[str, Any]:
     """One struct with serde's rules: fields read in document order, then missing ones."""
     if not isinstance(value, dict):
         raise SchemaViolation(f"invalid type: {describe(value)}, expected struct {struct.name}")
-    duplicates = getattr(value, "duplicates", frozenset())
+    duplicates: frozenset[str] = getattr(value, "duplicates", frozenset())
     known = {field.name: field for field in struct.fields}
     parsed: dict[str, Any] = {}
     for name, item in value.items():

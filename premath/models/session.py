@@ -4,7 +4,7 @@ A document is a plain dict in the reference's field order with absent fields lef
 canonical encoders can write it as it stands.
 """
 
-from typing import Any, Literal
+from typing import Any
 
 from premath.models.serde import (
     checks_for,
@@ -15,13 +15,12 @@ from premath.models.serde import (
     typed_fields,
     unsigned,
 )
+from premath.models.vocabulary import SESSION_STATES
 from premath.text import rust_trim
 
 SESSION_SCHEMA = 1
 SESSION_KIND = "premath.harness.session.v1"
 BOOTSTRAP_KIND = "premath.harness.bootstrap.v1"
-SessionState = Literal["active", "stopped"]
-SESSION_STATES: tuple[SessionState, ...] = ("active", "stopped")
 
 REQUIRED_STRINGS = ("sessionKind", "sessionId", "state", "startedAt", "updatedAt")
 OPTIONAL_STRINGS = (

@@ -1,6 +1,6 @@
 """`premath.harness.step.v1`: one trajectory row, and the projection `query` prints.
 
-specs/harness-trajectory.md states the rules; harness-cli.md §3.3 and §4.3 are the reference's.
+specs/harness-trajectory.md states the rules (the reference's, in its order).
 A row is a plain dict in the reference's field order with absent fields left out, so
 `row_bytes` writes it as it stands. Two validators share every rule: `parse_step` builds the
 normalised row (append, and the rows `query` returns), `step_order_fields` only checks a row and
@@ -20,16 +20,16 @@ from premath.models.serde import (
     typed_fields,
     unsigned,
 )
+from premath.models.vocabulary import STEP_KIND
 from premath.text import RUST_WHITE_SPACE, clean_optional, normalize_refs, rust_trim
 from premath.timefmt import NANOS_PER_SECOND, parse_strict_rfc3339
 
 STEP_SCHEMA: Final = 1
-STEP_KIND: Final = "premath.harness.step.v1"
 PROJECTION_KIND: Final = "premath.harness.trajectory.projection.v1"
 ROW_STRUCT: Final = "struct HarnessTrajectoryRow"
 
 QueryMode = Literal["latest", "failed", "retry-needed"]
-# The CLI value is `retry-needed`; the projection says `retry_needed` (harness-cli.md §7.1).
+# The CLI value is `retry-needed`; the projection says `retry_needed` (specs/harness-trajectory.md).
 PROJECTION_MODE: dict[QueryMode, str] = {
     "latest": "latest",
     "failed": "failed",
@@ -102,9 +102,8 @@ def result_flags(result_class: str) -> tuple[bool, bool]:
 # instants exactly as chrono's (seconds, nanos) pairs when a second spans 2e9 steps.
 _KEY_SCALE = 2 * NANOS_PER_SECOND
 _MINUTE_CACHE_LIMIT = 65536
-_UNSEEN: Final = object()
 # `YYYY-MM-DDTHH:MM:` -> that minute's key (None if invalid), filled as rows are read.
-_MINUTES: dict[str, Any] = {}
+_MINUTES: dict[str, int | None] = {}
 # `SSZ` -> that second's share of the key: the tail of the `...:SSZ` shape we write.
 _SECONDS_Z = {f"{second:02d}Z": second * _KEY_SCALE for second in range(60)}
 # What follows `YYYY-MM-DDTHH:MM:` in a strict RFC3339 time: seconds, fraction, offset.
@@ -129,9 +128,8 @@ def instant_key(value: str) -> int | None:
     on a trajectory: the date-and-minute prefix is parsed once per minute and cached, our own
     `...:SSZ` shape is two dictionary lookups, and other shapes only match their tail.
     """
-    minute = _MINUTES.get(value[:17], _UNSEEN)
-    if minute is _UNSEEN:
-        minute = _minute_of(value[:17])
+    prefix = value[:17]
+    minute = _MINUTES[prefix] if prefix in _MINUTES else _minute_of(prefix)
     if minute is None:
         return None
     second_key = _SECONDS_Z.get(value[17:])
@@ -163,7 +161,7 @@ _FIELD_CHECKS = {
 
 
 def normalize_step(fields: dict[str, Any]) -> dict[str, Any]:
-    """`normalize_row` (harness-cli.md §3.3): the checks in the reference's order, first wins.
+    """`normalize_row`: the checks in the reference's order, first wins (harness-trajectory.md).
 
     `fields` holds typed values (str, lists of str, None for absent options). Returns the row as
     written: field order, blank options and empty ref lists left out, times trimmed but verbatim.

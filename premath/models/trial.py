@@ -16,6 +16,7 @@ ErrorClass = Literal[
     "result_invalid",
     "harness_error",
     "executor_failed",
+    "oom_killed",
 ]
 ExecutorName = Literal["local", "docker"]
 

@@ -7,14 +7,16 @@ two paths, the variant's env over a minimal allowlist, and nothing about the run
   stand-in for the image's WORKDIR), in its own process group, with the memory cap as an
   address-space limit. The task file is made read-only. It cannot isolate the network or swap
   images: images are refused when the experiment is checked; the network is not enforced.
-- `docker` runs the seed's line (`docker_argv`), the container named per trial attempt; after a
-  timeout the container we started, and only that one, is removed with `docker rm -f`.
+- `docker` runs the seed's line (`docker_argv`), the container named per trial attempt. It never
+  pulls: an image must already be on the engine. When the attempt ends, the container we started,
+  and only that one, is inspected (the OOM killer's verdict) and removed with `docker rm -f`,
+  which ends every process in it, `setsid` descendants included.
 """
 
 import os
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -22,6 +24,7 @@ from typing import Protocol
 from premath.errors import InputInvalid
 from premath.models.experiment import NetworkMode
 from premath.models.trial import ExecutorName
+from premath.runner.containers import DockerEngine
 from premath.runner.paths import AttemptPaths
 from premath.runner.process import (
     DEFAULT_GRACE_S,
@@ -36,15 +39,6 @@ DEFAULT_OUTPUT_CAP = 10 * 1024 * 1024
 CONTAINER_TASK = "/in/task.json"
 CONTAINER_OUT = "/out"
 CONTAINER_RESULT = "/out/result.json"
-# The docker CLI (not the container) needs these to find its engine and config.
-DOCKER_CLIENT_ENV = (
-    "DOCKER_HOST",
-    "DOCKER_CONFIG",
-    "DOCKER_CONTEXT",
-    "DOCKER_CERT_PATH",
-    "DOCKER_TLS_VERIFY",
-    "XDG_RUNTIME_DIR",
-)
 _CONTAINER_NAME = re.compile(r"[^a-zA-Z0-9_.-]")
 
 
@@ -62,6 +56,8 @@ class Invocation:
     memory_mb: int | None
     workdir: Path
     """Local executor: the harness's cwd."""
+    user: str | None
+    """Docker executor: run the harness as this user (`uid[:gid]`); /out is made writable."""
     label: str
     """Run and trial ids: with the attempt folder's name it names the attempt's container."""
 
@@ -131,7 +127,7 @@ def docker_argv(
     """The seed's `docker run` line, hardened; `invocation.image` must be set."""
     if invocation.image is None:
         raise InputInvalid("the docker executor needs an image (runtime.image or the variant's)")
-    argv = [docker, "run", "--rm", "--name", name]
+    argv = [docker, "run", "--pull=never", "--name", name]
     if invocation.network == "none":
         argv.append("--network=none")
     argv += ["--read-only", "--security-opt", "no-new-privileges", "--cap-drop", "ALL"]
@@ -139,6 +135,8 @@ def docker_argv(
         argv.append(f"--cpus={invocation.cpus:g}")
     if invocation.memory_mb is not None:
         argv.append(f"--memory={invocation.memory_mb}m")
+    if invocation.user is not None:
+        argv.append(f"--user={invocation.user}")
     for host_path in (task_file, out_dir):
         if ":" in host_path or "," in host_path:
             raise InputInvalid(f"docker cannot mount {host_path!r}: it contains ':' or ','")
@@ -150,11 +148,6 @@ def docker_argv(
     return argv
 
 
-def docker_client_env(source: Mapping[str, str] | None = None) -> dict[str, str]:
-    origin = os.environ if source is None else source
-    return allowlisted_env({k: origin[k] for k in DOCKER_CLIENT_ENV if k in origin}, source=origin)
-
-
 class DockerExecutor:
     name: ExecutorName = "docker"
 
@@ -164,31 +157,18 @@ class DockerExecutor:
         output_cap: int = DEFAULT_OUTPUT_CAP,
         grace_s: float = DEFAULT_GRACE_S,
     ) -> None:
-        self.docker = docker
+        self.engine = DockerEngine(docker)
         self.output_cap = output_cap
         self.grace_s = grace_s
         self.cancel = threading.Event()
         self._running: set[str] = set()
         self._lock = threading.Lock()
 
-    def _docker(self, args: Sequence[str], cwd: Path, timeout_s: float) -> ProcessOutcome:
-        return run_bounded(
-            [self.docker, *args],
-            cwd=cwd,
-            env=docker_client_env(),
-            timeout_s=timeout_s,
-            stdout_path=None,
-            stderr_path=None,
-            output_cap=0,
+    def require(self, cwd: Path, images: Iterable[str]) -> None:
+        """Refuse, before anything is written, a run the engine or its images cannot serve."""
+        self.engine.require(
+            cwd, images, user="the docker executor", fallback="run with --executor local"
         )
-
-    def engine_answers(self, cwd: Path) -> str | None:
-        """None when an engine answers, else why not (for a clear error before any trial)."""
-        outcome = self._docker(["version", "--format", "{{.Server.Version}}"], cwd, 20.0)
-        if outcome.status == "ok" and outcome.stdout_tail.strip():
-            return None
-        reason = outcome.spawn_error or outcome.stderr_tail.strip() or outcome.status
-        return f"no Docker engine answers ({reason.splitlines()[-1] if reason else 'unknown'})"
 
     def execute(self, invocation: Invocation, paths: AttemptPaths) -> ProcessOutcome:
         name = container_name(invocation.label, paths.root.name)
@@ -197,14 +177,17 @@ class DockerExecutor:
             name,
             os.fspath(paths.task_file.absolute()),
             os.fspath(paths.out_dir.absolute()),
+            self.engine.docker,
         )
+        if invocation.user is not None:
+            paths.out_dir.chmod(0o777)
         with self._lock:
             self._running.add(name)
         try:
-            outcome = run_bounded(
+            return self.engine.run(
+                name,
                 argv,
-                cwd=paths.root,
-                env=docker_client_env(),
+                paths.root,
                 timeout_s=invocation.timeout_s,
                 stdout_path=paths.stdout_file,
                 stderr_path=paths.stderr_file,
@@ -213,28 +196,22 @@ class DockerExecutor:
                 cancel=self.cancel,
                 group_ticket=paths.group_ticket,
             )
-            if outcome.status in ("timeout", "cancelled"):
-                self._remove(name, paths.root)
         finally:
             with self._lock:
                 self._running.discard(name)
-        return outcome
-
-    def _remove(self, name: str, cwd: Path) -> None:
-        self._docker(["rm", "-f", name], cwd, 60.0)
 
     def cleanup(self) -> None:
         with self._lock:
             names = sorted(self._running)
         for name in names:
-            self._remove(name, Path.cwd())
+            self.engine.remove(name, Path.cwd())
 
     def reap(self, paths: AttemptPaths) -> bool:
         """The docker CLI's group, then the container: its name is derived from the attempt,
         so only a container this runner started can be removed."""
         reap_group_ticket(paths.group_ticket)
         run_id, trial_id = paths.root.parents[2].name, paths.root.parent.name
-        self._remove(container_name(f"{run_id}-{trial_id}", paths.root.name), paths.root)
+        self.engine.remove(container_name(f"{run_id}-{trial_id}", paths.root.name), paths.root)
         return True
 
 

@@ -205,6 +205,11 @@ def load_experiment(path: str | os.PathLike[str]) -> LoadedExperiment:
     return LoadedExperiment(parse_experiment(data, source), source)
 
 
+def experiment_images(spec: "ExperimentSpec") -> list[str]:
+    """Every image a docker run of the experiment starts (a variant's own, else the runtime's)."""
+    return sorted({plan.image or spec.runtime.image for plan in variant_plans(spec)} - {None})
+
+
 def executor_problems(spec: "ExperimentSpec", executor: str) -> list[str]:
     """What the chosen executor cannot honour; images only make sense in containers."""
     problems = []
@@ -217,6 +222,11 @@ def executor_problems(spec: "ExperimentSpec", executor: str) -> list[str]:
             for where, image in images
             if image is not None
         ]
+        if spec.runtime.user is not None:
+            problems.append(
+                f"runtime.user: the local executor cannot switch user ({spec.runtime.user!r}); "
+                "remove it or run with --executor docker"
+            )
     elif spec.runtime.image is None:
         missing = [plan.variant_id for plan in variant_plans(spec) if plan.image is None]
         if missing:

@@ -1,4 +1,4 @@
-"""Every path of a run, as properties of frozen objects: no ad hoc joins (style.md §9).
+"""Every path of a run, as properties of frozen objects: no ad hoc joins (specs/experiment.md).
 
 Names that come from user data (experiment, variant and task ids) are tokenised before they
 become folder names, and every trial folder is checked to stay inside the run folder, so a task

@@ -54,11 +54,12 @@ from typing import BinaryIO, Literal
 
 from premath.runner.interrupts import InterruptHold, raise_if_stopped
 
-ProcessStatus = Literal["ok", "exit_nonzero", "timeout", "cancelled", "spawn_failed"]
+ProcessStatus = Literal["ok", "exit_nonzero", "timeout", "cancelled", "spawn_failed", "oom_killed"]
 """`ok`: exit code 0. `exit_nonzero`: any other exit, or death by a signal we did not send.
 `timeout`: the deadline passed and we ended the group. `cancelled`: the caller's `cancel` event
 was set and we ended the group. `spawn_failed`: the program could not be started (not found,
-not executable, bad cwd)."""
+not executable, bad cwd). `oom_killed`: a container executor's engine says the OOM killer ended
+the child (the local executor never reports it)."""
 
 ALLOWED_ENV: tuple[str, ...] = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ")
 """The only variables a child inherits from our environment."""

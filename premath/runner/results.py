@@ -99,6 +99,10 @@ def judge(process: ProcessOutcome, result_file: Path, cap: int = DEFAULT_RESULT_
     """The verdict in the documented order: timeout, spawn, exit status, then result.json."""
     if process.status == "timeout":
         return _error("timeout", f"no exit within the deadline ({process.duration_s:.1f}s)")
+    if process.status == "oom_killed":
+        return _error(
+            "oom_killed", "the container hit its memory limit and the OOM killer ended it"
+        )
     if process.status == "spawn_failed":
         return _error("spawn_failed", process.spawn_error or "the command could not be started")
     if process.status != "ok":

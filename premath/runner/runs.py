@@ -33,6 +33,7 @@ from premath.runner.experiment import (
     VariantPlan,
     check_executor,
     experiment_digest,
+    experiment_images,
     is_text,
     load_experiment,
     resolved_document,
@@ -153,12 +154,7 @@ def create_run(
     check_executor(loaded, executor)
     tasks = load_tasks(loaded.dataset_path, loaded.spec.dataset.limit)
     if executor == "docker":
-        problem = DockerExecutor().engine_answers(loaded.base_dir)
-        if problem is not None:
-            raise InputInvalid(
-                f"the docker executor needs a Docker engine: {problem}; start Docker or run "
-                "with --executor local"
-            )
+        DockerExecutor().require(loaded.base_dir, experiment_images(loaded.spec))
     for what, value in (
         ("--issue-id", issue_id),
         ("--trajectory", trajectory_path),
@@ -291,6 +287,7 @@ def _invocation(state: RunState, plan: VariantPlan, label: str) -> Invocation:
         cpus=runtime.resources.cpus,
         memory_mb=runtime.resources.memory_mb,
         workdir=Path(state.resolved["source"]["base_dir"]),
+        user=runtime.user,
         label=label,
     )
 

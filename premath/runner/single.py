@@ -99,9 +99,7 @@ def run_single(
     runner: Executor = LocalExecutor()
     if executor == "docker":
         docker = DockerExecutor()
-        problem = docker.engine_answers(Path.cwd())
-        if problem is not None:
-            raise InputInvalid(f"the docker executor needs a Docker engine: {problem}")
+        docker.require(Path.cwd(), [image])
         runner = docker
     paths.in_dir.mkdir(parents=True)
     write_task_file(paths.task_file, payload)
@@ -116,6 +114,7 @@ def run_single(
         cpus=None,
         memory_mb=memory_mb,
         workdir=Path.cwd(),
+        user=None,
         label=paths.root.name,
     )
     process = runner.execute(invocation, paths)

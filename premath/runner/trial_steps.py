@@ -10,6 +10,7 @@ specs/experiment.md "Trajectory rows".
 from typing import Any
 
 from premath.models.trajectory import normalize_step
+from premath.models.vocabulary import STEP_KIND
 from premath.store.canonical import row_bytes
 
 START_ACTION = "experiment.trial.start"
@@ -35,7 +36,7 @@ def trial_step(
     return normalize_step(
         {
             "schema": 1,
-            "stepKind": "premath.harness.step.v1",
+            "stepKind": STEP_KIND,
             "stepId": f"{run_id}.{trial_id}.a{attempt}.{phase}",
             "issueId": issue_id,
             "action": action,

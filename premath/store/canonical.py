@@ -1,6 +1,6 @@
 """The only place objects become bytes: one named function per form the reference emits.
 
-Each function is a wire contract (harness-cli.md §0.2-§0.3); golden tests pin the bytes.
+Each function is a wire contract (specs/cli-conventions.md "Stdout"); golden tests pin the bytes.
 orjson matches serde_json's escaping (raw non-ASCII, lowercase `\\u001f`, `/` and DEL unescaped).
 """
 

@@ -1,6 +1,6 @@
 """The issues store on disk: read, encode, and the reference's mutation protocol.
 
-Bytes (issue-memory-and-loops.md §A1-§A2): one compact row per line in the reference's field
+Bytes (specs/issue-memory.md "Store format"): one compact row per line in the reference's field
 order, the file sorted by id and rewritten whole and atomically. A mutation holds
 `<issues path>.lock`, a marker created exclusively with `pid=`/`utc=` lines and removed on
 release, the protocol the Rust tool uses, so both can work on one store at once. Ours breaks a
@@ -44,7 +44,6 @@ from premath.store.locks import hold_marker
 from premath.text import rust_trim
 from premath.timefmt import epoch_nanos, format_autosi_z
 
-DEFAULT_ISSUES_PATH = ".premath/issues.jsonl"
 _BIG_STORE_LINES = 10_000
 _WRITTEN_CHECK_LINES = 10_000
 """From this size on, a load first tries `text_is_stored` (its regex costs ~5 ms to compile)."""
@@ -108,7 +107,7 @@ def _never() -> bool:
 def _split_file(
     data: bytes, path: str, written: Callable[[bytes], Callable[[], bool]] | None = None
 ) -> _SplitFile:
-    """Refuse NUL and non-UTF-8 bytes (§A2), then cut the file into lines.
+    """Refuse NUL and non-UTF-8 bytes (specs/issue-memory.md), then cut the file into lines.
 
     `written` starts the stored-form check of a big store (by default, in this process when
     first asked for).
@@ -141,7 +140,7 @@ class _Loaded(NamedTuple):
 
 
 def parse_issues(data: bytes, path: str, now_text: str, *, tolerate_torn_tail: bool) -> IssueMap:
-    """Decode a whole issues file the reference's way (§A2 "Read"); see `_parse_lines`."""
+    """Decode a whole issues file as the reference does (specs/issue-memory.md), `_parse_lines`."""
     return _parse_paused(_split_file(data, path), path, now_text, tolerate_torn_tail).issues
 
 
@@ -153,15 +152,12 @@ def _parse_paused(
     *,
     keep_lines: bool = False,
 ) -> _Loaded:
-    """`_parse_split`, with the cyclic GC out of the way for big stores.
+    """`_parse_split`, with the cyclic GC paused for big stores.
 
-    Trade-off: the cyclic GC would rescan the growing heap of row dicts again and again while a
-    big store loads, and again in every collection afterwards (at 100k rows that doubled the
-    time of `issue ready`). Rows hold no reference cycles, so collection is paused while
-    parsing and the loaded objects are then frozen out of the GC's generations (`gc.freeze`):
-    reference counting still frees them, only cyclic garbage alive at that moment is never
-    collected (a long-running caller may call `gc.unfreeze()` when that matters). Small stores
-    (under 10k lines) load with the GC untouched.
+    The cyclic GC would rescan the growing heap of row dicts again and again while a big store
+    loads (rows hold no reference cycles); the pause ends with the load, leaving the process's
+    GC as it was. The CLI's entry point goes further for its one-command process (`gc.disable`
+    in `premath.cli.main`). Small stores (under 10k lines) load with the GC untouched.
     """
     if len(split.lines) < _BIG_STORE_LINES:
         return _parse_split(split, path, now_text, tolerate_torn_tail, keep_lines)
@@ -171,13 +167,12 @@ def _parse_paused(
 
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
-    """No cyclic collection while the block runs; what it allocated is then frozen."""
+    """No cyclic collection while the block runs."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.freeze()
         if enabled:
             gc.enable()
 

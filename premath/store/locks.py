@@ -5,8 +5,7 @@ The reference (issue memory) only tests whether the marker exists; it writes `pi
 reference lacks: a configurable timeout with a clear error, and recovery of a marker whose process
 is dead on this host. Recovery is serialised by a second marker (`<lock>.break`), and the stale
 judgement is repeated while holding it, so two processes can never both break one marker and
-delete a lock taken in between. filelock's SoftFileLock has the same create/remove shape but
-neither the reference's contents nor dead-owner recovery, so these few lines are ours.
+delete a lock taken in between. Why this and not filelock: docs/architecture.md "Dependencies".
 """
 
 import contextlib

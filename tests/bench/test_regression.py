@@ -32,8 +32,8 @@ def probe(*args, cwd):
 
 
 def test_groups_are_registered_alongside_the_others():
-    assert COMMAND_GROUPS["atif"] == "premath.cli.atif:atif"
-    assert COMMAND_GROUPS["bench"] == "premath.cli.bench:bench"
+    assert COMMAND_GROUPS["atif"].target == "premath.cli.atif:atif"
+    assert COMMAND_GROUPS["bench"].target == "premath.cli.bench:bench"
     assert {"harness-session", "harness-feature", "harness-trajectory"} <= set(COMMAND_GROUPS)
 
 

@@ -165,7 +165,7 @@ def test_tool_calls_stay_off_pydantic(live, workdir):
         "    cli.main(['bench', 'tool', '--run-dir', 'run', '--json', '--', 'true'])\n"
         "except SystemExit as done:\n"
         "    assert done.code == 0, done.code\n"
-        "sys.stderr.write(str(sorted(m for m in ('pydantic', 'yaml', 'dateutil') "
+        "sys.stderr.write(str(sorted(m for m in ('pydantic', 'yaml') "
         "if m in sys.modules)))\n"
     )
     done = subprocess.run(

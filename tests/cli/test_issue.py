@@ -7,6 +7,8 @@ import sys
 import orjson
 import pytest
 
+from tests.support.cli import run_premath
+
 STAMP = "2026-02-22T00:00:00Z"
 ISSUES = ".premath/issues.jsonl"
 
@@ -105,6 +107,23 @@ def test_update_without_fields_and_with_both_note_sources(cli_run, workdir):
     assert (out.exit_code, out.json["error"]["message"]) == (1, "no update fields provided")
     both = cli_run("issue", "update", "bd-1", "--notes", "a", "--notes-file", "-")
     assert both.exit_code == 2
+
+
+def test_notes_from_stdin_read_line_ends_as_newlines_and_refuse_bad_utf8(cli_run, workdir):
+    seed(workdir, row("bd-1"))
+    out = cli_run("issue", "update", "bd-1", "--notes-file", "-", "--json", stdin="a\r\nb é\n")
+    assert out.exit_code == 0, out.stderr
+    assert stored(workdir)["bd-1"]["notes"] == "a\nb é\n"
+    bad = run_premath(
+        "issue", "update", "bd-1", "--notes-file", "-", "--json", cwd=workdir, stdin=b"\xff"
+    )
+    assert (bad.returncode, orjson.loads(bad.stdout)["error"]) == (
+        1,
+        {
+            "code": "io_error",
+            "message": "failed to read notes file `-`: stream did not contain valid UTF-8",
+        },
+    )
 
 
 def test_update_unknown_issue_and_missing_file(cli_run, workdir):

@@ -1,4 +1,4 @@
-"""Hot issue commands stay off heavy imports (pydantic, yaml, dateutil): agents loop on them."""
+"""Hot issue commands stay off heavy imports (pydantic, yaml): agents loop on them."""
 
 import pytest
 

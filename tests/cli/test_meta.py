@@ -1,11 +1,17 @@
 """Every command documents itself, speaks JSON, and hot commands stay off heavy imports."""
 
+import re
 import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import get_args
 
 import click
 import pytest
 
 from premath.cli import COMMAND_GROUPS, cli
+from premath.errors import ErrorCode
 from tests.support.cli import heavy_imports_of, invoke
 
 
@@ -103,3 +109,66 @@ def test_both_spellings_name_one_option_the_reference_s_first(path, first, alias
     options = [p for p in _command(path).params if isinstance(p, click.Option)]
     (option,) = [p for p in options if alias in p.opts]
     assert option.opts[:2] == [first, alias]
+
+
+ERROR_CODES = get_args(ErrorCode)
+TESTS = Path(__file__).resolve().parents[1]
+SPEC = TESTS.parent / "specs" / "cli-conventions.md"
+
+
+def _asserted_codes() -> set[str]:
+    """Quoted names on test lines that read an error code (this file spells none but its own)."""
+    found = set()
+    for path in TESTS.rglob("*.py"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if "code" in line:
+                found.update(re.findall(r"\"([a-z_]+)\"", line))
+    return found
+
+
+def test_every_error_code_is_printed_by_some_test():
+    assert sorted(set(ERROR_CODES) - _asserted_codes()) == []
+
+
+def test_the_cli_conventions_list_every_error_code():
+    text = SPEC.read_text(encoding="utf-8")
+    assert [code for code in ERROR_CODES if f"`{code}`" not in text] == []
+
+
+def test_an_unexpected_exception_is_an_internal_error(tmp_path, monkeypatch):
+    def fail(*_args, **_kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("premath.issues.memory.ready", fail)
+    out = invoke("issue", "ready", "--issues", str(tmp_path / "issues.jsonl"), "--json")
+    message = "internal error: RuntimeError: boom (set PREMATH_DEBUG=1 for a traceback)"
+    assert (out.exit_code, out.json) == (
+        1,
+        {"error": {"code": "internal_error", "message": message}},
+    )
+    assert out.stderr == f"error: {message}\n"
+
+
+@pytest.mark.parametrize("name", sorted(COMMAND_GROUPS))
+def test_each_stored_group_help_is_the_groups_own(name):
+    command = cli.get_command(click.Context(cli), name)
+    assert command is not None
+    stored = click.Command(name, help=COMMAND_GROUPS[name].short_help).get_short_help_str(10_000)
+    assert stored == command.get_short_help_str(10_000)
+
+
+def test_the_top_level_help_loads_no_command_group(tmp_path):
+    probe = (
+        "import sys\n"
+        "from premath.cli import cli\n"
+        "try:\n"
+        "    cli.main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('premath.cli.')), file=sys.stderr)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert "issue               Issue memory: add, list, claim and close work items" in proc.stdout
+    assert proc.stderr.strip() == "['premath.cli._root']"

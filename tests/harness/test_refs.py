@@ -5,13 +5,15 @@ from datetime import UTC, datetime
 import orjson
 import pytest
 
+from premath.errors import PremathError
 from premath.harness.handoff import (
     classify_failed_handoff,
-    lease_state_of,
     read_lease_snapshot,
     success_handoff,
 )
 from premath.harness.refs import lease_ref, lineage_refs, policy_ref, step_id, witness_ref
+from premath.issues.leases import loop_lease_state
+from premath.timefmt import epoch_nanos
 
 NOW = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
 
@@ -112,11 +114,10 @@ def _row(status="in_progress", assignee="alice", owner="alice", expires="2099-01
         (_row(status="open", owner=None), "unleased"),
         (_row(status="closed", owner=None), "released"),
         (_row(status="closed"), "closed_with_lease"),
-        (_row(expires="tomorrow"), "invalid_expires_at"),
     ],
 )
 def test_lease_states(row, state):
-    assert lease_state_of(row, NOW) == state
+    assert loop_lease_state(row, epoch_nanos(NOW)) == state
 
 
 @pytest.mark.parametrize(
@@ -132,7 +133,6 @@ def test_lease_states(row, state):
         (_row(status="closed", owner=None), "claim_next", "failed_issue_closed"),
         (_row(owner=None), "reconcile", "failed_lease_missing"),
         (None, "stop", "failed_issue_missing"),
-        (_row(expires="x"), "stop", "failed_lease_invariant"),
         (_row(status="closed"), "stop", "failed_lease_invariant"),
     ],
 )
@@ -155,16 +155,20 @@ def test_active_handoff_names_the_renew_call(tmp_path):
     )
 
 
-def test_snapshot_takes_the_last_row_and_skips_garbage(tmp_path):
+def test_snapshot_reads_the_store_as_issue_memory_does(tmp_path):
+    """One reader: the last row of an id wins, and a bad line is an error naming its line."""
     issues = tmp_path / "issues.jsonl"
     issues.write_bytes(
-        orjson.dumps(_row())
-        + b"\nnot json\n"
-        + orjson.dumps(_row(status="closed", owner=None))
-        + b"\n"
+        orjson.dumps(_row()) + b"\n" + orjson.dumps(_row(status="closed", owner=None)) + b"\n"
     )
     snapshot = read_lease_snapshot(str(issues), "bd-4", NOW)
     assert (snapshot.lease_state, snapshot.status) == ("released", "closed")
+    issues.write_bytes(orjson.dumps(_row()) + b"\nnot json\n" + orjson.dumps(_row()) + b"\n")
+    with pytest.raises(PremathError, match="line 2"):
+        read_lease_snapshot(str(issues), "bd-4", NOW)
+    issues.write_bytes(orjson.dumps(_row(expires="tomorrow")) + b"\n")
+    with pytest.raises(PremathError, match="line 1"):
+        read_lease_snapshot(str(issues), "bd-4", NOW)
 
 
 def test_success_handoff_requires_closed_and_released(tmp_path):

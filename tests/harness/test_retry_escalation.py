@@ -89,7 +89,7 @@ def test_discover_without_holder_blocks_and_keeps_the_graph_checkable(tmp_path):
     assert rows["bd-1"]["status"] == "blocked"
     assert "discoveredIssue: bd-2" in rows["bd-1"]["notes"]
     assert "`mise run ci-check`" in rows["bd-2"]["description"]
-    assert check(issues, now=NOW, note_warn_threshold=2000)["result"] == "accepted"
+    assert check(issues, now=NOW, note_warn_threshold=2000).accepted
 
 
 def test_stop_mutates_nothing(tmp_path):

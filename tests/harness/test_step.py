@@ -122,7 +122,7 @@ def test_hanging_work_is_killed_retried_then_escalated_with_a_checkable_issue(tm
     graph = check(
         str(tmp_path / ".premath/issues.jsonl"), now=CLOCK.now(), note_warn_threshold=2000
     )
-    assert (graph["result"], graph["errors"]) == ("accepted", [])
+    assert (graph.accepted, graph.errors) == (True, [])
 
 
 def test_escalating_an_escalation_issue_blocks_instead_of_discovering(tmp_path):

@@ -31,10 +31,10 @@ path, worker, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 while not go.exists():
     time.sleep(0.001)
 while True:
-    document = claim_next(path, worker, now=SystemClock().now(), timeout_s=120)
-    if not document["claimed"]:
+    row = claim_next(path, worker, now=SystemClock().now(), timeout_s=120)
+    if row is None:
         break
-    print(document["issue"]["id"], flush=True)
+    print(row["id"], flush=True)
 """
 CLI_CLAIMS = 3
 

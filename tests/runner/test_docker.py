@@ -1,8 +1,6 @@
 """The docker executor: the exact `docker run` line, a fake docker CLI, and a real engine if any."""
 
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +13,7 @@ from premath.runner.runs import open_run, run_experiment
 from tests.runner.conftest import final_records, make_experiment
 
 REPO = Path(__file__).resolve().parents[2]
+IMAGE_FORMAT = "{{.Id}} {{range .RepoDigests}}{{.}} {{end}}"
 
 
 def invocation(**overrides) -> Invocation:
@@ -28,6 +27,7 @@ def invocation(**overrides) -> Invocation:
         "cpus": 2.0,
         "memory_mb": 2048,
         "workdir": Path("/unused"),
+        "user": None,
         "label": "run1-000001-hot-t1-r0",
     } | overrides
     return Invocation(**fields)
@@ -38,7 +38,7 @@ def test_docker_argv_is_the_seed_line_hardened():
     assert argv == [
         "docker",
         "run",
-        "--rm",
+        "--pull=never",
         "--name",
         "premath-x",
         "--network=none",
@@ -75,7 +75,7 @@ def test_docker_argv_full_network_no_limits_no_env():
     assert argv == [
         "docker",
         "run",
-        "--rm",
+        "--pull=never",
         "--name",
         "n",
         "--read-only",
@@ -119,6 +119,12 @@ if args[0] == "version":
     print("24.0.7")
     sys.exit(0)
 if args[0] == "rm":
+    sys.exit(0)
+if args[0] == "image":
+    print("sha256:0")
+    sys.exit(0)
+if args[0] == "inspect":
+    print("false")
     sys.exit(0)
 mounts = [args[i + 1] for i, a in enumerate(args) if a == "-v"]
 out_dir = [m.split(":")[0] for m in mounts if m.split(":")[1] == "/out"][0]
@@ -168,7 +174,11 @@ def test_a_docker_run_goes_through_the_cli_with_per_trial_names(workdir, clock, 
     }
     assert {r.executor for r in records.values()} == {"docker"}
     calls = _calls(fake_docker)
-    assert calls[0] == ["version", "--format", "{{.Server.Version}}"]
+    assert calls[:3] == [
+        ["version", "--format", "{{.Server.Version}}"],
+        ["image", "inspect", "--format", IMAGE_FORMAT, "harness:v1"],
+        ["image", "inspect", "--format", IMAGE_FORMAT, "harness:v2"],
+    ]
     runs = [c for c in calls if c[0] == "run"]
     names = sorted(c[c.index("--name") + 1] for c in runs)
     assert names == [
@@ -187,7 +197,7 @@ def test_a_docker_run_goes_through_the_cli_with_per_trial_names(workdir, clock, 
         "/out/result.json",
     ]
     assert f"{attempt}/in/task.json:/in/task.json:ro" in v2
-    assert not [c for c in calls if c[0] == "rm"]
+    assert sorted(c[2] for c in calls if c[0] == "rm") == names
 
 
 def test_a_timed_out_container_is_removed_by_name(workdir, clock, fake_docker):
@@ -213,48 +223,6 @@ def test_no_engine_is_a_clear_error_before_anything_is_written(workdir, clock, m
     assert not (workdir / ".premath").exists()
 
 
-def _engine_answers() -> bool:
-    if shutil.which("docker") is None:
-        return False
-    probe = subprocess.run(
-        ["docker", "version", "--format", "{{.Server.Version}}"],
-        capture_output=True,
-        timeout=20,
-        check=False,
-    )
-    return probe.returncode == 0 and bool(probe.stdout.strip())
-
-
-@pytest.mark.skipif(not _engine_answers(), reason="no Docker engine answers on this machine")
-def test_the_example_runs_in_real_containers(workdir, clock):
-    example = REPO / "examples" / "clean_harness"
-    build = subprocess.run(
-        ["docker", "build", "-t", "premath-clean-harness-test", os.fspath(example)],
-        capture_output=True,
-        timeout=600,
-        check=False,
-    )
-    assert build.returncode == 0, build.stderr
-    text = (
-        (example / "experiment.yaml")
-        .read_text()
-        .replace("runtime:\n", "runtime:\n  image: premath-clean-harness-test\n")
-        .replace("command: [python3, harness.py]", "command: [python, harness.py]")
-    )
-    (workdir / "exp").mkdir()
-    (workdir / "exp" / "experiment.yaml").write_text(text)
-    shutil.copy(example / "tasks.jsonl", workdir / "exp" / "tasks.jsonl")
-    summary = run_experiment(
-        os.fspath(workdir / "exp" / "experiment.yaml"),
-        clock=clock,
-        lock_timeout=5.0,
-        run_id="real",
-        executor="docker",
-    )
-    assert summary["trials"]["pending"] == 0
-    assert summary["trials"]["error"] == 0
-
-
 def test_an_attempt_the_executor_cannot_start_is_an_executor_failed_trial(
     workdir, clock, fake_docker
 ):
@@ -270,4 +238,4 @@ def test_an_attempt_the_executor_cannot_start_is_an_executor_failed_trial(
     (record,) = final_records(open_run("d1", "runs:colon")).values()
     assert (record.outcome, record.error_class) == ("error", "executor_failed")
     assert "cannot mount" in (record.message or "")
-    assert [c[0] for c in _calls(fake_docker)] == ["version"]
+    assert [c[0] for c in _calls(fake_docker)] == ["version", "image"]

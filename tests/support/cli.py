@@ -52,7 +52,7 @@ def run_premath(
     )
 
 
-HEAVY_MODULES = ("pydantic", "yaml", "dateutil", "filelock")
+HEAVY_MODULES = ("pydantic", "yaml")
 
 
 def heavy_imports_of(argv: tuple[str, ...], cwd: Path) -> tuple[int, list[str]]:

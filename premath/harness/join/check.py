@@ -1,7 +1,7 @@
 """The JoinClosed gate (`harness-join-check`): normalised evidence, checks, witness document.
 
-Checks run in the reference's order and all of them always run (typestate.md §5); classes
-are reported sorted and unique. A rejection is data (`result: "rejected"`); only input that
+Checks run in the reference's order and all of them always run (specs/join-check.md "Checks");
+classes are reported sorted and unique. A rejection is data (`result: "rejected"`); only input that
 cannot be evaluated raises InvalidUsage, whose message starts `harness_join_check_invalid: `.
 """
 
@@ -63,7 +63,7 @@ def _decomposition_classes(constraints: Row, call_spec: Row) -> set[str]:
 
 
 def _context_classes(normalized: NormalizedEvidence) -> set[str]:
-    """Checked when continuation is allowed or any use is `consumed` (typestate.md §5.5)."""
+    """Checked when continuation is allowed or any use is `consumed` (join-check.md "Checks" 5)."""
     continuing = normalized.protocol_state["continuationAllowed"]
     consumed = any(row["disposition"] == "consumed" for row in normalized.uses.values())
     if not (continuing or consumed):
@@ -115,9 +115,9 @@ def _raw_text(raw_error: Any, *keys: str) -> bool:
 
 
 def _untyped_error(raw: Row) -> bool:
-    """An error row without a typed envelope, judged on the raw row (typestate.md §5.8).
+    """An error row without a typed envelope, judged on the raw row (join-check.md "Checks" 8).
 
-    This looser reading than normalisation's is the reference's (§12.5): any non-null
+    This looser reading than normalisation's is the reference's: any non-null
     `rawError` marks a status-less row as an error, and a blank `errorCode` falls back to `code`.
     """
     status = clean_optional(raw["status"])
@@ -147,7 +147,7 @@ def _untyped_error(raw: Row) -> bool:
 
 
 def _governance_classes(profile: Row) -> set[str]:
-    """At most one class: each failure ends the check (typestate.md §5.9)."""
+    """At most one class: each failure ends the check (specs/join-check.md "Checks" 9)."""
     claim_id = clean_optional(profile["claimId"])
     if claim_id is not None and claim_id != GOVERNANCE_CLAIM_ID:
         return {"governance.claim_id_invalid"}
@@ -209,7 +209,7 @@ _CONTEXT_FLAGS = (
 
 
 def witness_document(normalized: NormalizedEvidence) -> Row:
-    """The `premath.harness.join_check.v1` witness (typestate.md §7)."""
+    """The `premath.harness.join_check.v1` witness (specs/join-check.md "Output")."""
     spec = normalized.call_spec
     context = normalized.context_state
     join = normalized.join_state

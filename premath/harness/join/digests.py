@@ -1,4 +1,4 @@
-"""The join check's `sha256:` digests (typestate.md §4.1): a contract, pinned by golden tests.
+"""The join check's `sha256:` digests (specs/join-check.md "Digests"), pinned by golden tests.
 
 `digest(value)` hashes the compact, key-sorted JSON serde_json writes for the value. orjson
 writes the same bytes except for numbers serde stores as f64: their text follows serde's

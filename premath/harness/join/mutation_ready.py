@@ -1,6 +1,6 @@
-"""MutationReady: whether a step may mutate issues after its join check (typestate.md §6.2).
+"""MutationReady: whether a step may mutate issues after its join check (specs/join-check.md).
 
-The reference never computes this gate; HARNESS-TYPESTATE §6 asks for it. Ready only when the
+The reference never computes this gate; our loop needs it (D5-15). Ready only when the
 check accepted, the structural join is closed, continuation context is ready when continuation
 is allowed, the turn's mutation policy is the active one, and the join witness is recorded.
 A refusal is data, never an exception: the loop records the classes and skips every mutation.
@@ -57,7 +57,7 @@ def mutation_ready(
 
 
 def join_gate_fields(result: Mapping[str, Any], witness_ref: str | None) -> dict[str, Any]:
-    """The fields the reference's mutation consumer reads (typestate.md §6.3).
+    """The fields the reference's mutation consumer reads (specs/join-check.md "MutationReady").
 
     `joinClosed` is the top-level one (no failure class at all), the stricter of the two.
     """

@@ -1,8 +1,8 @@
 """Normalised typestate evidence: trimmed, deduplicated, keyed rows and the derived join state.
 
-Mirrors the reference's `normalize_typestate_evidence` (typestate.md §3-§4). Each row surface
-becomes a map sorted by its key; rows are dicts in wire form (absent optionals left out), so
-the digests hash exactly what is printed.
+Mirrors the reference's `normalize_typestate_evidence` (specs/join-check.md "Normalisation",
+"Digests"). Each row surface becomes a map sorted by its key; rows are dicts in wire form (absent
+optionals left out), so the digests hash exactly what is printed.
 """
 
 from collections.abc import Callable, Iterable
@@ -26,7 +26,7 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 
 
 class EvidenceInvalid(ValueError):
-    """Evidence that cannot be normalised; the message is the reference's (typestate.md §3.9)."""
+    """Evidence that cannot be normalised; the message is the reference's (specs/join-check.md)."""
 
 
 def ascii_lower(value: str) -> str:
@@ -226,7 +226,7 @@ class NormalizedEvidence:
         return closed
 
     def document(self) -> Row:
-        """`normalized` as printed (typestate.md §7): empty lists and no handoff left out."""
+        """`normalized` as printed (join-check.md "Output"): empty lists and no handoff left out."""
         document: Row = {
             "callSpec": self.call_spec,
             "contextState": self.context_state,
@@ -322,7 +322,7 @@ def normalize_evidence(evidence: Row) -> NormalizedEvidence:
         "protocolStateDigest": digest(protocol_state),
     }
     handoff_digest = None if handoff is None else digest(handoff)
-    # typestate.md §4.2: all 25 keys, `handoffDigest` null (not omitted) without a handoff.
+    # join-check.md "Digests": all 25 keys, `handoffDigest` null (not omitted) without a handoff.
     join_set = {
         **set_digests,
         "handoffDigest": handoff_digest,

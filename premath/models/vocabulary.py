@@ -1,0 +1,36 @@
+"""Names the wire and the disk share across packages, spelled once.
+
+Each is a value some file, document or option carries verbatim; modules import it from here
+instead of re-spelling it, so a typo is a name error and a change is one edit.
+"""
+
+from typing import Final, Literal
+
+DEFAULT_ISSUES_PATH: Final = ".premath/issues.jsonl"
+"""Issue memory, relative to the repository root (the reference's default)."""
+
+STEP_KIND: Final = "premath.harness.step.v1"
+"""The `stepKind` of every trajectory row."""
+
+SessionState = Literal["active", "stopped"]
+SESSION_STATES: tuple[SessionState, ...] = ("active", "stopped")
+
+GraphScope = Literal["active", "full"]
+GRAPH_SCOPES: tuple[GraphScope, ...] = ("active", "full")
+EdgeView = Literal["execution", "gtd", "groupoid"]
+EDGE_VIEWS: tuple[EdgeView, ...] = ("execution", "gtd", "groupoid")
+
+LeaseState = Literal[
+    "missing_issue",
+    "closed_with_lease",
+    "released",
+    "unleased",
+    "stale",
+    "contended",
+    "active",
+]
+"""An issue's lease as the loop sees it (specs/harness-loop.md "Lease states"): `lease_state`
+of issue memory gives the last three for any row, the loop's handoff all of them."""
+
+KNOWN_STATUSES = ("open", "in_progress", "blocked", "closed")
+"""Issue statuses that carry meaning; the stored field is free-form, as in the reference."""

@@ -1,0 +1,78 @@
+"""A real Docker engine and premath's offline base image, or a skip that says why.
+
+`tools/docker/setup.sh` (`mise run docker-setup`, run by `.ci/run`) starts the engine and builds
+the base image from Debian's packages; these tests never start or stop the engine themselves.
+"""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BASE_IMAGE = os.environ.get("PREMATH_BASE_IMAGE", "premath-base:bookworm")
+HARNESS_IMAGE = "premath-clean-harness-test:latest"
+
+
+def docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["docker", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def _engine_problem() -> str | None:
+    if shutil.which("docker") is None:
+        return "no docker CLI on PATH (run `mise run docker-setup`)"
+    version = docker("version", "--format", "{{.Server.Version}}", timeout=20)
+    if version.returncode != 0 or not version.stdout.strip():
+        return "no Docker engine answers (start one with `mise run docker-setup`)"
+    if docker("image", "inspect", BASE_IMAGE, timeout=20).returncode != 0:
+        return f"the base image {BASE_IMAGE} is missing (build it with `mise run docker-setup`)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def engine() -> str:
+    problem = _engine_problem()
+    if problem is not None:
+        pytest.skip(problem)
+    return BASE_IMAGE
+
+
+@pytest.fixture(scope="session")
+def harness_image(engine: str) -> str:
+    """The bundled example's Dockerfile, built on the local base image (no registry)."""
+    build = docker(
+        "build",
+        "--build-arg",
+        f"BASE={engine}",
+        "-t",
+        HARNESS_IMAGE,
+        os.fspath(REPO / "examples" / "clean_harness"),
+        timeout=600,
+    )
+    assert build.returncode == 0, build.stderr
+    return HARNESS_IMAGE
+
+
+def containers_named(prefix: str) -> list[str]:
+    listing = docker("ps", "-a", "--filter", f"name={prefix}", "--format", "{{.Names}}")
+    assert listing.returncode == 0, listing.stderr
+    return [name for name in listing.stdout.split() if name.startswith(prefix)]
+
+
+@pytest.fixture(scope="session")
+def premath_image(engine: str) -> str:
+    """This checkout's premath installed in the base image (tools/docker/build-premath-image.sh)."""
+    tag = "premath-runtime:test"
+    build = subprocess.run(
+        ["bash", os.fspath(REPO / "tools" / "docker" / "build-premath-image.sh"), tag],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert build.returncode == 0, build.stderr
+    return tag
