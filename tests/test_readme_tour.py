@@ -5,11 +5,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 _TRAILING_COMMENT = re.compile(r"\s{2,}#.*$")
+DOCKER_SECTION = "### In containers (Docker)"  # needs a Docker engine: tests/docker cover it
 
 
 def readme_tour_commands() -> list[str]:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     tour = readme.split("## A tour of the commands", 1)[1].split("## Development", 1)[0]
+    tour = re.sub(rf"{re.escape(DOCKER_SECTION)}.*?(?=\n### |\Z)", "", tour, flags=re.DOTALL)
     blocks = re.findall(r"```sh\n(.*?)```", tour, re.DOTALL)
     lines = [line for block in blocks for line in block.splitlines()]
     return [_TRAILING_COMMENT.sub("", line) for line in lines if line.strip()]

@@ -22,8 +22,8 @@ class InterruptHold:
 
     _active: "InterruptHold | None" = None
     requested: BaseException | None = None
-    """The stop this process was asked for, kept after it was raised: code that swallowed it
-    (a broad `except`) still cannot start another child (`raise_if_stopped`)."""
+    """The stop this process was asked for, kept after it was raised: a loop that swallowed it
+    (a broad `except`) still starts no new command (`raise_if_stopped`)."""
 
     def __init__(self) -> None:
         self.pending: BaseException | None = None
@@ -85,7 +85,8 @@ def _stop_requests_cleared(handling: contextlib.AbstractContextManager[None]) ->
 
 
 def raise_if_stopped() -> None:
-    """Raise the stop this process was already asked for, if any (before spawning a child)."""
+    """Raise the stop this process was already asked for, if any (before a new unit of work;
+    clean-up after the stop may still spawn)."""
     if InterruptHold.requested is not None:
         raise InterruptHold.requested
 

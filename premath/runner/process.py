@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from premath.runner.interrupts import InterruptHold, raise_if_stopped
+from premath.runner.interrupts import InterruptHold
 
 ProcessStatus = Literal["ok", "exit_nonzero", "timeout", "cancelled", "spawn_failed", "oom_killed"]
 """`ok`: exit code 0. `exit_nonzero`: any other exit, or death by a signal we did not send.
@@ -288,7 +288,6 @@ def run_bounded(
     started = time.monotonic()
     launch = _behind_prlimit(argv, cwd, child_env, limits)
     spawn_argv, preset_limits = launch if launch is not None else (list(argv), ())
-    raise_if_stopped()  # asked to stop already: start nothing new
     hold = InterruptHold()
     try:
         proc = subprocess.Popen(
