@@ -54,6 +54,8 @@ class Reply:
     exit_code: int = 0
     warnings: Sequence[str] = ()
     """Printed on stderr as `warning: ...` lines; the document stays the reference's."""
+    sorted_keys: bool = True
+    """False where the reference prints a struct in field order (agent-surface.md §0)."""
 
 
 class StrictCommand(click.Command):
@@ -169,9 +171,10 @@ def _emit_reply(reply: Reply, json_mode: bool) -> None:
     for warning in reply.warnings:
         sys.stderr.write(f"warning: {warning}\n")
     if json_mode or reply.text is None:
-        from premath.store.canonical import stdout_bytes
+        from premath.store.canonical import document_bytes, stdout_bytes
 
-        _write(sys.stdout, stdout_bytes(reply.document))
+        encode = stdout_bytes if reply.sorted_keys else document_bytes
+        _write(sys.stdout, encode(reply.document))
     else:
         _write(sys.stdout, (reply.text(reply.document) + "\n").encode("utf-8"))
 
