@@ -5,13 +5,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 _TRAILING_COMMENT = re.compile(r"\s{2,}#.*$")
-DOCKER_SECTION = "### In containers (Docker)"  # needs a Docker engine: tests/docker cover it
+# Sections the empty-folder tour leaves out, with why: each needs what an empty folder lacks.
+OTHER_SECTIONS = (
+    "### In containers (Docker)",  # a Docker engine: tests/docker cover it
+    "### Instructions and the host API",  # this repository's instructions/ and mise tasks: CI
+)
 
 
 def readme_tour_commands() -> list[str]:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     tour = readme.split("## A tour of the commands", 1)[1].split("## Development", 1)[0]
-    tour = re.sub(rf"{re.escape(DOCKER_SECTION)}.*?(?=\n### |\Z)", "", tour, flags=re.DOTALL)
+    for section in OTHER_SECTIONS:
+        tour = re.sub(rf"{re.escape(section)}.*?(?=\n### |\Z)", "", tour, flags=re.DOTALL)
     blocks = re.findall(r"```sh\n(.*?)```", tour, re.DOTALL)
     lines = [line for block in blocks for line in block.splitlines()]
     return [_TRAILING_COMMENT.sub("", line) for line in lines if line.strip()]

@@ -538,7 +538,11 @@ def issue_discover(
 @json_option
 @pass_app
 def issue_migrate_events(app: AppContext, /, issues: str, events: str) -> Reply:
-    """Write the store as an issue.event.v1 log and check that it replays to the same store."""
+    """Write the store as an issue.event.v1 log and check that it replays to the same store.
+
+    \b
+    premath issue migrate-events --json
+    """
     from premath.issues.event_documents import migrate_document, migrate_text
     from premath.issues.events import migrate_events
 
@@ -555,7 +559,11 @@ def issue_migrate_events(app: AppContext, /, issues: str, events: str) -> Reply:
 @json_option
 @pass_app
 def issue_replay_events(app: AppContext, /, events: str, issues: str, cache: str | None) -> Reply:
-    """Rebuild or verify the issues file from the event log (rewritten only when it differs)."""
+    """Rebuild or verify the issues file from the event log (rewritten only when it differs).
+
+    \b
+    premath issue replay-events --json
+    """
     from premath.issues.event_documents import replay_document, replay_text
     from premath.issues.events import replay_events
 
@@ -575,7 +583,11 @@ def issue_replay_events(app: AppContext, /, events: str, issues: str, cache: str
 @json_option
 @pass_app
 def issue_backend_status(app: AppContext, /, issues: str, repo: str, projection: str) -> Reply:
-    """Report the issue store, its query projection and the jj state (read-only, exit 0)."""
+    """Report the issue store, its query projection and the jj state (read-only, exit 0).
+
+    \b
+    premath issue backend-status --json
+    """
     from premath.issues.backend_status import backend_status
     from premath.issues.event_documents import backend_status_document, backend_status_text
 
