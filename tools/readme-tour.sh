@@ -52,6 +52,7 @@ echo '{"id": "t1", "a": 2, "b": 3, "op": "+", "expected": 5}' > task.json
 premath run --command "python3 examples/clean_harness/harness.py" --arg --strategy --arg careful task.json
 premath experiment validate examples/clean_harness/experiment.yaml
 premath experiment run examples/clean_harness/experiment.yaml --run-id demo --concurrency 4
+premath experiment run examples/clean_harness/experiment.yaml --run-id gate --fail-on-error-rate 0.1
 premath experiment resume demo --rerun-errors
 premath experiment report demo --html demo.html
 premath schema experiment
