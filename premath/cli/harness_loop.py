@@ -163,6 +163,16 @@ SETTINGS_FLAGS = (
         },
     ),
     Flag(
+        "host_action_transport",
+        ("--host-action-transport",),
+        {
+            "type": click.Choice(["mcp", "local-repl"]),
+            "default": None,
+            "help": "mcp: lease recovery after a failure goes through the transport dispatch and "
+            "records transport:// refs; unset: recovery in-process (D5-12)",
+        },
+    ),
+    Flag(
         "pass_env",
         ("--pass-env",),
         {
@@ -170,14 +180,6 @@ SETTINGS_FLAGS = (
             "help": "Environment variable to pass to work/verify commands (repeatable)",
         },
     ),
-)
-
-host_action_transport_option = click.option(
-    "--host-action-transport",
-    type=click.Choice(["mcp", "local-repl"]),
-    default=None,
-    expose_value=False,
-    help="Accepted for compatibility; recovery runs in-process (D5-12)",
 )
 
 
@@ -198,8 +200,8 @@ def memory_path_options(function: F) -> F:
 
 
 def loop_options(function: F) -> F:
-    """The options both modes share (issue-memory-and-loops.md §B1), then ours."""
-    return memory_path_options(host_action_transport_option(_decorate(function, SETTINGS_FLAGS)))
+    """The options both modes share (specs/harness-loop.md "Worker"), then ours."""
+    return memory_path_options(_decorate(function, SETTINGS_FLAGS))
 
 
 def loop_paths(options: dict[str, Any]) -> Any:

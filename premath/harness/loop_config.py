@@ -112,6 +112,8 @@ class WorkerSettings:
     output_cap: int = DEFAULT_OUTPUT_CAP
     backoff_scale: float = 1.0
     pass_env: tuple[str, ...] = ()
+    host_action_transport: str | None = None
+    """`mcp`: lease recovery after a failure goes through the transport dispatch (D5-12)."""
     authority: MutationAuthority = field(init=False)
     policy: RetryPolicy = field(init=False)
 
@@ -167,6 +169,8 @@ class WorkerConfig:
     backoff_scale: float = 1.0
     lock_timeout_s: float = 10.0
     pass_env: tuple[str, ...] = ()
+    host_action_transport: str | None = None
+    """`mcp`: lease recovery after a failure goes through the transport dispatch (D5-12)."""
 
 
 def env_or(value: str | None, env_name: str, default: str) -> str:
@@ -216,6 +220,7 @@ def worker_config(
         backoff_scale=settings.backoff_scale,
         lock_timeout_s=lock_timeout_s,
         pass_env=settings.pass_env,
+        host_action_transport=settings.host_action_transport,
     )
 
 
