@@ -5,6 +5,7 @@ run, alternating runs of ours and the baseline. Peak memory comes from the child
 """
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -39,6 +40,20 @@ def run_once(
     argv: Sequence[str], cwd: Path | None = None, stdin: bytes | None = None
 ) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of one run of `argv`; its output is discarded."""
+    elapsed, usage = _run(argv, cwd, stdin)
+    return elapsed, usage.ru_maxrss / 1024
+
+
+def run_cpu(argv: Sequence[str], cwd: Path | None = None) -> tuple[float, float]:
+    """CPU seconds (user + system, the child's and its reaped children's) and peak RSS (MB) of
+    one run: on a loaded machine CPU time varies less than wall time."""
+    _, usage = _run(argv, cwd, None)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def _run(
+    argv: Sequence[str], cwd: Path | None, stdin: bytes | None
+) -> tuple[float, resource.struct_rusage]:
     start = time.perf_counter()
     proc = subprocess.Popen(
         list(argv),
@@ -56,7 +71,7 @@ def run_once(
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"benchmark command failed ({proc.returncode}): {' '.join(argv)}")
-    return elapsed, usage.ru_maxrss / 1024
+    return elapsed, usage
 
 
 def summarise(times: list[float], peaks: list[float]) -> Sample:

@@ -6,7 +6,9 @@ fraction digits, trailing zeros trimmed). Targets at 100k issues, whoever wrote 
 slower than the reference, and claim-next at most half the reference's peak memory; without
 `PREMATH_REFERENCE_BIN` the reference is not run and the canonical targets of the reference's
 published figures apply (ready under 0.7 s, claim-next under 0.8 s). claim-next rewrites the
-store, so each run gets a fresh copy (the copy is not timed). The replay row streams a log of
+store, so each run gets a fresh copy (the copy is not timed). Times are CPU seconds (the command's
+and its reaped children's, so our parallel store check counts), medians of runs interleaved
+with the other form and the reference, robust on a loaded machine. The replay row streams a log of
 1M events (10k with --quick) into a new store: its peak memory stays bounded by the store.
 """
 
@@ -21,7 +23,17 @@ from pathlib import Path
 
 import orjson
 
-from benchmarks._measure import CACHE, PREMATH, Row, Sample, ms, run_once, summarise, verdict
+from benchmarks._measure import (
+    CACHE,
+    PREMATH,
+    Row,
+    Sample,
+    ms,
+    run_cpu,
+    run_once,
+    summarise,
+    verdict,
+)
 
 SIZES = {"10k": 10_000, "100k": 100_000}
 FORMS = ("canonical", "foreign")
@@ -139,25 +151,37 @@ def write_log(path: Path, events: int, issues: int, seed: int = 5) -> None:
 
 
 def _interleaved(
-    commands: dict[str, Sequence[str]], runs: int, cwd: Path, before: Callable[[], None]
+    commands: dict[str, Sequence[str]], runs: int, cwd: Path, before: Callable[[str], None]
 ) -> dict[str, Sample]:
-    """Runs of each command in turn (`before` each run: e.g. a fresh store copy), one warm-up."""
+    """CPU time and peak memory of each command, run in turn (`before(name)` each run: e.g. a
+    fresh store copy), after one warm-up round."""
     times: dict[str, list[float]] = {name: [] for name in commands}
     peaks: dict[str, list[float]] = {name: [] for name in commands}
     for round_number in range(runs + 1):
         for name, argv in commands.items():
-            before()
-            elapsed, peak = run_once(argv, cwd)
+            before(name)
+            cpu, peak = run_cpu(argv, cwd)
             if round_number:
-                times[name].append(elapsed)
+                times[name].append(cpu)
                 peaks[name].append(peak)
     return {name: summarise(times[name], peaks[name]) for name in commands}
 
 
-def _row(measure: str, size: str, samples: dict[str, Sample], target_s: float | None) -> Row:
-    ours = samples["ours"]
-    reference = samples.get("reference")
-    text = f"{ms(ours.median_s)} (p90 {ms(ours.p90_s)}, {ours.peak_rss_mb:.0f} MB)"
+def _row(
+    measure: str, size: str, form: str, samples: dict[str, Sample], target_s: float | None
+) -> Row:
+    """One store form's row: against the reference when it ran, else the interpreter's start;
+    a foreign store also against the canonical one (same size, same run)."""
+    ours = samples[f"ours {form}"]
+    text = f"{ms(ours.median_s)} CPU (p90 {ms(ours.p90_s)}, {ours.peak_rss_mb:.0f} MB)"
+    versus_canonical = ""
+    if form != "canonical":
+        canonical = samples["ours canonical"]
+        versus_canonical = (
+            f"{ours.median_s / canonical.median_s:.2f}x canonical, "
+            f"{ours.peak_rss_mb / canonical.peak_rss_mb:.2f}x MB; "
+        )
+    reference = samples.get(f"reference {form}")
     if reference is not None:
         half_memory = measure.endswith("claim-next")
         ok = ours.median_s <= reference.median_s
@@ -167,7 +191,7 @@ def _row(measure: str, size: str, samples: dict[str, Sample], target_s: float | 
             size=size,
             ours=text,
             baseline=f"reference {ms(reference.median_s)}, {reference.peak_rss_mb:.0f} MB",
-            ratio=f"{ours.median_s / reference.median_s:.2f}x ref, "
+            ratio=f"{versus_canonical}{ours.median_s / reference.median_s:.2f}x ref, "
             f"{ours.peak_rss_mb / reference.peak_rss_mb:.2f}x MB",
             target="<= reference" + (", <= 1/2 MB" if half_memory else ""),
             verdict=verdict(ok),
@@ -178,34 +202,48 @@ def _row(measure: str, size: str, samples: dict[str, Sample], target_s: float | 
         size=size,
         ours=text,
         baseline=ms(base.median_s),
-        ratio=f"{ours.median_s / base.median_s:.1f}x",
+        ratio=f"{versus_canonical}{ours.median_s / base.median_s:.1f}x",
         target="-" if target_s is None else f"< {target_s * 1000:.0f} ms",
         verdict="-" if target_s is None else verdict(ours.median_s < target_s),
     )
 
 
-def _commands(reference: str | None, args: list[str]) -> dict[str, Sequence[str]]:
-    commands: dict[str, Sequence[str]] = {"ours": [*PREMATH, *args], "baseline": BASELINE}
-    if reference:
-        commands["reference"] = [reference, *args]
+def _commands(reference: str | None, args: Callable[[str], list[str]]) -> dict[str, Sequence[str]]:
+    """Ours (and the reference) on each store form, and the interpreter's start alone."""
+    commands: dict[str, Sequence[str]] = {"baseline": BASELINE}
+    for form in FORMS:
+        commands[f"ours {form}"] = [*PREMATH, *args(form)]
+        if reference:
+            commands[f"reference {form}"] = [reference, *args(form)]
     return commands
 
 
-def _store_rows(label: str, form: str, runs: int, reference: str | None) -> list[Row]:
-    source = store_path(label, form)
-    size = f"{label} issues, {form}"
+def _store_rows(label: str, runs: int, reference: str | None) -> list[Row]:
+    """Both store forms of one size, measured interleaved so their ratio sees one machine."""
+    sources = {form: store_path(label, form) for form in FORMS}
     rows = []
-    ready = _commands(reference, ["issue", "ready", "--issues", str(source), "--json"])
-    samples = _interleaved(ready, runs, source.parent, lambda: None)
-    rows.append(_row("issue ready", size, samples, TARGETS_S.get(("ready", label))))
+    ready = _commands(
+        reference, lambda form: ["issue", "ready", "--issues", str(sources[form]), "--json"]
+    )
+    ready_samples = _interleaved(ready, runs, CACHE, lambda name: None)
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
-        target = work / "issues.jsonl"
-        args = ["issue", "claim-next", "--assignee", "bench", "--issues", str(target), "--json"]
-        samples = _interleaved(
-            _commands(reference, args), runs, work, lambda: shutil.copyfile(source, target)
-        )
-    rows.append(_row("issue claim-next", size, samples, TARGETS_S.get(("claim-next", label))))
+        targets = {form: work / f"issues-{form}.jsonl" for form in FORMS}
+
+        def fresh_copy(name: str) -> None:
+            form = name.rpartition(" ")[2]
+            if form in targets:
+                shutil.copyfile(sources[form], targets[form])
+
+        claim_args = ["issue", "claim-next", "--assignee", "bench", "--json", "--issues"]
+        claim = _commands(reference, lambda form: [*claim_args, str(targets[form])])
+        claim_samples = _interleaved(claim, runs, work, fresh_copy)
+    for form in FORMS:
+        size = f"{label} issues, {form}"
+        target = TARGETS_S.get(("ready", label))
+        rows.append(_row("issue ready", size, form, ready_samples, target))
+        target = TARGETS_S.get(("claim-next", label))
+        rows.append(_row("issue claim-next", size, form, claim_samples, target))
     return rows
 
 
@@ -236,7 +274,6 @@ def rows(quick: bool) -> list[Row]:
     runs = 3 if quick else 15
     result = []
     for label in labels:
-        for form in FORMS:
-            result.extend(_store_rows(label, form, runs, reference))
+        result.extend(_store_rows(label, runs, reference))
     result.append(_replay_row(10_000, 1_000) if quick else _replay_row(1_000_000, 50_000))
     return result

@@ -91,6 +91,13 @@ def encode_store(issues: IssueMap) -> bytes:
     return b"".join([dumps(row) + b"\n" for row in rows])
 
 
+def _drained_lines(issues: IssueMap) -> list[bytes]:
+    """The lines of `encode_store(issues)`, emptying `issues` as they are made: each row is
+    freed once encoded, so the rows and the new file are never whole in memory together."""
+    pop = issues.pop
+    return [encode_row(pop(issue_id)) for issue_id in sorted(issues)]
+
+
 class _SplitFile(NamedTuple):
     lines: list[bytes]
     terminated: bool
@@ -183,7 +190,11 @@ def _parse_split(
 ) -> _Loaded:
     """Every line decoded once; then lines exactly as our writers write them (checked in big
     stores only, where it saves a third of the time), else rows in stored form but perhaps
-    for their times (`_stored_rows`), else the general rules (`_parse_lines`)."""
+    for their times (`_stored_rows`), else the general rules (`_parse_lines`).
+
+    Lines not kept for `_spliced_lines` are freed (`split.lines` cleared) as soon as the rows
+    are known: a rewrite of a store in foreign form then re-encodes without the file's copy
+    beside it (peak memory)."""
     lines = split.lines
     try:
         rows = list(map(orjson.loads, lines))
@@ -194,14 +205,19 @@ def _parse_split(
         form = TEXT_UNKNOWN if written is None else split.written()
         if written is not None and form == TEXT_STORED:
             keep = keep_lines and split.terminated and len(written) == len(lines)
-            return _Loaded(written, lines if keep and _ascending(list(written)) else None)
+            if keep and _ascending(list(written)):
+                return _Loaded(written, lines)
+            lines.clear()
+            return _Loaded(written, None)
         if written is not None and form == TEXT_STORED_BUT_TIMES:
+            lines.clear()
             _put_stamps(rows, map(autosi_fraction, _queued_stamps(rows)))
             return _Loaded(written, None)
     stored = _stored_rows(rows)
     if stored is None:
         del rows
         return _Loaded(_parse_lines(split, path, now_text, tolerate_torn_tail), None)
+    lines.clear()
     return _Loaded(stored, None)
 
 
@@ -458,7 +474,9 @@ def mutate_store(
     A missing file is an empty store. The store is saved whole and atomically, sorted by id; on
     any error the file is left as it was and the lock is still released. When the mutation names
     the rows it changed and the file was already in our bytes, the other rows keep their lines
-    as read: claim-next re-encodes one row, not 100k.
+    as read: claim-next re-encodes one row, not 100k. Otherwise, unless a warm cache keeps the
+    store, the map is emptied as the new file is encoded (`_drained_lines`): `mutate` returns the
+    rows it needs, never the map.
     """
     marker = lock_path(path)
     lock = hold_marker(
@@ -484,6 +502,12 @@ def mutate_store(
             lines = None
             if isinstance(changed, tuple) and loaded.stored_lines is not None:
                 lines = _spliced_lines(loaded.issues, loaded.stored_lines, changed)
+            if lines is None and warm is None:
+                drained = _drained_lines(loaded.issues)
+                del loaded
+                _write(path, b"".join(drained))
+                remove_orphaned_temp_files(path)
+                return value
             if lines is None:
                 data = encode_store(loaded.issues)
                 _write(path, data)

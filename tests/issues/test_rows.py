@@ -168,18 +168,35 @@ def test_fast_path_accepts_only_rows_the_checker_leaves_unchanged(value):
     assert orjson.dumps(check_row(value, NOW_TEXT)) == orjson.dumps(value)
 
 
-@given(st.lists(row_like(), max_size=4))
-def test_rewrite_is_a_fixed_point_byte_for_byte(values):
+def _parsed_or_none(values):
+    """The store of these rows as one file, or None where the reader refuses it."""
     data = b"".join(orjson.dumps(v) + b"\n" for v in values)
     try:
-        first = parse_issues(data, "t.jsonl", NOW_TEXT, tolerate_torn_tail=False)
+        return parse_issues(data, "t.jsonl", NOW_TEXT, tolerate_torn_tail=False)
     except PremathError:
+        return None
+
+
+@given(st.lists(row_like(), max_size=4))
+def test_rewrite_is_a_fixed_point_byte_for_byte(values):
+    first = _parsed_or_none(values)
+    if first is None:
         return
     written = encode_store(first)
     again = parse_issues(written, "t.jsonl", NOW_TEXT, tolerate_torn_tail=False)
     assert encode_store(again) == written
     assert list(again) == sorted(again)
     assert [orjson.loads(line)["id"] for line in written.splitlines()] == sorted(first)
+
+
+@given(st.lists(st.one_of(row_like(), near_stored()), max_size=6))
+def test_a_draining_rewrite_writes_the_bytes_of_encode_store(values):
+    issues = _parsed_or_none(values)
+    if issues is None:
+        return
+    expected = encode_store(issues)
+    assert b"".join(issues_file._drained_lines(issues)) == expected
+    assert issues == {}
 
 
 @given(st.binary(max_size=300))
