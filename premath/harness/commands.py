@@ -15,6 +15,7 @@ from typing import Any
 
 from premath.harness.retry import failure_classes_from_output, known_failure_classes
 from premath.models.retry_policy import RetryPolicy
+from premath.runner.interrupts import raise_if_stopped
 from premath.runner.process import ProcessOutcome, allowlisted_env, passed_env, run_bounded
 
 SHELL = "sh"
@@ -75,6 +76,7 @@ def run_command(
     log_dir: str,
 ) -> CommandRun:
     """Run one command to completion or its deadline; its output goes to `<log_dir>/<name>.*`."""
+    raise_if_stopped()  # a worker asked to stop starts no new command, even if it swallowed it
     Path(log_dir).mkdir(parents=True, exist_ok=True)
     stdout_path = os.path.join(log_dir, f"{name}.stdout")
     stderr_path = os.path.join(log_dir, f"{name}.stderr")
@@ -86,6 +88,7 @@ def run_command(
         stdout_path=stdout_path,
         stderr_path=stderr_path,
         output_cap=output_cap,
+        group_ticket=os.path.join(log_dir, f"{name}.group"),
     )
     return CommandRun(name, command, outcome, stdout_path, stderr_path)
 

@@ -58,8 +58,12 @@ def write_session(
     witness_refs: tuple[str, ...] = (),
     lineage_refs: tuple[str, ...] = (),
     issues_path: str = DEFAULT_ISSUES_PATH,
+    recorded_issues_path: str | None = None,
 ) -> dict[str, Any]:
     """Create or update the session and return it as written.
+
+    The snapshot ref is taken of the store at `issues_path`; the session names it as
+    `recorded_issues_path` when given (the loop's repository-relative form, D16-7).
 
     A `None` text option or an empty ref tuple means "not given": the existing value is kept
     verbatim. A given blank text clears the field; a given ref list replaces the old one
@@ -78,7 +82,9 @@ def write_session(
             "startedAt": existing.get("startedAt", stamp),
             "updatedAt": stamp,
             "stoppedAt": stamp if state == "stopped" else None,
-            "issuesPath": resolved_issues_path,
+            "issuesPath": resolved_issues_path
+            if recorded_issues_path is None
+            else recorded_issues_path,
             "issuesSnapshotRef": issues_snapshot_ref(resolved_issues_path),
         }
         for name, given in (("issueId", issue_id), ("summary", summary), ("nextStep", next_step)):

@@ -61,6 +61,7 @@ from premath.runner.descendants import (
     call_in_flight,
     register_leader,
 )
+from premath.runner.interrupts import InterruptHold
 from premath.store.owners import process_start_time
 
 ProcessStatus = Literal["ok", "exit_nonzero", "timeout", "cancelled", "spawn_failed", "oom_killed"]
@@ -169,7 +170,12 @@ class _Sink:
     """One output stream: a capped file (or none), a byte count and a tail."""
 
     def __init__(self, path: Path | None, cap: int, tail_bytes: int) -> None:
-        self._file: BinaryIO | None = open(path, "wb") if path is not None else None  # noqa: SIM115 - closed in close()
+        # Unbuffered: a log is readable while the child runs (the coordinator streams it).
+        self._file: BinaryIO | None = (
+            open(path, "wb", buffering=0)  # noqa: SIM115 - closed in close()
+            if path is not None
+            else None
+        )
         self._cap = cap
         self._tail_bytes = tail_bytes
         self.total = 0
@@ -332,6 +338,7 @@ def _run_in_flight(
     started = time.monotonic()
     launch = _behind_prlimit(argv, cwd, child_env, limits)
     spawn_argv, preset_limits = launch if launch is not None else (list(argv), ())
+    hold = InterruptHold()
     try:
         proc = subprocess.Popen(
             spawn_argv,
@@ -346,15 +353,20 @@ def _run_in_flight(
     except (OSError, ValueError) as exc:
         out.close()
         err.close()
+        hold.release()
         reason = getattr(exc, "strerror", None) or str(exc)
         return spawn_failed(
             f"cannot start {argv[0] if argv else '(empty command)'}: {reason}",
             duration_s=time.monotonic() - started,
         )
+    except BaseException:
+        hold.release()
+        raise
     register_leader(leader_slot, proc.pid)
     tree = CallTree(proc.pid)
     ticket = Path(group_ticket) if group_ticket is not None else None
     try:
+        hold.release()  # a stop signal that came during the spawn is raised here: group killed
         if ticket is not None:
             _write_ticket(ticket, proc.pid)
         applied = preset_limits or _apply_limits(proc.pid, limits)
@@ -521,26 +533,31 @@ def _write_ticket(path: Path, pid: int) -> None:
     path.write_text(f"{pid} {process_start_time(pid) or '-'}\n", encoding="ascii")
 
 
-def reap_group_ticket(path: str | os.PathLike[str]) -> bool:
-    """Kill the group a dead caller's `group_ticket` names, if its leader still runs; remove it.
-
-    True when a group was signalled. Nothing is signalled without a start time (not Linux).
-    """
-    ticket = Path(path)
+def signal_group_ticket(path: str | os.PathLike[str], signum: int) -> bool:
+    """Send `signum` to the group a `group_ticket` names, if its leader is still the process
+    that wrote it. True when a group was signalled; nothing without a start time (not Linux)."""
     try:
-        pid_text, start = ticket.read_text(encoding="ascii").split()
+        pid_text, start = Path(path).read_text(encoding="ascii").split()
         pid = int(pid_text)
     except (OSError, ValueError):
-        ticket.unlink(missing_ok=True)
         return False
-    killed = False
     now_start = process_start_time(pid) if start != "-" and pid > 0 else "unknown"
     # Same leader: its group is ours. No process with that pid but a group with that id: the
     # leader died and left members, and Linux never reuses a pid still naming a group, so that
     # group is ours too. A different process under the pid: not ours, leave it alone.
     if now_start == start or now_start is None:
         with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
-            killed = True
-    ticket.unlink(missing_ok=True)
-    return killed
+            os.killpg(pid, signum)
+            return True
+    return False
+
+
+def reap_group_ticket(path: str | os.PathLike[str]) -> bool:
+    """Kill the group a dead caller's `group_ticket` names, if its leader still runs; remove it.
+
+    True when a group was signalled.
+    """
+    try:
+        return signal_group_ticket(path, signal.SIGKILL)
+    finally:
+        Path(path).unlink(missing_ok=True)

@@ -507,7 +507,6 @@ def mutate_store(
                 drained = _drained_lines(loaded.issues)
                 del loaded
                 _write(path, b"".join(drained))
-                remove_orphaned_temp_files(path)
                 return value
             if lines is None:
                 data = encode_store(loaded.issues)
