@@ -396,7 +396,8 @@ def execute_run(
                 state, runner, clock, lock_timeout, concurrency, rerun_errors, show_progress
             )
         finally:
-            runner.close()
+            if executor is None:  # a caller's executor is the caller's to close
+                runner.close()
 
 
 def _execute_pending(

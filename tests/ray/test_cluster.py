@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import yaml
 
+from tests.bench import test_batch as batch
 from tests.ray.conftest import RayCluster
 from tests.support.cli import run_premath
 
@@ -154,6 +155,23 @@ def test_ctrl_c_cancels_the_cluster_tasks_and_resume_runs_only_what_is_missing(
     rows = _rows(runs / "stop")
     assert len(rows) == 8
     assert len({row["trial_id"] for row in rows}) == 8  # never recorded twice
+
+
+def test_bench_batch_on_the_cluster(ray_cluster: RayCluster, tmp_path):
+    (tmp_path / "agent.py").write_text(batch.HARNESS)
+    agent = f"{sys.executable} agent.py"
+    document = _run(
+        "bench", "batch", *batch._tasks(tmp_path), "--variant", f"base={agent}",
+        "--variant", f"strong={agent} --strong", "--executor", "ray", "--concurrency", "2",
+        "--run-id", "b", cwd=tmp_path, env=ray_cluster.env,
+    )  # fmt: skip
+    assert document["executor"] == "ray"
+    rates = {v["variant_id"]: v["pass_rate"] for v in document["report"]["variants"]}
+    assert rates == {"base": 1 / 3, "strong": 1.0}
+    summaries = list(
+        (tmp_path / ".premath/bench/batches/b").glob("trials/*/*/out/bench-run/summary.json")
+    )
+    assert len(summaries) == 6  # each trial's bench run folder came back from its node
 
 
 def test_a_lost_node_becomes_errors_that_rerun_errors_completes(ray_cluster: RayCluster, tmp_path):
