@@ -12,7 +12,7 @@ from pathlib import Path
 
 from premath.errors import InputInvalid
 from premath.runner.containers import DockerEngine, ImageIdentity
-from premath.runner.executors import container_name
+from premath.runner.executors import placed_container_name
 
 DOCKER_BACKEND = "docker"
 CONTAINER_PREMATH_ARGV = ("premath",)
@@ -76,5 +76,5 @@ def harness_container_argv(
     return [*argv, image, *harness_argv]
 
 
-def harness_container_name(run_id: str) -> str:
-    return container_name("bench", run_id)
+def harness_container_name(run_dir: Path) -> str:
+    return placed_container_name(run_dir, "bench", run_dir.name)

@@ -228,7 +228,7 @@ def _run_in_container(
     from premath.runner.containers import DockerEngine
 
     engine = DockerEngine()
-    name = harness_container_name(paths.run_id)
+    name = harness_container_name(paths.root)
     assert request.harness_image is not None  # checked before the run folder was made
     container_argv = harness_container_argv(
         engine=engine,

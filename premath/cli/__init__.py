@@ -75,6 +75,22 @@ COMMAND_GROUPS: dict[str, LazyGroup] = {
     "schema": LazyGroup(
         "premath.cli.schema:schema", "Print the JSON Schema of KIND (always JSON)."
     ),
+    "instruction-check": LazyGroup(
+        "premath.cli.instruction:instruction_check",
+        "Validate an instruction envelope: schema, policy binding, classification, proposal.",
+    ),
+    "instruction-witness": LazyGroup(
+        "premath.cli.instruction:instruction_witness",
+        "Build the `ci.instruction.v1` witness of an instruction run.",
+    ),
+    "scheme-eval": LazyGroup(
+        "premath.cli.scheme_eval:scheme_eval",
+        "Evaluate a program of host-action calls under the control-plane allowlist.",
+    ),
+    "instruction-run": LazyGroup(
+        "premath.cli.instruction:instruction_run",
+        "Check an envelope, run its checks, write artifacts/ciwitness/<id>.json.",
+    ),
 }
 
 KEEPS_RUNNING = frozenset({"harness-loop", "experiment", "bench", "run", "mcp-serve"})

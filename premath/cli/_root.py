@@ -51,6 +51,8 @@ class Reply:
     document: Any
     text: Callable[[Any], str] | None = None
     exit_code: int = 0
+    sorted_keys: bool = True
+    """False where the reference prints a struct in field order (agent-surface.md §0)."""
 
 
 class StrictCommand(click.Command):
@@ -164,9 +166,10 @@ def _emit_error(code: str, message: str, json_mode: bool) -> None:
 
 def _emit_reply(reply: Reply, json_mode: bool) -> None:
     if json_mode or reply.text is None:
-        from premath.store.canonical import stdout_bytes
+        from premath.store.canonical import document_bytes, stdout_bytes
 
-        _write(sys.stdout, stdout_bytes(reply.document))
+        encode = stdout_bytes if reply.sorted_keys else document_bytes
+        _write(sys.stdout, encode(reply.document))
     else:
         _write(sys.stdout, (reply.text(reply.document) + "\n").encode("utf-8"))
 

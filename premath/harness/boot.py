@@ -17,7 +17,22 @@ def _finding(failure_class: BootFailureClass, message: str) -> dict[str, str]:
     return {"class": failure_class, "message": message}
 
 
-def _memory_roots(paths: Any) -> dict[str, Any]:
+def _memory_roots(
+    paths: Any, findings: list[dict[str, str]], extra_roots: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Where each root lives and its state (`roots`: present, missing or invalid with why)."""
+    from premath.harness.memory_roots import file_root
+
+    def why(*classes: str) -> str | None:
+        return next((f["message"] for f in findings if f["class"] in classes), None)
+
+    roots = [
+        file_root("issues", paths.issues, paths.issues, why("boot.issues_invalid")),
+        file_root("session", paths.session, paths.session, why("boot.session_invalid")),
+        file_root("featureLedger", paths.ledger, paths.ledger, why("boot.ledger_invalid")),
+        file_root("trajectory", paths.trajectory, paths.trajectory),
+        *extra_roots,
+    ]
     return {
         "repoRoot": paths.repo_root,
         "issuesPath": paths.issues,
@@ -28,13 +43,18 @@ def _memory_roots(paths: Any) -> dict[str, Any]:
         "featureLedgerExists": os.path.exists(paths.ledger),
         "trajectoryPath": paths.trajectory,
         "trajectoryExists": os.path.exists(paths.trajectory),
+        "roots": roots,
     }
 
 
 def _next_target(
-    issues: dict[str, Any], handoff: dict[str, Any] | None, ready_ids: list[str]
+    issues: dict[str, Any],
+    handoff: dict[str, Any] | None,
+    ready_ids: list[str],
+    witness_bound: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
-    """Resume the session's issue, else the ledger's next feature, else the first ready issue."""
+    """Resume the session's issue, else the ledger's next feature, else the first ready issue
+    an accepted, mutation-scoped instruction witness binds, else the first ready issue."""
     if handoff is not None:
         resume = handoff.get("resumeIssueId")
         row = issues.get(resume) if resume else None
@@ -48,6 +68,9 @@ def _next_target(
         row = issues.get(feature) if feature else None
         if row is not None and row["status"] != "closed":
             return {"issueId": feature, "source": "feature_ledger", "featureId": feature}
+    bound = next((issue_id for issue_id in ready_ids if issue_id in witness_bound), None)
+    if bound is not None:
+        return {"issueId": bound, "source": "instruction_witness", "featureId": None}
     if ready_ids:
         return {"issueId": ready_ids[0], "source": "ready", "featureId": None}
     return {"issueId": None, "source": None, "featureId": None}
@@ -95,6 +118,14 @@ def boot_report(
         findings.append(
             _finding("boot.startup_verification_failed", f"startup command {startup['status']}")
         )
+    from premath.harness.memory_roots import observation_root, witness_root
+
+    witnesses, accepted = witness_root(paths.repo_root)
+    witness_bound = frozenset(
+        issue_id
+        for witness in accepted
+        if witness.scoped and (issue_id := witness.bound_issue()) is not None
+    )
     classes = sorted({finding["class"] for finding in findings})
     return {
         "action": "harness.boot",
@@ -103,13 +134,15 @@ def boot_report(
         "result": "rejected" if findings else "accepted",
         "failureClasses": classes,
         "findings": findings,
-        "memoryRoots": _memory_roots(paths),
+        "memoryRoots": _memory_roots(
+            paths, findings, [witnesses, observation_root(paths.repo_root)]
+        ),
         "issuesSnapshotRef": snapshot_ref,
         "integrity": integrity,
         "handoff": handoff,
         "readyCount": len(ready_ids),
         "readyIssueIds": ready_ids[:20],
-        "nextTarget": _next_target(issues, handoff, ready_ids),
+        "nextTarget": _next_target(issues, handoff, ready_ids, witness_bound),
         "startup": startup,
     }
 

@@ -15,6 +15,7 @@ two paths, the variant's env over a minimal allowlist, and nothing about the run
   and brings the attempt's files back to this machine.
 """
 
+import hashlib
 import os
 import re
 import threading
@@ -89,6 +90,13 @@ def harness_argv(invocation: Invocation, task_path: str, result_path: str) -> li
 def container_name(*parts: str) -> str:
     name = "-".join(_CONTAINER_NAME.sub("_", part) for part in parts if part)
     return ("premath-" + name)[:128]
+
+
+def placed_container_name(folder: Path, *parts: str) -> str:
+    """A name unique to `folder` on this engine (runs in two folders may share ids), and the
+    same whenever it is derived again from the same folder (so a reaper finds it)."""
+    token = hashlib.sha256(os.fsencode(folder.absolute())).hexdigest()[:8]
+    return f"{container_name(*parts)[:119]}-{token}"
 
 
 class LocalExecutor:
@@ -179,7 +187,7 @@ class DockerExecutor:
         )
 
     def execute(self, invocation: Invocation, paths: AttemptPaths) -> ProcessOutcome:
-        name = container_name(invocation.label, paths.root.name)
+        name = placed_container_name(paths.root, invocation.label, paths.root.name)
         argv = docker_argv(
             invocation,
             name,
@@ -219,7 +227,8 @@ class DockerExecutor:
         so only a container this runner started can be removed."""
         reap_group_ticket(paths.group_ticket)
         run_id, trial_id = paths.root.parents[2].name, paths.root.parent.name
-        self.engine.remove(container_name(f"{run_id}-{trial_id}", paths.root.name), paths.root)
+        name = placed_container_name(paths.root, f"{run_id}-{trial_id}", paths.root.name)
+        self.engine.remove(name, paths.root)
         return True
 
     def close(self) -> None:

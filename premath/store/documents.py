@@ -36,11 +36,12 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return document
 
 
-def read_document(path: str | os.PathLike[str]) -> Any:
-    """Decode the JSON document at `path`, refusing duplicate keys as serde does.
+def read_document(path: str | os.PathLike[str], *, refuse_duplicates: bool = True) -> Any:
+    """Decode the JSON document at `path`, refusing duplicate keys as serde does for a struct.
 
     orjson validates (UTF-8, no NaN, no lone surrogates) and keeps the last of duplicate keys
     silently; a second pass with the stdlib parser, cheap on these small documents, finds them.
+    `refuse_duplicates=False` reads as serde reads an untyped `Value`: the last one wins.
     """
     try:
         with open(path, "rb") as handle:
@@ -48,8 +49,10 @@ def read_document(path: str | os.PathLike[str]) -> Any:
     except OSError as exc:
         raise DocumentUnreadable(os_error_text(exc), isinstance(exc, FileNotFoundError)) from exc
     try:
-        orjson.loads(data)
+        document = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         reason = "EOF while parsing a value" if not data.strip() else str(exc)
         raise DocumentMalformed(reason) from exc
+    if not refuse_duplicates:
+        return document
     return json.loads(data, object_pairs_hook=_refuse_duplicate_keys)

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import uuid
 from pathlib import Path
 
 import orjson
@@ -64,7 +65,7 @@ def bench_argv(image: str, workspace: Path, run_dir: Path, *extra: str) -> list[
 
 def test_the_harness_and_its_tool_calls_run_in_the_container(tmp_path, premath_image):
     workspace = workspace_with(tmp_path, PROBE_HARNESS)
-    run_dir = tmp_path / "run"
+    run_dir = tmp_path / f"run-{uuid.uuid4().hex[:8]}"
     completed = run_premath(
         *bench_argv(premath_image, workspace, run_dir), cwd=tmp_path, timeout=300
     )
@@ -78,26 +79,27 @@ def test_the_harness_and_its_tool_calls_run_in_the_container(tmp_path, premath_i
     assert metadata["harness"]["image_id"].startswith("sha256:")
     summary = orjson.loads((run_dir / "summary.json").read_bytes())
     assert (summary["tools"]["calls"], summary["trajectory"]["valid"]) == (1, True)
-    assert containers_named("premath-bench-") == []
+    assert containers_named(f"premath-bench-{run_dir.name}-") == []
 
 
 def test_a_timeout_removes_the_container(tmp_path, premath_image):
     workspace = workspace_with(tmp_path, PROBE_HARNESS)
     task = tmp_path / "task.json"
     task.write_text('{"instruction": "wait", "sleep_s": 600}')
-    argv = bench_argv(premath_image, workspace, tmp_path / "run", "--timeout", "3")
+    run_dir = tmp_path / f"run-{uuid.uuid4().hex[:8]}"
+    argv = bench_argv(premath_image, workspace, run_dir, "--timeout", "3")
     argv[argv.index("--instruction") : argv.index("--instruction") + 2] = ["--task", str(task)]
     completed = run_premath(*argv, cwd=tmp_path, timeout=120)
     assert completed.returncode == 1
     assert orjson.loads(completed.stdout)["failure_class"] == "timeout"
-    assert containers_named("premath-bench-") == []
+    assert containers_named(f"premath-bench-{run_dir.name}-") == []
 
 
 def test_an_interrupted_run_removes_the_container(tmp_path, premath_image):
     workspace = workspace_with(tmp_path, PROBE_HARNESS)
     task = tmp_path / "task.json"
     task.write_text('{"instruction": "wait", "sleep_s": 600}')
-    run_dir = tmp_path / "run"
+    run_dir = tmp_path / f"run-{uuid.uuid4().hex[:8]}"
     argv = bench_argv(premath_image, workspace, run_dir)
     argv[argv.index("--instruction") : argv.index("--instruction") + 2] = ["--task", str(task)]
     run = subprocess.Popen(
@@ -114,12 +116,12 @@ def test_an_interrupted_run_removes_the_container(tmp_path, premath_image):
     out, _ = run.communicate(timeout=60)
     assert run.returncode == 1
     assert orjson.loads(out)["failure_class"] == "interrupted"
-    assert containers_named("premath-bench-") == []
+    assert containers_named(f"premath-bench-{run_dir.name}-") == []
 
 
 def test_an_image_without_premath_is_refused_before_the_run_starts(tmp_path, engine):
     workspace = workspace_with(tmp_path, PROBE_HARNESS)
-    run_dir = tmp_path / "run"
+    run_dir = tmp_path / f"run-{uuid.uuid4().hex[:8]}"
     completed = run_premath(*bench_argv(engine, workspace, run_dir), cwd=tmp_path, timeout=120)
     assert completed.returncode == 1
     assert (

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import orjson
@@ -16,6 +17,11 @@ from tests.docker.conftest import REPO, containers_named
 from tests.support.cli import run_premath
 
 EXAMPLE = REPO / "examples" / "clean_harness"
+# Run ids unique to this session: container names derive from them, and other test sessions may
+# share the engine.
+RUN = {
+    name: f"{name}{uuid.uuid4().hex[:8]}" for name in ("l", "d", "lim", "u", "oom", "slow", "int")
+}
 
 # Runs inside the container as `python3 -c PROBE <task> <result>`: reports what it may and may
 # not do there, then does what the task asks (sleep, a `setsid` descendant, a large allocation).
@@ -93,7 +99,7 @@ def outcomes(cwd: Path, run_id: str) -> dict[tuple[str, str, int], str]:
 def test_the_example_gives_the_same_outcomes_locally_and_in_containers(tmp_path, harness_image):
     local = tmp_path / "local"
     shutil.copytree(EXAMPLE, local)
-    run_json("experiment", "run", "experiment.yaml", "--run-id", "l", cwd=local)
+    run_json("experiment", "run", "experiment.yaml", "--run-id", RUN["l"], cwd=local)
     boxed = tmp_path / "docker"
     shutil.copytree(EXAMPLE, boxed)
     text = (boxed / "experiment.yaml").read_text()
@@ -101,13 +107,20 @@ def test_the_example_gives_the_same_outcomes_locally_and_in_containers(tmp_path,
         text.replace("runtime:\n", f"runtime:\n  image: {harness_image}\n", 1)
     )
     run_json(
-        "experiment", "run", "experiment.yaml", "--run-id", "d", "--executor", "docker", cwd=boxed
+        "experiment",
+        "run",
+        "experiment.yaml",
+        "--run-id",
+        RUN["d"],
+        "--executor",
+        "docker",
+        cwd=boxed,
     )
-    assert outcomes(boxed, "d") == outcomes(local, "l")
-    counts = sorted(outcomes(local, "l").values())
+    assert outcomes(boxed, RUN["d"]) == outcomes(local, RUN["l"])
+    counts = sorted(outcomes(local, RUN["l"]).values())
     assert (len(counts), counts.count("success"), counts.count("error")) == (72, 64, 0)
-    assert {row["executor"] for row in trial_rows(boxed, "d")} == {"docker"}
-    assert containers_named("premath-d-") == []
+    assert {row["executor"] for row in trial_rows(boxed, RUN["d"])} == {"docker"}
+    assert containers_named(f"premath-{RUN['d']}-") == []
 
 
 def test_the_limits_hold_inside_the_container(tmp_path, engine):
@@ -117,12 +130,12 @@ def test_the_limits_hold_inside_the_container(tmp_path, engine):
         "run",
         os.fspath(experiment),
         "--run-id",
-        "lim",
+        RUN["lim"],
         "--executor",
         "docker",
         cwd=tmp_path,
     )
-    (row,) = trial_rows(tmp_path, "lim")
+    (row,) = trial_rows(tmp_path, RUN["lim"])
     assert row["outcome"] == "success", row
     seen = row["metrics"]
     assert seen["interfaces"] == ["lo"]
@@ -140,12 +153,12 @@ def test_a_requested_user_runs_the_harness_and_can_write_out(tmp_path, engine):
         "run",
         os.fspath(experiment),
         "--run-id",
-        "u",
+        RUN["u"],
         "--executor",
         "docker",
         cwd=tmp_path,
     )
-    (row,) = trial_rows(tmp_path, "u")
+    (row,) = trial_rows(tmp_path, RUN["u"])
     assert (row["outcome"], row["metrics"]["uid"]) == ("success", 1000)
 
 
@@ -161,16 +174,18 @@ def test_the_oom_killer_is_its_own_error_class_and_keeps_partial_output(tmp_path
         "run",
         os.fspath(experiment),
         "--run-id",
-        "oom",
+        RUN["oom"],
         "--executor",
         "docker",
         cwd=tmp_path,
     )
-    (row,) = trial_rows(tmp_path, "oom")
+    (row,) = trial_rows(tmp_path, RUN["oom"])
     assert (row["outcome"], row["error_class"]) == ("error", "oom_killed")
-    stdout = next((tmp_path / ".premath/runs/oom/trials").glob("*/attempt-1/stdout.txt"))
+    stdout = next(
+        (tmp_path / ".premath" / "runs" / RUN["oom"] / "trials").glob("*/attempt-1/stdout.txt")
+    )
     assert stdout.read_text() == "probe started\n"
-    assert containers_named("premath-oom-") == []
+    assert containers_named(f"premath-{RUN['oom']}-") == []
 
 
 def test_a_timeout_ends_the_container_with_its_setsid_descendants(tmp_path, engine):
@@ -186,15 +201,15 @@ def test_a_timeout_ends_the_container_with_its_setsid_descendants(tmp_path, engi
         "run",
         os.fspath(experiment),
         "--run-id",
-        "slow",
+        RUN["slow"],
         "--executor",
         "docker",
         cwd=tmp_path,
     )
     assert time.monotonic() - started < 60
-    (row,) = trial_rows(tmp_path, "slow")
+    (row,) = trial_rows(tmp_path, RUN["slow"])
     assert row["error_class"] == "timeout"
-    assert containers_named("premath-slow-") == []
+    assert containers_named(f"premath-{RUN['slow']}-") == []
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -210,7 +225,7 @@ def test_an_interrupted_run_leaves_no_container_and_resumes(tmp_path, engine, si
             "run",
             os.fspath(experiment),
             "--run-id",
-            "int",
+            RUN["int"],
             "--executor",
             "docker",
             "--json",
@@ -220,19 +235,19 @@ def test_an_interrupted_run_leaves_no_container_and_resumes(tmp_path, engine, si
         stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 60
-    while not containers_named("premath-int-") and time.monotonic() < deadline:
+    while not containers_named(f"premath-{RUN['int']}-") and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert containers_named("premath-int-"), "no container started"
+    assert containers_named(f"premath-{RUN['int']}-"), "no container started"
     run.send_signal(signum)
     run.communicate(timeout=60)
     assert run.returncode != 0
-    assert containers_named("premath-int-") == []
-    done = {key for key, outcome in outcomes(tmp_path, "int").items() if outcome != "error"}
+    assert containers_named(f"premath-{RUN['int']}-") == []
+    done = {key for key, outcome in outcomes(tmp_path, RUN["int"]).items() if outcome != "error"}
     assert len(done) < 4
-    run_json("experiment", "resume", "int", "--rerun-errors", cwd=tmp_path)
-    final = outcomes(tmp_path, "int")
+    run_json("experiment", "resume", RUN["int"], "--rerun-errors", cwd=tmp_path)
+    final = outcomes(tmp_path, RUN["int"])
     assert sorted(final.values()) == ["success"] * 4
-    assert containers_named("premath-int-") == []
+    assert containers_named(f"premath-{RUN['int']}-") == []
 
 
 def test_an_image_that_is_not_local_is_refused_before_anything_is_written(tmp_path, engine):

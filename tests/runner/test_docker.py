@@ -8,7 +8,12 @@ import orjson
 import pytest
 
 from premath.errors import InputInvalid
-from premath.runner.executors import Invocation, container_name, docker_argv
+from premath.runner.executors import (
+    Invocation,
+    container_name,
+    docker_argv,
+    placed_container_name,
+)
 from premath.runner.runs import open_run, run_experiment
 from tests.runner.conftest import final_records, make_experiment
 
@@ -104,9 +109,13 @@ def test_docker_argv_refuses_unmountable_paths_and_missing_images():
         docker_argv(invocation(image=None), "n", "/t", "/o")
 
 
-def test_container_names_are_docker_safe():
+def test_container_names_are_docker_safe_and_placed():
     assert container_name("run 1/x", "attempt-2") == "premath-run_1_x-attempt-2"
     assert len(container_name("x" * 300)) == 128
+    here, there = Path("/runs/a/attempt-1"), Path("/runs/b/attempt-1")
+    assert placed_container_name(here, "r") == placed_container_name(here, "r")
+    assert placed_container_name(here, "r") != placed_container_name(there, "r")
+    assert len(placed_container_name(here, "x" * 300)) == 128
 
 
 FAKE_DOCKER = r"""#!{python}
@@ -181,11 +190,17 @@ def test_a_docker_run_goes_through_the_cli_with_per_trial_names(workdir, clock, 
     ]
     runs = [c for c in calls if c[0] == "run"]
     names = sorted(c[c.index("--name") + 1] for c in runs)
+    trials = workdir / ".premath/runs/d1/trials"
     assert names == [
-        "premath-d1-000000-control-t1-r0-attempt-1",
-        "premath-d1-000001-v2-t1-r0-attempt-1",
+        placed_container_name(
+            trials / "000000-control-t1-r0/attempt-1", "d1-000000-control-t1-r0", "attempt-1"
+        ),
+        placed_container_name(
+            trials / "000001-v2-t1-r0/attempt-1", "d1-000001-v2-t1-r0", "attempt-1"
+        ),
     ]
-    attempt = (workdir / ".premath/runs/d1/trials/000001-v2-t1-r0/attempt-1").absolute()
+    assert names[0].startswith("premath-d1-000000-control-t1-r0-attempt-1-")
+    attempt = (trials / "000001-v2-t1-r0/attempt-1").absolute()
     v2 = next(c for c in runs if "harness:v2" in c)
     assert v2[-7:] == [
         "harness:v2",
@@ -212,7 +227,9 @@ def test_a_timed_out_container_is_removed_by_name(workdir, clock, fake_docker):
     (record,) = final_records(open_run("d1")).values()
     assert record.error_class == "timeout"
     removals = [c for c in _calls(fake_docker) if c[0] == "rm"]
-    assert removals == [["rm", "-f", "premath-d1-000000-control-t1-r0-attempt-1"]]
+    ((rm, force, name),) = removals
+    assert (rm, force) == ("rm", "-f")
+    assert name.startswith("premath-d1-000000-control-t1-r0-attempt-1-")
 
 
 def test_no_engine_is_a_clear_error_before_anything_is_written(workdir, clock, monkeypatch):

@@ -1,0 +1,1 @@
+"""The REPL host API v0: `scheme-eval` programs of host-action calls (agent-surface.md §3)."""

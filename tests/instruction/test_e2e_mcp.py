@@ -1,0 +1,103 @@
+"""End to end: envelope -> `instruction-run` (the ci-pipeline-instruction task) -> witness -> a
+gated MCP `issue_update` citing it through a real `premath mcp-serve` and the MCP SDK client.
+
+Skips, naming what is missing, where the MCP server (premath.mcp) or the SDK is not installed.
+"""
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.harness.join_check_inputs import baseline
+from tests.harness.loop_support import make_issues
+from tests.instruction.envelopes import envelope
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("premath.mcp") is None or importlib.util.find_spec("mcp") is None,
+    reason="needs the MCP server (premath.mcp) and the mcp SDK",
+)
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write_envelope(root: Path, name: str) -> str:
+    document = envelope(
+        intent="Record the review outcome on bd-1.",
+        scope={"kind": "issue", "target": "bd-1"},
+        requestedChecks=["ci-wiring-check"],
+        capabilityClaims=[
+            "capabilities.change_morphisms",
+            "capabilities.change_morphisms.issue_update",
+        ],
+        joinCheckInput="join/closed.json",
+    )
+    path = f"instructions/{name}.json"
+    (root / path).write_text(json.dumps(document, indent=2))
+    return path
+
+
+def pipeline(cli_run, path: str, check_command: str) -> int:
+    args = ("instruction-run", "--instruction", path, "--check-command", check_command)
+    return cli_run(*args, "--allow-failure", "--json").exit_code
+
+
+def test_envelope_to_witness_to_gated_issue_update(cli_run, workdir):
+    import anyio
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    shutil.copytree(REPO / "policies" / "instruction", workdir / "policies" / "instruction")
+    (workdir / "instructions").mkdir()
+    (workdir / "join").mkdir()
+    (workdir / "join" / "closed.json").write_text(json.dumps(baseline()))
+    make_issues(workdir, ["bd-1"])
+    accepted = write_envelope(workdir, "20260301T000000Z-review")
+    rejected = write_envelope(workdir, "20260301T000001Z-review-failing")
+    assert pipeline(cli_run, accepted, "true {check}") == 0
+    assert pipeline(cli_run, rejected, "false {check}") == 0  # --allow-failure: witness kept
+
+    async def scenario():
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "premath", "mcp-serve", "--mutation-policy", "instruction-linked"],
+            cwd=str(workdir),
+            env={"PYTHONPATH": str(REPO)},
+        )
+        with open(workdir / "server.stderr", "w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as client,
+            ):
+                await client.initialize()
+                outcomes = {}
+                for instruction_id in (
+                    "20260301T000000Z-review",
+                    "20260301T000001Z-review-failing",
+                    "20260301T000002Z-never-run",
+                ):
+                    result = await client.call_tool(
+                        "issue_update",
+                        {"id": "bd-1", "notes": "reviewed", "instructionId": instruction_id},
+                    )
+                    outcomes[instruction_id] = (bool(result.is_error), result.content[0].text)
+                return outcomes
+
+    before = (workdir / ".premath" / "issues.jsonl").read_bytes()
+    outcomes = anyio.run(scenario)
+    error, text = outcomes["20260301T000000Z-review"]
+    assert not error, text
+    link = orjson.loads(text)["writeWitness"]["instruction"]
+    assert (link["instructionId"], link["joinClosed"]) == ("20260301T000000Z-review", True)
+    error, text = outcomes["20260301T000001Z-review-failing"]
+    assert error
+    assert "is not accepted for `20260301T000001Z-review-failing`" in text
+    error, text = outcomes["20260301T000002Z-never-run"]
+    assert (error, text.startswith("instruction witness not found: ")) == (True, True)
+    rows = [
+        orjson.loads(line) for line in (workdir / ".premath/issues.jsonl").read_bytes().splitlines()
+    ]
+    assert rows[0]["notes"] == "reviewed"
+    assert before != (workdir / ".premath" / "issues.jsonl").read_bytes()
