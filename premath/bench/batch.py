@@ -153,7 +153,7 @@ def run_batch(
 ) -> dict[str, Any]:
     """Run every (task, variant, replication) as a bench run; the batch document."""
     from premath.runner.report.analysis import report_run
-    from premath.runner.runs import create_run, execute_run, summarise
+    from premath.runner.runs import run_experiment
 
     if not variants:
         raise InvalidUsage("give at least one --variant ID=COMMAND (the first is the baseline)")
@@ -184,25 +184,22 @@ def run_batch(
     write_atomic(inputs / "tasks.jsonl", b"".join(orjson.dumps(t) + b"\n" for t in tasks))
     experiment_file = inputs / "experiment.yaml"
     write_atomic(experiment_file, yaml.safe_dump(document, sort_keys=False).encode("utf-8"))
-    state = create_run(
+    summary = run_experiment(
         os.fspath(experiment_file),
+        clock=clock,
+        lock_timeout=lock_timeout,
         runs_dir=runs_dir,
         run_id=batch_id,
         executor=executor,
-        now=clock.now(),
-    )
-    ran = execute_run(
-        state,
-        clock=clock,
-        lock_timeout=lock_timeout,
-        show_progress=show_progress,
         ray_address=ray_address,
+        show_progress=show_progress,
     )
-    report = report_run(os.fspath(state.paths.root), runs_dir=runs_dir, html_path=html_path)
-    report_path = state.paths.root / "report.json"
+    report = report_run(summary["run_dir"], runs_dir=runs_dir, html_path=html_path)
+    report_path = Path(summary["run_dir"]) / "report.json"
     write_atomic(report_path, document_bytes(report))
     return {
-        **summarise(state, ran, "bench.batch"),
+        **summary,
+        "action": "bench.batch",
         "report_path": os.fspath(report_path),
         "report": report,
     }

@@ -23,7 +23,7 @@ import stat
 import sys
 import tempfile
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -36,7 +36,7 @@ from premath.runner.executors import (
     LocalExecutor,
 )
 from premath.runner.paths import AttemptPaths
-from premath.runner.process import DEFAULT_GRACE_S, ProcessOutcome
+from premath.runner.process import DEFAULT_GRACE_S, ProcessOutcome, spawn_failed
 from premath.runner.trial import write_task_file
 
 try:
@@ -158,20 +158,9 @@ def _write_returned(paths: AttemptPaths, attempt: RemoteAttempt) -> None:
             )
 
 
-def _cancelled(duration_s: float = 0.0) -> ProcessOutcome:
-    return ProcessOutcome(
-        status="cancelled",
-        exit_code=None,
-        signal=None,
-        duration_s=duration_s,
-        stdout_bytes=0,
-        stderr_bytes=0,
-        stdout_truncated=False,
-        stderr_truncated=False,
-        stdout_tail="",
-        stderr_tail="",
-        pid=None,
-    )
+def _cancelled() -> ProcessOutcome:
+    """The outcome `run_bounded` gives a cancelled child, for a task cancelled from here."""
+    return replace(spawn_failed("cancelled"), status="cancelled", spawn_error=None)
 
 
 def _failure_message(exc: BaseException) -> str:

@@ -55,3 +55,30 @@ def test_without_ray_the_ray_executor_names_the_extra_and_writes_nothing(tmp_pat
     assert "pip install 'premath[ray]'" in error["message"]
     assert "pip install 'premath[ray]'" in stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_file_names_the_executor_and_ray_checks_images(tmp_path):
+    from tests.runner.conftest import make_experiment
+    from tests.support.cli import invoke
+
+    plain = make_experiment(tmp_path / "plain", [{"id": "t"}], executor="ray")
+    checked = invoke("experiment", "validate", str(plain), "--json")
+    assert (checked.exit_code, checked.json["executor"]) == (0, "ray")
+    assert (
+        invoke("experiment", "validate", str(plain), "--executor", "local", "--json").json[
+            "executor"
+        ]
+        == "local"
+    )  # the flag wins over the file
+    mixed = make_experiment(
+        tmp_path / "mixed",
+        [{"id": "t"}],
+        variants=[{"variant_id": "boxed", "image": "img:1"}],
+        executor="ray",
+    )
+    refused = invoke("experiment", "validate", str(mixed), "--json")
+    assert refused.exit_code == 1
+    assert (
+        "runtime.image: required by the ray executor once any variant names an image"
+        in (refused.json["error"]["message"])
+    )
