@@ -80,6 +80,8 @@ class ExportContext:
     model_name: str | None = None
     schema_version: str | None = None
     """Configured version; None writes `ATIF_SCHEMA_VERSION` (raised if the rows need more)."""
+    trajectory_id: str | None = None
+    """This trajectory's own id (v1.7): the run's, where `session_id` may be Harbor's."""
 
 
 def _version_key(version: str) -> tuple[int, int]:
@@ -318,6 +320,19 @@ def _ordered(fields: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
     return {name: fields[name] for name in order if fields.get(name) is not None}
 
 
+def _tool_status_on_results(steps: list[dict[str, Any]]) -> None:
+    """v1.7 gives observation results an `extra`: each tool result carries its own status there
+    too (step `extra.tool_status` stays, for readers of older versions)."""
+    for step in steps:
+        statuses = (step.get("extra") or {}).get("tool_status")
+        if not isinstance(statuses, dict):
+            continue
+        for result in (step.get("observation") or {}).get("results", ()):
+            status = statuses.get(result.get("source_call_id"))
+            if isinstance(status, dict) and "extra" not in result:
+                result["extra"] = {"tool_status": status}
+
+
 def export_trajectory(events: Iterable[Any], context: ExportContext) -> Export:
     """The ATIF document of a run's events, in ATIF field order with None fields left out.
 
@@ -343,6 +358,9 @@ def export_trajectory(events: Iterable[Any], context: ExportContext) -> Export:
         document["notes"] = f"premath skipped {skipped} event(s) it could not use"
     version, problem = choose_schema_version(document, context.schema_version)
     document["schema_version"] = version
+    if _version_key(version) >= _version_key("ATIF-v1.7"):
+        document["trajectory_id"] = context.trajectory_id
+        _tool_status_on_results(steps)
     document["agent"] = _ordered(document["agent"], ("name", "version", "model_name"))
     document["steps"] = [_ordered(step, _STEP_ORDER) for step in steps]
     document = _ordered(document, _ROOT_ORDER)
@@ -370,12 +388,14 @@ def export_source(
         metadata = _read_metadata(path / "run-metadata.json")
         model_name = model_name or metadata.get("model_name")
         session_id = session_id or path.resolve().name
+    run_id = path.resolve().name if path.is_dir() else events_path.stem
     context = ExportContext(
         session_id=session_id or events_path.stem,
         agent_name="premath",
         agent_version=__version__,
         model_name=model_name if isinstance(model_name, str) else None,
         schema_version=schema_version,
+        trajectory_id=run_id,
     )
     return export_trajectory(read_events(events_path), context)
 

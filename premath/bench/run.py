@@ -9,6 +9,7 @@ far stays on any failure.
 """
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
     from premath.runner.process import ProcessOutcome
 
 AGENT_NAME = "premath"
+LIVE_EXPORT_INTERVAL_S = 1.0
+"""How often the trajectory is re-exported while the harness runs (when events grew)."""
 RESULT_SIZE_CAP = 1 << 20
 HARNESS_ROWS_CAP = 64 << 20
 
@@ -74,6 +77,15 @@ class BenchRequest:
     network: str = "none"
     """The container's network with `--sandbox-backend docker`: `none` or `full`."""
     atif_schema_version: str | None = None
+    session_id: str | None = None
+    """ATIF `session_id` (e.g. Harbor's session); the run id when None."""
+    live_trajectory: Path | None = None
+    """A second copy of the trajectory, kept current while the harness runs (Harbor's
+    `/logs/agent/trajectory.json`), so a run killed from outside still leaves a valid one."""
+
+    def missing_pass_env(self) -> list[str]:
+        """Names listed to pass through that are not set here: recorded and warned about."""
+        return [name for name in self.pass_env if name not in os.environ]
 
 
 @dataclass
@@ -114,10 +126,12 @@ def _harness_input(request: BenchRequest, paths: BenchRunPaths) -> dict[str, Any
     run_dir = os.fspath(paths.root.resolve())
     in_container = request.sandbox_backend == DOCKER_BACKEND
     callback = [*(CONTAINER_PREMATH_ARGV if in_container else request.premath_argv), "bench"]
+    model = {"provider": request.model_provider, "name": request.model_name}
     return {
         **request.task.model_dump(mode="json", exclude_none=True),
         "task_id": request.task_id,
         "dataset_id": request.dataset_id,
+        **({"model": model} if request.model_name is not None else {}),
         "premath": {
             "run_dir": run_dir,
             "approval_mode": APPROVAL_MODE,
@@ -189,7 +203,7 @@ def _run_harness(
         "output_cap": request.output_cap,
     }
     try:
-        with stop_signals_raise(Interrupted):
+        with stop_signals_raise(Interrupted), _LiveExport(request, paths):
             if request.sandbox_backend == DOCKER_BACKEND:
                 outcome = _run_in_container(request, paths, passed, argv, bounded)
             else:
@@ -267,21 +281,67 @@ def _ingest_harness_rows(paths: BenchRunPaths, record: Callable[..., None]) -> N
             record("harness.row", row=row, origin=f"out/trajectory.jsonl:{number}")
 
 
-def _export(
-    request: BenchRequest, paths: BenchRunPaths, events: list[Any], verdict: _Verdict
-) -> tuple[dict[str, Any], list[dict[str, str]]]:
-    """Write atif/trajectory.json from the events, validate the file; (document, errors)."""
-    from premath.atif.export import ExportContext, export_trajectory, written_errors
+def _write_trajectory(request: BenchRequest, paths: BenchRunPaths, events: list[Any]) -> Any:
+    """Export the events so far to atif/trajectory.json (and the live copy); the Export."""
+    from premath.atif.export import ExportContext, export_trajectory
 
     context = ExportContext(
-        session_id=paths.run_id,
+        session_id=request.session_id or paths.run_id,
         agent_name=AGENT_NAME,
         agent_version=__version__,
         model_name=request.model_name,
         schema_version=request.atif_schema_version,
+        trajectory_id=paths.run_id,
     )
     export = export_trajectory(events, context)
-    write_atomic(paths.trajectory, document_bytes(export.document))
+    data = document_bytes(export.document)
+    write_atomic(paths.trajectory, data)
+    if request.live_trajectory is not None:
+        write_atomic(request.live_trajectory, data)
+    return export
+
+
+class _LiveExport:
+    """While the harness runs, re-export the trajectory whenever the event log grew.
+
+    Harbor stops a timed-out agent from outside; each export is atomic and valid ATIF, so the
+    partial trajectory left behind is too (issue 11 "Timeouts").
+    """
+
+    def __init__(self, request: BenchRequest, paths: BenchRunPaths) -> None:
+        self._request, self._paths = request, paths
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="atif-live-export", daemon=True)
+
+    def _loop(self) -> None:
+        seen = -1
+        while not self._stop.wait(LIVE_EXPORT_INTERVAL_S):
+            try:
+                size = self._paths.events.stat().st_size
+                if size != seen:
+                    seen = size
+                    _write_trajectory(
+                        self._request, self._paths, list(read_events(self._paths.events))
+                    )
+            except Exception:  # noqa: BLE001 - best effort: the final export reports failures
+                continue
+
+    def __enter__(self) -> "_LiveExport":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _export(
+    request: BenchRequest, paths: BenchRunPaths, events: list[Any], verdict: _Verdict
+) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """Write atif/trajectory.json from the events, validate the file; (document, errors)."""
+    from premath.atif.export import written_errors
+
+    export = _write_trajectory(request, paths, events)
     errors = written_errors(export, paths.trajectory)
     if errors:
         first = errors[0]
@@ -375,6 +435,9 @@ def run_benchmark(request: BenchRequest, *, clock: Clock, lock_timeout_s: float)
         sandbox_backend=request.sandbox_backend,
         atif_schema_version=schema_version,
         exit_status=exit_code,
+        session_id=request.session_id or paths.run_id,
+        pass_env=list(request.pass_env),
+        pass_env_missing=request.missing_pass_env(),
     )
     write_atomic(paths.metadata, document_bytes(metadata.model_dump(mode="json")))
     totals = trajectory.get("final_metrics") or {}

@@ -77,7 +77,7 @@ def bench() -> None:
     show_default=True,
     help="The container's network with --sandbox-backend docker.",
 )
-@click.option("--atif-schema-version", help="ATIF version to write (default: pinned one).")
+@click.option("--atif-schema-version", help="ATIF version to write (default: ATIF-v1.8).")
 @click.option(
     "--output-cap",
     type=click.IntRange(min=1),
@@ -86,6 +86,12 @@ def bench() -> None:
     help="Bytes of harness stdout/stderr kept in raw/.",
 )
 @click.option("--pass-env", multiple=True, help="Pass this environment variable to the harness.")
+@click.option("--session-id", help="ATIF session_id, e.g. Harbor's session (default: the run id).")
+@click.option(
+    "--live-trajectory",
+    type=click.Path(dir_okay=False),
+    help="Also keep the trajectory here, current while the harness runs.",
+)
 @json_option
 @pass_app
 def bench_run(app: AppContext, /, **options: Any) -> Reply:
@@ -123,7 +129,15 @@ def bench_run(app: AppContext, /, **options: Any) -> Reply:
         sandbox_backend=options["sandbox_backend"],
         network=options["network"],
         atif_schema_version=options["atif_schema_version"],
+        session_id=options["session_id"],
+        live_trajectory=Path(options["live_trajectory"]) if options["live_trajectory"] else None,
     )
+    for name in request.missing_pass_env():
+        click.echo(
+            f"warning: --pass-env {name} is not set; the harness runs without it "
+            "(run-metadata.json pass_env_missing lists it)",
+            err=True,
+        )
     document = run_benchmark(request, clock=app.clock, lock_timeout_s=app.lock_timeout())
     return Reply(document, text=completion_line, exit_code=document["exit_code"])
 

@@ -29,12 +29,12 @@ AtifSchemaVersion = Literal[
 ]
 ATIF_SCHEMA_VERSIONS: Final[tuple[str, ...]] = get_args(AtifSchemaVersion)
 
-# The version premath's exporter writes: the lowest one whose features it uses (tool calls with
-# linked observation results and per-step metrics whose `cached_tokens` is a subset of
-# `prompt_tokens`, a v1.2 definition). The exporter raises it only when harness rows bring newer
-# features (specs/atif.md "Versions"); `--atif-schema-version` overrides it and is recorded in
-# run-metadata.json.
-ATIF_SCHEMA_VERSION: Final[AtifSchemaVersion] = "ATIF-v1.2"
+# The version premath's exporter writes by default: the newest one Harbor 0.26 accepts, so a
+# trajectory carries that version's fields where premath has the data (`trajectory_id`, tool
+# status in observation results' `extra`, both v1.7). `--atif-schema-version` selects an older
+# one and is recorded in run-metadata.json; the exporter refuses to claim a version lower than
+# the document's features need (specs/atif.md "Versions").
+ATIF_SCHEMA_VERSION: Final[AtifSchemaVersion] = "ATIF-v1.8"
 
 StepSource = Literal["system", "user", "agent"]
 ImageMediaType = Literal["image/jpeg", "image/png", "image/gif", "image/webp"]

@@ -246,3 +246,8 @@ class RunMetadata(OwnedModel):
     sandbox_backend: str
     atif_schema_version: str | None
     exit_status: int = Field(description="premath's exit status: 0 or 1.")
+    session_id: str = Field(description="The trajectory's ATIF session_id (--session-id).")
+    pass_env: list[str] = Field(description="Names listed with --pass-env.")
+    pass_env_missing: list[str] = Field(
+        description="Listed names that were not set, so the harness ran without them."
+    )

@@ -47,16 +47,17 @@ def test_a_turn_with_two_calls_is_one_step_with_linked_results():
         ],
         CONTEXT,
     ).document
-    assert document["schema_version"] == "ATIF-v1.2"
+    assert document["schema_version"] == "ATIF-v1.8"
     assert document["session_id"] == "run-1"
     assert document["agent"] == {"name": "premath", "version": "0.1.0", "model_name": "gpt-x"}
     assert [s["source"] for s in document["steps"]] == ["user", "agent", "agent"]
     turn = document["steps"][1]
     assert [c["tool_call_id"] for c in turn["tool_calls"]] == ["call_1", "call_2"]
     assert turn["tool_calls"][0]["arguments"] == {"argv": ["ls"]}
+    ok = {"tool_status": {"status": "ok", "exit_code": 0}}
     assert turn["observation"]["results"] == [
-        {"source_call_id": "call_2", "content": "/app\n"},
-        {"source_call_id": "call_1", "content": "main.py\n"},
+        {"source_call_id": "call_2", "content": "/app\n", "extra": ok},
+        {"source_call_id": "call_1", "content": "main.py\n", "extra": ok},
     ]
     assert document["final_metrics"] == {
         "total_prompt_tokens": 30,
@@ -137,11 +138,11 @@ def test_required_schema_version(document, version):
 
 def test_schema_version_choice():
     plain = {"steps": [{"source": "user"}]}
-    assert choose_schema_version(plain, None) == ("ATIF-v1.2", None)
+    assert choose_schema_version(plain, None) == ("ATIF-v1.8", None)
     assert choose_schema_version(plain, "ATIF-v1.0") == ("ATIF-v1.0", None)
     assert choose_schema_version(plain, "ATIF-v1.8") == ("ATIF-v1.8", None)
     multimodal = {"steps": [{"source": "user", "message": [{"type": "text", "text": "x"}]}]}
-    assert choose_schema_version(multimodal, None) == ("ATIF-v1.6", None)
+    assert choose_schema_version(multimodal, None) == ("ATIF-v1.8", None)
     version, problem = choose_schema_version(multimodal, "ATIF-v1.5")
     assert version == "ATIF-v1.5"
     assert problem == (
@@ -164,8 +165,15 @@ def test_cli_export_prints_the_trajectory(cli_run, run_folder):
     result = cli_run("atif", "export", "run")
     assert (result.exit_code, result.stderr) == (0, "")
     document = orjson.loads(result.stdout)
-    assert list(document) == ["schema_version", "session_id", "agent", "steps", "final_metrics"]
-    assert document["session_id"] == "run"
+    assert list(document) == [
+        "schema_version",
+        "session_id",
+        "trajectory_id",
+        "agent",
+        "steps",
+        "final_metrics",
+    ]
+    assert (document["session_id"], document["trajectory_id"]) == ("run", "run")
     assert document["agent"]["model_name"] == "m-1"
     assert [s["message"] for s in document["steps"]] == ["hello", "hi"]
 
@@ -175,7 +183,7 @@ def test_cli_export_writes_and_validates(cli_run, run_folder, workdir):
     assert result.exit_code == 0
     assert result.json == {
         "path": "t.json",
-        "schema_version": "ATIF-v1.2",
+        "schema_version": "ATIF-v1.8",
         "session_id": "run",
         "steps": 2,
         "skipped_events": 0,
@@ -188,7 +196,7 @@ def test_cli_export_writes_and_validates(cli_run, run_folder, workdir):
     assert (workdir / "t.json").read_bytes() == before
     forced = cli_run("atif", "export", "run/raw/events.jsonl", "--out", "t.json", "--force")
     assert forced.exit_code == 0
-    assert forced.stdout == "exported t.json (ATIF-v1.2, 2 steps): valid\n"
+    assert forced.stdout == "exported t.json (ATIF-v1.8, 2 steps): valid\n"
 
 
 def test_cli_export_refuses_a_version_that_cannot_carry_the_run(cli_run, workdir):

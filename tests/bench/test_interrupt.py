@@ -74,3 +74,48 @@ def test_signal_stops_the_harness_and_writes_the_summary(tmp_path, signum):
     while alive(harness_pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(harness_pid)
+
+
+RECORDING_HARNESS = """
+import json, subprocess, sys, time
+task = json.load(open(sys.argv[1]))
+row = {"source": "agent", "message": "first turn", "metrics": {"prompt_tokens": 7}}
+subprocess.run([*task["premath"]["record"], "--row", json.dumps(row)], check=True)
+time.sleep(60)
+"""
+
+
+def test_a_killed_run_leaves_a_valid_live_trajectory(tmp_path):
+    """SIGKILL (a container torn down at Harbor's timeout) gives premath no chance to finish:
+    the trajectory exported while the harness ran is what remains, and it is valid ATIF."""
+    from premath.atif.validate import validate_file
+
+    script = tmp_path / "recorder.py"
+    script.write_text(RECORDING_HARNESS)
+    live = tmp_path / "logs" / "trajectory.json"
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "premath", "bench", "run", "--instruction", "x"),
+            *("--command", f"{sys.executable} {script}", "--run-dir", "run"),
+            *("--session-id", "trial-7__agent", "--live-trajectory", str(live)),
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while b"first turn" not in (live.read_bytes() if live.exists() else b""):
+            assert time.monotonic() < deadline, "the live trajectory never showed the turn"
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert not (tmp_path / "run" / "summary.json").exists()
+    assert validate_file(live).document()["valid"] is True
+    document = orjson.loads(live.read_bytes())
+    assert document["session_id"] == "trial-7__agent"
+    assert [step["message"] for step in document["steps"]] == ["x", "first turn"]
+    assert document["final_metrics"]["total_prompt_tokens"] == 7
+    assert (tmp_path / "run" / "atif" / "trajectory.json").read_bytes() == live.read_bytes()

@@ -89,13 +89,18 @@ def test_sample_run_leaves_four_valid_artifacts(cli_run, workdir, workspace):
         "sandbox_backend",
         "atif_schema_version",
         "exit_status",
+        "session_id",
+        "pass_env",
+        "pass_env_missing",
     ]
     assert metadata["timestamp_utc"] == "2026-03-01T10:00:00Z"
     assert metadata["dataset_id"] == "premath-sample@1"
     assert metadata["task_id"] == "hello-file"
     assert metadata["approval_mode"] == "full-access"
     assert metadata["sandbox_backend"] == "local"
-    assert metadata["atif_schema_version"] == "ATIF-v1.2"
+    assert metadata["atif_schema_version"] == "ATIF-v1.8"
+    assert metadata["session_id"] == run.name
+    assert (metadata["pass_env"], metadata["pass_env_missing"]) == ([], [])
     assert metadata["exit_status"] == 0
     assert metadata["harness"]["version"] == "sample-0.1.0"
     assert metadata["harness"]["command"][-1].endswith("harness.py")
@@ -347,6 +352,8 @@ def test_harness_runs_in_cwd_with_only_allowlisted_and_passed_env(
         "ws",
         "--pass-env",
         "BENCH_KEY",
+        "--pass-env",
+        "BENCH_UNSET",
         "--run-dir",
         "r",
     )
@@ -355,6 +362,16 @@ def test_harness_runs_in_cwd_with_only_allowlisted_and_passed_env(
     assert "BENCH_KEY" in seen
     assert "BENCH_SECRET" not in seen
     assert not [name for name in seen if name.startswith("PREMATH_")]
+    # A listed name that is not set is warned about and recorded, never skipped silently.
+    assert result.stderr == (
+        "warning: --pass-env BENCH_UNSET is not set; the harness runs without it "
+        "(run-metadata.json pass_env_missing lists it)\n"
+    )
+    metadata = load(workdir / "r" / "run-metadata.json")
+    assert (metadata["pass_env"], metadata["pass_env_missing"]) == (
+        ["BENCH_KEY", "BENCH_UNSET"],
+        ["BENCH_UNSET"],
+    )
 
 
 def test_rows_left_in_out_trajectory_jsonl_become_steps(cli_run, workdir, harness):

@@ -119,5 +119,5 @@ def test_the_top_level_help_loads_no_command_group(tmp_path):
     proc = subprocess.run(
         [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=True
     )
-    assert re.search(r"\n  issue +Issue memory: add, list, claim and close work items", proc.stdout)
+    assert re.search(r"\n  issue +Issue memory: add, list, claim", proc.stdout)
     assert proc.stderr.strip() == "['premath.cli._root']"
