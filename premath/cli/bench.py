@@ -224,7 +224,7 @@ def batch_text(document: dict[str, Any]) -> str:
 @click.option("--replications", type=click.IntRange(1, 10_000), default=1, show_default=True)
 @click.option(
     "--executor",
-    type=click.Choice(["local", "docker", "ray"]),
+    type=click.Choice(["local", "ray"]),
     default="local",
     show_default=True,
     help="Where each trial's bench run happens (ray: one Ray task per trial).",
