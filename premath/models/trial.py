@@ -18,7 +18,7 @@ ErrorClass = Literal[
     "executor_failed",
     "oom_killed",
 ]
-ExecutorName = Literal["local", "docker"]
+ExecutorName = Literal["local", "docker", "ray"]
 
 TRIAL_RECORD_KIND: Final = "premath.experiment.trial.v1"
 RUN_MANIFEST_KIND: Final = "premath.experiment.run.v1"
