@@ -9,6 +9,8 @@ _TRAILING_COMMENT = re.compile(r"\s{2,}#.*$")
 OTHER_SECTIONS = (
     "### In containers (Docker)",  # a Docker engine: tests/docker cover it
     "### Instructions and the host API",  # this repository's instructions/ and mise tasks: CI
+    "### Agent tool surface: MCP and transport",  # a server that runs until stopped: tests/mcp
+    "### Scaling out (Ray)",  # a Ray cluster: tests/ray start one
 )
 
 
