@@ -33,3 +33,11 @@ def id_token(value: str, empty: str) -> str:
         ch.lower() if ch.isascii() and ch.isalnum() else ch if ch in "-_" else "_" for ch in value
     )
     return "".join(chars).strip("_") or empty
+
+
+def rust_trim_line(line: bytes) -> bytes:
+    """A UTF-8 line trimmed as Rust's `str::trim` (ASCII fast path; non-ASCII white space too)."""
+    line = line.strip()
+    if line and (line[0] >= 0x80 or line[-1] >= 0x80):
+        line = rust_trim(line.decode("utf-8")).encode("utf-8")
+    return line

@@ -91,6 +91,10 @@ COMMAND_GROUPS: dict[str, LazyGroup] = {
         "premath.cli.instruction:instruction_run",
         "Check an envelope, run its checks, write artifacts/ciwitness/<id>.json.",
     ),
+    "init": LazyGroup(
+        "premath.cli.init:init",
+        "Create ROOT/.premath/issues.jsonl (from ROOT/.beads/issues.jsonl when present).",
+    ),
 }
 
 KEEPS_RUNNING = frozenset({"harness-loop", "experiment", "bench", "run", "mcp-serve"})

@@ -29,6 +29,30 @@ progress_option = click.option(
 )
 
 
+fail_on_error_option = click.option(
+    "--fail-on-error",
+    is_flag=True,
+    help="Exit 1 when any final trial ended in error (the summary is still printed)",
+)
+fail_on_error_rate_option = click.option(
+    "--fail-on-error-rate",
+    type=click.FloatRange(0.0, 1.0),
+    metavar="RATE",
+    help="Exit 1 when the share of final trials that ended in error is above RATE (0..1)",
+)
+
+
+def _error_gate(document: dict[str, Any], any_error: bool, max_rate: float | None) -> int:
+    """The exit code the --fail-on-error options ask for; the reason goes to stderr."""
+    from premath.runner.runs import error_gate_failure
+
+    reason = error_gate_failure(document, 0.0 if any_error else max_rate)
+    if reason is None:
+        return 0
+    click.echo(f"error: {reason}", err=True)
+    return 1
+
+
 def _show_progress(flag: bool | None) -> bool:
     return sys.stderr.isatty() if flag is None else flag
 
@@ -102,6 +126,8 @@ def experiment_validate(experiment_file: str, executor: str) -> Reply:
     help="Trajectory JSONL for trial start/end rows (default: the run folder's)",
 )
 @progress_option
+@fail_on_error_option
+@fail_on_error_rate_option
 @json_option
 @pass_app
 def experiment_run(
@@ -114,11 +140,14 @@ def experiment_run(
     issue_id: str | None,
     trajectory_path: str | None,
     progress: bool | None,
+    fail_on_error: bool,
+    fail_on_error_rate: float | None,
 ) -> Reply:
     """Run every trial of an experiment into a new run folder.
 
     \b
     premath experiment run examples/clean_harness/experiment.yaml --concurrency 4 --json
+    premath experiment run experiment.yaml --fail-on-error-rate 0.1   # CI gate
     """
     from premath.runner.runs import run_experiment
 
@@ -134,7 +163,8 @@ def experiment_run(
         trajectory_path=trajectory_path,
         show_progress=_show_progress(progress),
     )
-    return Reply(document, text=run_text)
+    exit_code = _error_gate(document, fail_on_error, fail_on_error_rate)
+    return Reply(document, text=run_text, exit_code=exit_code)
 
 
 @experiment.command("resume")
@@ -143,6 +173,8 @@ def experiment_run(
 @click.option("--rerun-errors", is_flag=True, help="Also run again the trials that ended in error")
 @concurrency_option
 @progress_option
+@fail_on_error_option
+@fail_on_error_rate_option
 @json_option
 @pass_app
 def experiment_resume(
@@ -152,6 +184,8 @@ def experiment_resume(
     rerun_errors: bool,
     concurrency: int | None,
     progress: bool | None,
+    fail_on_error: bool,
+    fail_on_error_rate: float | None,
 ) -> Reply:
     """Continue an interrupted run without redoing finished trials (RUN: id or folder)."""
     from premath.runner.runs import resume_experiment
@@ -165,7 +199,8 @@ def experiment_resume(
         concurrency=concurrency,
         show_progress=_show_progress(progress),
     )
-    return Reply(document, text=run_text)
+    exit_code = _error_gate(document, fail_on_error, fail_on_error_rate)
+    return Reply(document, text=run_text, exit_code=exit_code)
 
 
 @experiment.command("report")
@@ -196,7 +231,7 @@ def experiment_report(
     seed: int | None,
     html_path: str | None,
 ) -> Reply:
-    """Compare each variant with the baseline: pass rates, errors, paired tests, CIs."""
+    """Compare each variant with the baseline, per task: pass rates, errors, tests, CIs, grid."""
     from premath.runner.report.analysis import report_run
     from premath.runner.report.render import report_text
 

@@ -426,3 +426,56 @@ def issue_discover(
         issues, parent_id, title, now=app.clock.now(), timeout_s=app.lock_timeout(), **fields
     )
     return Reply(discovered_document(issues, row, parent_id), text=discovered_text)
+
+
+@issue.command("migrate-events")
+@issues_option
+@click.option(
+    "--events", default=".premath/memory/events.jsonl", show_default=True, help="Event log path"
+)
+@json_option
+@pass_app
+def issue_migrate_events(app: AppContext, /, issues: str, events: str) -> Reply:
+    """Write the store as an issue.event.v1 log and check that it replays to the same store."""
+    from premath.issues.event_documents import migrate_document, migrate_text
+    from premath.issues.events import migrate_events
+
+    result = migrate_events(issues, events, now=app.clock.now())
+    return Reply(migrate_document(result), text=lambda _: migrate_text(result))
+
+
+@issue.command("replay-events")
+@click.option(
+    "--events", default=".premath/memory/events.jsonl", show_default=True, help="Event log path"
+)
+@issues_option
+@click.option("--cache", help="Replay cache path (default: replay-cache.json beside --issues)")
+@json_option
+@pass_app
+def issue_replay_events(app: AppContext, /, events: str, issues: str, cache: str | None) -> Reply:
+    """Rebuild or verify the issues file from the event log (rewritten only when it differs)."""
+    from premath.issues.event_documents import replay_document, replay_text
+    from premath.issues.events import replay_events
+
+    result = replay_events(events, issues, cache, now=app.clock.now(), timeout_s=app.lock_timeout())
+    return Reply(replay_document(result), text=lambda _: replay_text(result))
+
+
+@issue.command("backend-status")
+@issues_option
+@click.option("--repo", default=".", show_default=True, help="Repository root (for jj)")
+@click.option(
+    "--projection",
+    default=".premath/surreal_issue_cache.json",
+    show_default=True,
+    help="Query projection path",
+)
+@json_option
+@pass_app
+def issue_backend_status(app: AppContext, /, issues: str, repo: str, projection: str) -> Reply:
+    """Report the issue store, its query projection and the jj state (read-only, exit 0)."""
+    from premath.issues.backend_status import backend_status
+    from premath.issues.event_documents import backend_status_document, backend_status_text
+
+    status = backend_status(issues, repo, projection, now=app.clock.now())
+    return Reply(backend_status_document(status), text=lambda _: backend_status_text(status))

@@ -11,33 +11,58 @@ empty optional fields dropped, `metadata` keys sorted at every level, unknown fi
 import functools
 import operator
 import re
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
 
 from premath.models.serde import describe
-from premath.timefmt import days_in_month, normalize_relaxed
-
-FIELD_ORDER = (
-    "id",
-    "title",
-    "description",
-    "design",
-    "acceptance_criteria",
-    "notes",
-    "status",
-    "priority",
-    "issue_type",
-    "assignee",
-    "owner",
-    "lease",
-    "created_at",
-    "updated_at",
-    "closed_at",
-    "ephemeral",
-    "mol_type",
-    "labels",
-    "dependencies",
-    "metadata",
+from premath.timefmt import (
+    SIMPLE_STAMP,
+    STORED_STAMP,
+    normalize_relaxed,
+    stamp_is_stored,
+    stamps_are_stored,
 )
+
+FieldKind = Literal[
+    "string", "text", "i32", "issue_type", "lease", "stamp", "optional_stamp", "bool", "labels",
+    "dependencies", "metadata",
+]  # fmt: skip
+
+
+class Field(NamedTuple):
+    """One field of the stored row. `string`, `i32`, `issue_type`, `stamp` and `bool` fields are
+    in every stored row; `text`, `optional_stamp`, `lease`, `labels`, `dependencies` and
+    `metadata` are omitted when empty or unset."""
+
+    name: str
+    kind: FieldKind
+
+
+ISSUE_FIELDS = (
+    Field("id", "string"),
+    Field("title", "string"),
+    Field("description", "text"),
+    Field("design", "text"),
+    Field("acceptance_criteria", "text"),
+    Field("notes", "text"),
+    Field("status", "string"),
+    Field("priority", "i32"),
+    Field("issue_type", "issue_type"),
+    Field("assignee", "text"),
+    Field("owner", "text"),
+    Field("lease", "lease"),
+    Field("created_at", "stamp"),
+    Field("updated_at", "stamp"),
+    Field("closed_at", "optional_stamp"),
+    Field("ephemeral", "bool"),
+    Field("mol_type", "text"),
+    Field("labels", "labels"),
+    Field("dependencies", "dependencies"),
+    Field("metadata", "metadata"),
+)
+"""The issue row's one field table (reference §A1), in stored order. The fast paths (the key
+tuple check, the line grammar) are derived from it; `check_row` and `IssueModel` state the same
+contract with serde's messages and field descriptions, and tests prove all of them agree."""
+FIELD_ORDER = tuple(field.name for field in ISSUE_FIELDS)
 LEASE_FIELD_ORDER = ("lease_id", "owner", "acquired_at", "expires_at", "renewed_at")
 
 IssueType = Literal["epic", "task"]
@@ -119,11 +144,6 @@ class RowInvalid(ValueError):
     """A row serde would refuse; the message follows serde's wording (no line/column)."""
 
 
-# Already in serde's AutoSi `Z` form: fraction absent, or 3/6/9 digits not ending in `000`.
-_STORED_TIMESTAMP = re.compile(
-    r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])T(?:[01][0-9]|2[0-3]):[0-5][0-9]:"
-    r"(?:[0-5][0-9]|60)(?:\.(?!000Z)[0-9]{3}|\.[0-9]{3}(?!000Z)[0-9]{3}|\.[0-9]{6}(?!000Z)[0-9]{3})?Z"
-)
 _MISSING: Any = object()
 
 
@@ -135,10 +155,8 @@ def _string(value: Any, field: str) -> str:
 
 def stored_timestamp(value: Any, field: str) -> str:
     """The stored form of a row timestamp (chrono relaxed RFC3339 in, AutoSi `Z` out)."""
-    if type(value) is str and _STORED_TIMESTAMP.fullmatch(value):
-        day = value[8:10]
-        if day <= "28" or int(day) <= days_in_month(int(value[:4]), int(value[5:7])):
-            return value
+    if type(value) is str and stamp_is_stored(value):
+        return value
     if type(value) is not str:
         raise RowInvalid(
             f"invalid type: {describe(value)}, expected an RFC 3339 formatted date and time "
@@ -176,6 +194,22 @@ def check_lease(value: Any) -> LeaseRow:
     return lease  # type: ignore[return-value]
 
 
+def check_dependency_type(value: dict[str, Any], where: str = "") -> str:
+    """The edge type of a dependency or an add_dependency event: `type`, or its alias
+    `dep_type` (both present: serde's duplicate-field error)."""
+    if "type" in value and "dep_type" in value:
+        raise RowInvalid("duplicate field `type`")
+    kind = value.get("type", value.get("dep_type", _MISSING))
+    if kind is _MISSING:
+        raise RowInvalid(f"missing field `type`{where}")
+    if type(kind) is not str:
+        raise RowInvalid(f"invalid type: {describe(kind)}, expected a dependency type")
+    if kind not in BLOCKING_TYPES and kind not in DEPENDENCY_TYPES:
+        expected = ", ".join(f"`{name}`" for name in DEPENDENCY_TYPES)
+        raise RowInvalid(f"unknown variant `{kind}`, expected one of {expected}")
+    return kind
+
+
 def check_dependency(value: Any) -> DependencyRow:
     if type(value) is not dict:
         raise RowInvalid(f"invalid type: {describe(value)}, expected struct Dependency")
@@ -184,14 +218,7 @@ def check_dependency(value: Any) -> DependencyRow:
     for field in ("issue_id", "depends_on_id"):
         if field not in value:
             raise RowInvalid(f"missing field `{field}` (in a dependency)")
-    kind = value.get("type", value.get("dep_type", _MISSING))
-    if kind is _MISSING:
-        raise RowInvalid("missing field `type` (in a dependency)")
-    if type(kind) is not str:
-        raise RowInvalid(f"invalid type: {describe(kind)}, expected a dependency type")
-    if kind not in BLOCKING_TYPES and kind not in DEPENDENCY_TYPES:
-        expected = ", ".join(f"`{name}`" for name in DEPENDENCY_TYPES)
-        raise RowInvalid(f"unknown variant `{kind}`, expected one of {expected}")
+    kind = check_dependency_type(value, " (in a dependency)")
     dependency: dict[str, Any] = {
         "issue_id": _string(value["issue_id"], "issue_id"),
         "depends_on_id": _string(value["depends_on_id"], "depends_on_id"),
@@ -306,18 +333,12 @@ def dependency_sort_key(dependency: DependencyRow) -> tuple[str, str, str, str]:
 # `stamps_are_stored` checks a whole queue in one regex call. The contract, pinned by a hypothesis
 # test: whenever the fast path accepts a row, `check_row` returns an equal row.
 
-_ALWAYS = frozenset(
-    ("id", "title", "status", "priority", "issue_type", "created_at", "updated_at", "ephemeral")
-)
-_FIELD_TYPES: dict[str, type] = {
-    **dict.fromkeys(FIELD_ORDER, str),
-    "priority": int,
-    "lease": dict,
-    "ephemeral": bool,
-    "labels": list,
-    "dependencies": list,
-}
-_STAMP_FIELDS = ("created_at", "updated_at", "closed_at")
+_REQUIRED_KINDS = frozenset(("string", "i32", "issue_type", "stamp", "bool"))
+_ALWAYS = frozenset(field.name for field in ISSUE_FIELDS if field.kind in _REQUIRED_KINDS)
+_KIND_TYPES: dict[FieldKind, type] = {"i32": int, "bool": bool, "lease": dict, "labels": list}
+_KIND_TYPES["dependencies"] = list
+_FIELD_TYPES = {field.name: _KIND_TYPES.get(field.kind, str) for field in ISSUE_FIELDS}
+_STAMP_FIELDS = tuple(f.name for f in ISSUE_FIELDS if f.kind in ("stamp", "optional_stamp"))
 _LEASE_SHAPES = {
     ("lease_id", "owner", "acquired_at", "expires_at"): (str, str, str, str),
     ("lease_id", "owner", "acquired_at", "expires_at", "renewed_at"): (str, str, str, str, str),
@@ -328,6 +349,7 @@ _DEPENDENCY_KEYS = frozenset(
 _DEPENDENCY_TYPE_SET = frozenset(DEPENDENCY_TYPES)
 _EDGE_TYPES = {3: (str, str, str), 4: (str, str, str, str)}
 _FIELD_POSITION = {name: index for index, name in enumerate(FIELD_ORDER)}
+_FIELD_KINDS = {field.name: field.kind for field in ISSUE_FIELDS}
 
 
 class _Shape:
@@ -345,25 +367,13 @@ class _Shape:
 
 
 _SHAPES: dict[tuple[str, ...], _Shape | None] = {}
-_MONTH_DAY = (
-    r"(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
-    r"|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-9]))"
-)
-_STORED_STAMP = (
-    rf"[0-9]{{4}}-{_MONTH_DAY}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)"
-    r"(?:\.[0-9]{3}(?:[0-9]{3}(?:[0-9]{3})?)?)?Z"
-)
-# Possessive: the engine keeps no backtracking state per stamp (a plain `*` kept ~700 bytes
-# each, 190 MB for a 100k-issue store).
-_STORED_STAMPS = re.compile(rf"(?:{_STORED_STAMP}\n)*+{_STORED_STAMP}")
-_LEAP_DAYS = re.compile(r"([0-9]{4})-02-29T")
 
 
 def _shape(keys: tuple[str, ...]) -> _Shape | None:
     positions = [_FIELD_POSITION.get(key, -1) for key in keys]
     if -1 in positions or positions != sorted(set(positions)) or not set(keys) >= _ALWAYS:
         return None
-    if "metadata" in keys:
+    if any(_FIELD_KINDS[key] == "metadata" for key in keys):
         return None
     return _Shape(keys)
 
@@ -428,25 +438,6 @@ def stored_row_or_none(value: Any, stamps: list[str]) -> IssueRow | None:
         return None
 
 
-def stamps_are_stored(stamps: list[str]) -> bool:
-    """True when every string is a timestamp in stored form, checked for the lot at once.
-
-    One regex pass over the joined stamps (each month's day range; Feb 29 then checked against
-    leap years); a stored fraction never ends in `000` (AutoSi would have printed fewer
-    digits), and `000Z` cannot occur in a stored timestamp otherwise.
-    """
-    if not stamps:
-        return True
-    joined = "\n".join(stamps)
-    if joined.count("\n") != len(stamps) - 1 or "000Z" in joined:
-        return False
-    if _STORED_STAMPS.fullmatch(joined) is None:
-        return False
-    if "-02-29T" in joined:
-        return all(days_in_month(int(year), 2) == 29 for year in _LEAP_DAYS.findall(joined))
-    return True
-
-
 def row_stamps_are_stored(row: IssueRow) -> bool:
     """The per-row form of `stamps_are_stored`, to find the rows a failed batch is about."""
     stamps = [row[field] for field in _STAMP_FIELDS if field in row]  # type: ignore[literal-required]
@@ -467,16 +458,8 @@ _LINE_STRING = (
     rb'"(?!")[^"\\\x00-\x1f]*+'
     rb'(?:\\(?:["\\bfnrt]|u00(?:0[0-7]|0b|0e|0f|1[0-9a-f]))[^"\\\x00-\x1f]*+)*+"'
 )
-# The stored stamp with its two whole-value rules spelled out: Feb 29 in leap years only, and
-# no fraction ending in `000` (AutoSi would have printed fewer digits).
-_LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
-_MONTH_DAY_NOT_LEAP = _MONTH_DAY.replace(
-    "02-(?:0[1-9]|1[0-9]|2[0-9])", "02-(?:0[1-9]|1[0-9]|2[0-8])"
-)
-_LINE_STAMP = (
-    rf'"(?:[0-9]{{4}}-{_MONTH_DAY_NOT_LEAP}|{_LEAP_YEAR}-02-29)T(?:[01][0-9]|2[0-3]):[0-5][0-9]:'
-    r'(?:[0-5][0-9]|60)(?:\.(?:[0-9]{3}|[0-9]{6}|)(?!000)[0-9]{3})?Z"'
-).encode()
+_LINE_STAMP = b'"' + STORED_STAMP.encode() + b'"'
+_LINE_SIMPLE_STAMP = b'"' + SIMPLE_STAMP.encode() + b'"'
 _LINE_EDGE = (
     rb'\{"issue_id":'
     + _LINE_STRING
@@ -489,68 +472,75 @@ _LINE_EDGE = (
     + _LINE_STRING
     + rb")?\}"
 )
-_LINE_LEASE = (
-    rb'\{"lease_id":'
-    + _LINE_STRING
-    + rb',"owner":'
-    + _LINE_STRING
-    + rb',"acquired_at":'
-    + _LINE_STAMP
-    + rb',"expires_at":'
-    + _LINE_STAMP
-    + rb'(?:,"renewed_at":'
-    + _LINE_STAMP
-    + rb")?\}"
-)
 
 
-def _optional_strings(*fields: str) -> bytes:
-    return b"".join(b'(?:,"' + field.encode() + b'":' + _LINE_STRING + b")?" for field in fields)
+def _line_lease(stamp: bytes) -> bytes:
+    return (
+        rb'\{"lease_id":'
+        + _LINE_STRING
+        + rb',"owner":'
+        + _LINE_STRING
+        + rb',"acquired_at":'
+        + stamp
+        + rb',"expires_at":'
+        + stamp
+        + rb'(?:,"renewed_at":'
+        + stamp
+        + rb")?\}"
+    )
 
 
-_STORED_LINE_PATTERN = (
-    rb'\{"id":'
-    + _LINE_STRING
-    + rb',"title":'
-    + _LINE_STRING
-    + _optional_strings("description", "design", "acceptance_criteria", "notes")
-    + rb',"status":'
-    + _LINE_STRING
-    + rb',"priority":(?:0|-?[1-9][0-9]{0,8})'
-    + rb',"issue_type":"(?:task|epic)"'
-    + _optional_strings("assignee", "owner")
-    + rb'(?:,"lease":'
-    + _LINE_LEASE
-    + rb")?"
-    + rb',"created_at":'
-    + _LINE_STAMP
-    + rb',"updated_at":'
-    + _LINE_STAMP
-    + rb'(?:,"closed_at":'
-    + _LINE_STAMP
-    + rb')?,"ephemeral":(?:true|false)'
-    + _optional_strings("mol_type")
-    + rb'(?:,"labels":\['
-    + _LINE_STRING
-    + rb"(?:,"
-    + _LINE_STRING
-    + rb")*+\])?"
-    + rb'(?:,"dependencies":\['
-    + _LINE_EDGE
-    + rb"(?:,"
-    + _LINE_EDGE
-    + rb")*+\])?\}"
-)
+def _line_piece(field: Field, stamp: bytes) -> bytes:
+    """The grammar of one field in a stored line (with its leading comma)."""
+    key = b',"' + field.name.encode() + b'":'
+    edges = _LINE_EDGE + rb"(?:," + _LINE_EDGE + rb")*+"
+    piece = {
+        "string": key + _LINE_STRING,
+        "text": b"(?:" + key + _LINE_STRING + b")?",
+        "i32": key + rb"(?:0|-?[1-9][0-9]{0,8})",
+        "issue_type": key + b'"(?:' + b"task|epic" + b')"',
+        "lease": b"(?:" + key + _line_lease(stamp) + b")?",
+        "stamp": key + stamp,
+        "optional_stamp": b"(?:" + key + stamp + b")?",
+        "bool": key + b"(?:true|false)",
+        "labels": b"(?:" + key + rb"\[" + _LINE_STRING + rb"(?:," + _LINE_STRING + rb")*+\])?",
+        "dependencies": b"(?:" + key + rb"\[" + edges + rb"\])?",
+        "metadata": b"",  # rows with metadata take the checked path
+    }[field.kind]
+    return piece
+
+
+def _line_pattern(stamp: bytes) -> bytes:
+    """One stored row line, every field from the table, times matching `stamp`."""
+    body = b"".join(_line_piece(field, stamp) for field in ISSUE_FIELDS)
+    return rb"\{" + body.removeprefix(b",") + rb"\}"
 
 
 @functools.cache
-def _stored_text() -> re.Pattern[bytes]:
-    # Compiling takes ~6 ms: only stores big enough to gain from it pay (`text_is_stored`).
+def _line_texts() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    # Compiling takes ~6 ms each: only stores big enough to gain from it pay (`text_form`).
     # One match over the whole text, not one per line: no match object per line.
-    return re.compile(b"(?:" + _STORED_LINE_PATTERN + b"\n)*+")
+    return (
+        re.compile(b"(?:" + _line_pattern(_LINE_STAMP) + b"\n)*+"),
+        re.compile(b"(?:" + _line_pattern(_LINE_SIMPLE_STAMP) + b"\n)*+"),
+    )
+
+
+TEXT_UNKNOWN, TEXT_STORED, TEXT_STORED_BUT_TIMES = 0, 1, 2
+"""What `text_form` proves about a whole issues file."""
 
 
 def text_is_stored(text: bytes) -> bool:
     """True when every line of `text` (a whole issues file) is a row line in stored form, byte
     for byte as our writers write it: no blank lines, a `\\n` after the last."""
-    return _stored_text().fullmatch(text) is not None
+    return _line_texts()[0].fullmatch(text) is not None
+
+
+def text_form(text: bytes) -> int:
+    """`TEXT_STORED` (`text_is_stored`), else `TEXT_STORED_BUT_TIMES` when the lines are rows
+    in stored form but for the fraction digits of their times (`timefmt.SIMPLE_STAMP`: every
+    row is valid and `stored_forms` gives its times), else `TEXT_UNKNOWN`."""
+    stored, simple = _line_texts()
+    if stored.fullmatch(text) is not None:
+        return TEXT_STORED
+    return TEXT_STORED_BUT_TIMES if simple.fullmatch(text) is not None else TEXT_UNKNOWN

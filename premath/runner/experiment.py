@@ -207,7 +207,8 @@ def load_experiment(path: str | os.PathLike[str]) -> LoadedExperiment:
 
 def experiment_images(spec: "ExperimentSpec") -> list[str]:
     """Every image a docker run of the experiment starts (a variant's own, else the runtime's)."""
-    return sorted({plan.image or spec.runtime.image for plan in variant_plans(spec)} - {None})
+    images = {plan.image or spec.runtime.image for plan in variant_plans(spec)}
+    return sorted(image for image in images if image is not None)
 
 
 def executor_problems(spec: "ExperimentSpec", executor: str) -> list[str]:

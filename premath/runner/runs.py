@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from premath.bench.provenance import checkout_commit
 from premath.clock import Clock
 from premath.errors import (
     ArtifactInvalid,
@@ -190,9 +191,18 @@ def create_run(
         "trajectory_path": os.fspath(Path(trajectory_path).absolute()) if trajectory_path else None,
         "task_count": len(tasks),
         "trial_count": len(schedule),
+        "commit": enclosing_commit(loaded.base_dir),
     }
     write_atomic(paths.manifest, document_bytes(manifest))  # last: its presence marks a whole run
     return RunState(paths, manifest, resolved, loaded.spec, tasks, schedule)
+
+
+def enclosing_commit(folder: Path) -> str | None:
+    """The commit of the git checkout holding the experiment (the harness under test), if any."""
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return checkout_commit(candidate)
+    return None
 
 
 def _read_json(path: Path, what: str) -> Any:
@@ -336,6 +346,21 @@ def summarise(state: RunState, ran: int, action: str) -> dict[str, Any]:
         "trials_path": os.fspath(state.paths.trials_log),
         "trajectory_path": os.fspath(trajectory_of(state)),
     }
+
+
+def error_gate_failure(summary: dict[str, Any], max_error_rate: float | None) -> str | None:
+    """Why a run fails `--fail-on-error[-rate]`: its final trials' error share is above the
+    limit (0 for any error); None when it passes or no limit is set."""
+    trials = summary["trials"]
+    final = trials["success"] + trials["failure"] + trials["error"]
+    if max_error_rate is None or final == 0 or trials["error"] / final <= max_error_rate:
+        return None
+    limit = "none allowed" if max_error_rate == 0 else f"limit {max_error_rate:g}"
+    return (
+        f"{trials['error']} of {final} final trials ended in error ({limit}); see the error "
+        f"classes with `premath experiment report {summary['run_id']}`, fix the cause, then "
+        f"`premath experiment resume {summary['run_id']} --rerun-errors`"
+    )
 
 
 def trajectory_of(state: RunState) -> Path:

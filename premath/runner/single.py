@@ -93,13 +93,14 @@ def run_single(
         raise InputInvalid("--image needs --executor docker: the local executor has no images")
     if executor == "docker" and image is None:
         raise InputInvalid("--executor docker needs --image")
+    images = [] if image is None else [image]
     payload = _read_task(task_path)
     variables = parse_env(env)
     paths = AttemptPaths(_trial_folder(out_dir, now))
     runner: Executor = LocalExecutor()
     if executor == "docker":
         docker = DockerExecutor()
-        docker.require(Path.cwd(), [image])
+        docker.require(Path.cwd(), images)
         runner = docker
     paths.in_dir.mkdir(parents=True)
     write_task_file(paths.task_file, payload)

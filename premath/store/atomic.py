@@ -9,6 +9,7 @@ writers: users commit `.premath/`, and stray files would show up in `git status`
 """
 
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from premath.clock import epoch_ns
@@ -44,6 +45,19 @@ def sweep_orphan_temps(target: Path) -> None:
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Replace `path` with `data` atomically, creating parent folders as the reference does."""
+    write_atomic_chunks(path, (data,))
+
+
+def write_atomic_chunks(
+    path: str | os.PathLike[str],
+    chunks: Iterable[bytes],
+    before_replace: Callable[[Path], None] | None = None,
+) -> None:
+    """`write_atomic` of the concatenated chunks, produced while writing (bounded memory).
+
+    `before_replace` sees the complete temp file before it takes the name; raising there
+    leaves `path` as it was.
+    """
     target = Path(path)
     parent = target.parent
     parent.mkdir(parents=True, exist_ok=True)
@@ -52,12 +66,15 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            for chunk in chunks:
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
+        if before_replace is not None:
+            before_replace(temp)
         os.replace(temp, target)
     except BaseException:
         temp.unlink(missing_ok=True)

@@ -2,8 +2,9 @@
 
 Only where that is safe and useful: `os.fork` exists, no other thread runs (a fork copies the
 locks other threads hold, not the threads), and at least two CPUs are ours. The child computes
-one boolean and leaves with `os._exit`, touching nothing shared; a child that fails in any way
-answers False, so callers must treat False as "take the careful path", never as a fact.
+one small answer (a bool, or an int from 0 to 250) and leaves with `os._exit`, touching nothing
+shared; a child that fails in any way answers 0 (False), so callers must treat 0 as "take the
+careful path", never as a fact.
 """
 
 import contextlib
@@ -24,7 +25,7 @@ def may_fork() -> bool:
 
 
 @contextlib.contextmanager
-def check_in_parallel(check: Callable[[], bool]) -> Iterator[Callable[[], bool]]:
+def check_in_parallel(check: Callable[[], int]) -> Iterator[Callable[[], int]]:
     """Start `check()` beside the caller; the yielded function waits for its answer.
 
     Where forking is not possible the check runs here, when its answer is first asked for. A
@@ -38,18 +39,18 @@ def check_in_parallel(check: Callable[[], bool]) -> Iterator[Callable[[], bool]]
     except OSError:
         yield check
         return
-    if pid == 0:  # the child: one answer through the exit status, nothing else
-        answer = False
+    if pid == 0:  # the child: one answer through the exit status (answer + 1), nothing else
+        status = 0
         with contextlib.suppress(BaseException):
-            answer = check()
-        os._exit(0 if answer else 1)
+            status = 1 + int(check())
+        os._exit(status)
     del check  # the child has its own copy of whatever the check holds on to
-    answers: list[bool] = []
+    answers: list[int] = []
 
-    def wait() -> bool:
+    def wait() -> int:
         if not answers:
             _, status = os.waitpid(pid, 0)
-            answers.append(os.waitstatus_to_exitcode(status) == 0)
+            answers.append(max(os.waitstatus_to_exitcode(status) - 1, 0))
         return answers[0]
 
     try:

@@ -26,27 +26,35 @@ import orjson
 
 from premath.errors import ArtifactInvalid, IoFailure, NotFound
 from premath.models.issue_row import (
+    TEXT_STORED,
+    TEXT_STORED_BUT_TIMES,
+    TEXT_UNKNOWN,
     IssueRow,
     NotStored,
     RowInvalid,
     check_row,
     dependency_sort_key,
     row_stamps_are_stored,
-    stamps_are_stored,
     stored_item,
     stored_row_or_none,
-    text_is_stored,
+    text_form,
 )
 from premath.store.atomic import write_atomic
 from premath.store.canonical import row_bytes, with_serde_floats
 from premath.store.forked_check import check_in_parallel
 from premath.store.locks import hold_marker
-from premath.text import rust_trim
-from premath.timefmt import epoch_nanos, format_autosi_z
+from premath.text import rust_trim_line
+from premath.timefmt import (
+    autosi_fraction,
+    epoch_nanos,
+    format_autosi_z,
+    stamps_are_stored,
+    stored_forms,
+)
 
 _BIG_STORE_LINES = 10_000
 _WRITTEN_CHECK_LINES = 10_000
-"""From this size on, a load first tries `text_is_stored` (its regex costs ~5 ms to compile)."""
+"""From this size on, a load first tries `text_form` (its regex costs ~5 ms to compile)."""
 
 IssueMap = dict[str, IssueRow]
 """Issues by id. Insertion order is not meaningful; writers sort by id."""
@@ -83,29 +91,22 @@ def encode_store(issues: IssueMap) -> bytes:
     return b"".join([dumps(row) + b"\n" for row in rows])
 
 
-def _trimmed(raw: bytes) -> bytes:
-    line = raw.strip()
-    if line and (line[0] >= 0x80 or line[-1] >= 0x80):
-        # Rust's trim also strips non-ASCII white space (NBSP, U+2028, ...).
-        line = rust_trim(line.decode("utf-8")).encode("utf-8")
-    return line
-
-
 class _SplitFile(NamedTuple):
     lines: list[bytes]
     terminated: bool
     """The file ends with `\n` (so its last line cannot be torn)."""
-    written: Callable[[], bool]
-    """Whether every line is a row exactly as our writers write it (`text_is_stored`); asked
-    only after the optimistic decode, so a check running beside it has had time to finish."""
+    written: Callable[[], int]
+    """What `text_form` proves about the lines (our bytes, or stored rows but for their times);
+    asked only after the optimistic decode, so a check running beside it has had time to
+    finish."""
 
 
-def _never() -> bool:
-    return False
+def _never() -> int:
+    return TEXT_UNKNOWN
 
 
 def _split_file(
-    data: bytes, path: str, written: Callable[[bytes], Callable[[], bool]] | None = None
+    data: bytes, path: str, written: Callable[[bytes], Callable[[], int]] | None = None
 ) -> _SplitFile:
     """Refuse NUL and non-UTF-8 bytes (specs/issue-memory.md), then cut the file into lines.
 
@@ -129,7 +130,7 @@ def _split_file(
         lines.pop()
     if len(lines) < _WRITTEN_CHECK_LINES:
         return _SplitFile(lines, data.endswith(b"\n"), _never)
-    start = written or (lambda text: functools.partial(text_is_stored, text))
+    start = written or (lambda text: functools.partial(text_form, text))
     return _SplitFile(lines, data.endswith(b"\n"), start(data))
 
 
@@ -180,50 +181,96 @@ def _gc_paused() -> Iterator[None]:
 def _parse_split(
     split: _SplitFile, path: str, now_text: str, tolerate_torn_tail: bool, keep_lines: bool
 ) -> _Loaded:
-    """Lines exactly as our writers write them (`_parse_written`; checked in big stores only,
-    where it saves a third of the time), else rows in stored form (`_parse_stored`), else the
-    general rules (`_parse_lines`)."""
+    """Every line decoded once; then lines exactly as our writers write them (checked in big
+    stores only, where it saves a third of the time), else rows in stored form but perhaps
+    for their times (`_stored_rows`), else the general rules (`_parse_lines`)."""
     lines = split.lines
+    try:
+        rows = list(map(orjson.loads, lines))
+    except orjson.JSONDecodeError:
+        return _Loaded(_parse_lines(split, path, now_text, tolerate_torn_tail), None)
     if split.written is not _never:
-        written = _parse_written(lines)
-        if written is not None and split.written():
+        written = _by_id(rows)
+        form = TEXT_UNKNOWN if written is None else split.written()
+        if written is not None and form == TEXT_STORED:
             keep = keep_lines and split.terminated and len(written) == len(lines)
             return _Loaded(written, lines if keep and _ascending(list(written)) else None)
-    stored = _parse_stored(lines)
+        if written is not None and form == TEXT_STORED_BUT_TIMES:
+            _put_stamps(rows, map(autosi_fraction, _queued_stamps(rows)))
+            return _Loaded(written, None)
+    stored = _stored_rows(rows)
     if stored is None:
+        del rows
         return _Loaded(_parse_lines(split, path, now_text, tolerate_torn_tail), None)
     return _Loaded(stored, None)
 
 
-def _parse_written(lines: list[bytes]) -> IssueMap | None:
-    """The store if its lines are as our writers write them, decoded with no row check (the
-    last row of an id wins, as in `_parse_lines`); None when they plainly are not. Only
-    `text_is_stored` proves they are: the caller asks it before using the result."""
+def _by_id(rows: list[Any]) -> IssueMap | None:
+    """The rows by id with no row check (the last row of an id wins, as in `_parse_lines`);
+    None when they plainly are not rows. Only `text_form` proves they are: the caller
+    asks it before using the result."""
     try:
-        rows = list(map(orjson.loads, lines))
         return dict(zip(map(operator.itemgetter("id"), rows), rows, strict=True))
-    except (orjson.JSONDecodeError, KeyError, TypeError):
+    except (KeyError, TypeError):
         return None
 
 
-def _parse_stored(lines: list[bytes]) -> IssueMap | None:
-    """The store when every line is a row in stored form, else None (nothing to skip, trim or
-    normalise: what our writers and the reference's write).
+def _stored_rows(rows: list[Any]) -> IssueMap | None:
+    """The store when every row is in stored form but perhaps for its times, else None.
 
-    One pass, all C-level but `stored_item`: each row is checked right after orjson builds it,
-    while it is still in the CPU cache, and goes straight into the map (the last row of an id
-    wins, as in `_parse_lines`). A blank, `#`, torn or malformed line fails `orjson.loads`, and
-    JSON white space around a row is also white space to Rust's trim, so where this path
-    succeeds the general rules give the same map.
+    One pass of `stored_item` (all C-level but it); the times are checked for the lot at once,
+    and when some are not in stored form but only their fraction is off (Go's RFC3339Nano
+    `.5Z`, `.123456789Z`; what beads and hand-written stores hold) they are rewritten in place
+    by `stored_forms`, in the order `stored_item` queued them. A blank, `#`, torn or malformed
+    line fails `orjson.loads`, and JSON white space around a row is also white space to Rust's
+    trim, so where this path succeeds the general rules give the same map.
     """
     stamps: list[str] = []
     try:
-        issues: IssueMap = dict(
-            map(stored_item, map(orjson.loads, lines), itertools.repeat(stamps))
-        )
-    except (orjson.JSONDecodeError, NotStored):
+        issues: IssueMap = dict(map(stored_item, rows, itertools.repeat(stamps)))
+    except NotStored:
         return None
-    return issues if stamps_are_stored(stamps) else None
+    if stamps_are_stored(stamps):
+        return issues
+    forms = stored_forms(stamps)
+    if forms is None:
+        return None
+    del stamps
+    _put_stamps(rows, iter(forms))
+    return issues
+
+
+def _queued_stamps(rows: list[IssueRow]) -> list[str]:
+    """The rows' times in the order `stored_item` queues them: the row's, then its lease's."""
+    stamps: list[str] = []
+    for row in rows:
+        stamps.append(row["created_at"])
+        stamps.append(row["updated_at"])
+        if "closed_at" in row:
+            stamps.append(row["closed_at"])
+        lease = row.get("lease")
+        if lease is not None:
+            stamps.append(lease["acquired_at"])
+            stamps.append(lease["expires_at"])
+            if "renewed_at" in lease:
+                stamps.append(lease["renewed_at"])
+    return stamps
+
+
+def _put_stamps(rows: list[IssueRow], forms: Iterator[str]) -> None:
+    """Write back the times `stored_item` queued, in its order: the row's, then its lease's."""
+    for row in rows:
+        fields: dict[str, Any] = row  # type: ignore[assignment]
+        fields["created_at"] = next(forms)
+        fields["updated_at"] = next(forms)
+        if "closed_at" in fields:
+            fields["closed_at"] = next(forms)
+        lease: dict[str, Any] | None = fields.get("lease")
+        if lease is not None:
+            lease["acquired_at"] = next(forms)
+            lease["expires_at"] = next(forms)
+            if "renewed_at" in lease:
+                lease["renewed_at"] = next(forms)
 
 
 def _ascending(ids: list[str]) -> bool:
@@ -288,7 +335,7 @@ def _rows_to_decode(lines: list[bytes]) -> tuple[list[bytes], list[int]]:
     for index, raw in enumerate(lines):
         line = raw.strip()
         if line and (line[0] >= 0x80 or line[-1] >= 0x80):
-            line = _trimmed(line)
+            line = rust_trim_line(line)
         if line and line[0] != 0x23:  # '#'
             texts.append(line)
             numbers.append(index + 1)
@@ -347,7 +394,7 @@ def _load(path: str, now: datetime, *, tolerate_torn_tail: bool, keep_lines: boo
             data,
             path,
             lambda text: checks.enter_context(
-                check_in_parallel(functools.partial(text_is_stored, text))
+                check_in_parallel(functools.partial(text_form, text))
             ),
         )
         del data  # only the lines are needed from here: one copy of the file, not two

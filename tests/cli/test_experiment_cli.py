@@ -1,6 +1,7 @@
 """`premath experiment ...`, `premath run` and `premath schema` through the real exit point."""
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -29,6 +30,19 @@ def test_the_example_experiment_runs_to_completion(cli_run):
     assert report.exit_code == 0
     variants = {v["variant_id"]: v["pass_rate"] for v in report.json["variants"]}
     assert variants == {"control": 22 / 24, "careful": 1.0, "fast": 0.75}
+    # The harness is deterministic: both replications of a task agree, so counting trial pairs
+    # would double the evidence (CI [-33.3%, -4.2%], McNemar p 0.125 on 4 discordant pairs).
+    # Per task: fast loses arith-07 and arith-11 and ties the other ten.
+    _, fast = report.json["comparisons"]
+    assert (fast["tasks"], fast["trials"], fast["wins"], fast["losses"]) == (12, 48, 0, 2)
+    assert (fast["test"]["b"], fast["test"]["c"], fast["p_value"]) == (2, 0, 0.5)
+    diff = fast["success_diff"]
+    assert (diff["estimate"], diff["low"], diff["high"]) == (-2 / 12, -5 / 12, 0.0)
+    text = cli_run("experiment", "report", "demo").stdout
+    assert (
+        "fast     12     48      0/2/10  exact sign test (McNemar)  0.500  1.000   -16.7% " in text
+    )
+    assert "[-41.7%, 0.0%]" in text
 
 
 def test_run_text_output(cli_run, workdir):
@@ -123,9 +137,21 @@ def test_report_text_json_and_html(cli_run, workdir):
     assert "control (baseline)  2       2        0        0      100.0%" in text.stdout
     page = (workdir / "report.html").read_text()
     assert page.startswith("<!DOCTYPE html>")
-    assert page.count("<svg") == 1
+    assert page.count("<svg") == 2
+    # trial links are relative to the page's folder and lead to the trial folders
+    links = re.findall(r'href="([^"]+)"', page)
+    assert links[0] == ".premath/runs/r1/trials/000000-control-a-r0/"
+    assert len(links) == 4
+    assert all((workdir / link).is_dir() for link in links)
+    (workdir / "pages").mkdir()
+    cli_run("experiment", "report", "r1", "--html", "pages/report.html")
+    nested = (workdir / "pages" / "report.html").read_text()
+    assert (
+        re.findall(r'href="([^"]+)"', nested)[0]
+        == "../.premath/runs/r1/trials/000000-control-a-r0/"
+    )
     as_json = cli_run("experiment", "report", "r1", "--json", "--seed", "3")
-    assert as_json.json["report_kind"] == "premath.experiment.report.v1"
+    assert as_json.json["report_kind"] == "premath.experiment.report.v2"
     assert as_json.json["comparisons"][0]["losses"] == 1
 
 
@@ -227,3 +253,47 @@ def test_help_of_the_new_commands_stays_off_heavy_imports(tmp_path):
         [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, check=True, timeout=60
     )
     assert result.stdout == b"[]\n"
+
+
+def test_fail_on_error_exits_1_when_trials_end_in_error(tmp_path):
+    """A real process: the gate's exit status, stderr reason and the summary on stdout."""
+    experiment = make_experiment(
+        tmp_path / "exp",
+        [{"id": f"t{i}", "mode": "exit3" if i < 2 else "ok"} for i in range(10)],
+    )
+    path = os.fspath(experiment)
+    plain = run_premath("experiment", "run", path, "--run-id", "plain", "--json", cwd=tmp_path)
+    assert plain.returncode == 0  # errors alone do not fail a run
+    gated = run_premath(
+        "experiment", "run", path, "--run-id", "gated", "--fail-on-error", "--json", cwd=tmp_path
+    )
+    assert gated.returncode == 1
+    assert orjson.loads(gated.stdout)["trials"]["error"] == 2  # the summary is still printed
+    assert gated.stderr.decode().startswith(
+        "error: 2 of 10 final trials ended in error (none allowed); see the error classes with "
+        "`premath experiment report gated`"
+    )
+    rates = {
+        rate: run_premath(
+            "experiment", "run", path, "--fail-on-error-rate", rate, "--run-id", f"r{i}",
+            cwd=tmp_path,
+        )
+        for i, rate in enumerate(["0.1", "0.2", "0.5"])
+    }  # fmt: skip
+    assert {rate: result.returncode for rate, result in rates.items()} == {
+        "0.1": 1,
+        "0.2": 0,  # 2 of 10 is not above 0.2
+        "0.5": 0,
+    }
+    assert b"(limit 0.1)" in rates["0.1"].stderr
+    assert rates["0.2"].stderr == b""
+    resumed = run_premath("experiment", "resume", "gated", "--fail-on-error", cwd=tmp_path)
+    assert resumed.returncode == 1
+    bad = run_premath("experiment", "run", path, "--fail-on-error-rate", "1.5", cwd=tmp_path)
+    assert bad.returncode == 2
+
+
+def test_fail_on_error_passes_a_clean_run(cli_run, workdir):
+    experiment = make_experiment(workdir / "exp", [{"id": "a"}, {"id": "b", "mode": "fail"}])
+    result = cli_run("experiment", "run", os.fspath(experiment), "--fail-on-error", "--json")
+    assert (result.exit_code, result.stderr) == (0, "")  # failures are not errors

@@ -10,6 +10,8 @@ DIVERGENT = {
     "issue.claim-next.skips": "D3-1",  # our behaviour: tests/cli/test_issue_claim_next.py
     "issue.claim-next.ttl-bounds": "D1-1",
     "issue.claim.rejections": "D1-1",
+    "issue.migrate-events.errors": "D1-1",
+    "issue.replay-events.cache-miss": "D3-7",  # our behaviour: tests/issues/test_events.py
     "issue.ready.errors-and-empty": "D1-1",
 }
 

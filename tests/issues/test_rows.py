@@ -18,13 +18,13 @@ from premath.models.issue import IssueModel
 from premath.models.issue_row import (
     RowInvalid,
     check_row,
-    stamps_are_stored,
     stored_row_or_none,
     text_is_stored,
 )
 from premath.store import issues_file
 from premath.store.canonical import serde_float
 from premath.store.issues_file import encode_store, load_issues, parse_issues
+from premath.timefmt import stamps_are_stored
 
 NOW_TEXT = "2026-03-01T10:00:00.123456Z"
 NOW = datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=UTC)
@@ -35,6 +35,9 @@ STAMPS = [
     "2026-02-22T00:00:00.500Z",
     "2026-02-22T00:00:00.500000Z",
     "2026-02-22T00:00:00.123456789Z",
+    "2026-02-22T00:00:00.5Z",
+    "2026-02-22T00:00:00.12340Z",
+    "2026-02-22T00:00:00.1234567891Z",
     "2024-02-29T23:59:60Z",
     "2026-02-22T00:00:00.500+01:00",
     "2026-02-22 00:00:00z",
@@ -519,3 +522,9 @@ def test_splicing_writes_what_a_full_rewrite_writes(values, action):
                     )
             written.append(Path(path).read_bytes())
     assert written[0] == written[1]
+
+
+def test_the_pydantic_model_states_the_field_table():
+    from premath.models.issue_row import FIELD_ORDER
+
+    assert tuple(IssueModel.model_fields) == FIELD_ORDER

@@ -1,8 +1,18 @@
 """Issue-row timestamps: chrono's relaxed RFC3339 on read, serde's AutoSi `Z` form on write."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from premath.timefmt import format_autosi_z, format_offset, normalize_relaxed, parse_relaxed
+from premath.timefmt import (
+    format_autosi_z,
+    format_offset,
+    normalize_relaxed,
+    parse_relaxed,
+    stamp_is_stored,
+    stamps_are_stored,
+    stored_forms,
+)
 
 
 @pytest.mark.parametrize(
@@ -66,3 +76,27 @@ def test_formats_from_epoch_nanoseconds():
     assert format_offset(instant) == "2026-02-23T03:33:09.338421+00:00"
     assert format_offset(instant - 338_421_000) == "2026-02-23T03:33:09+00:00"
     assert format_autosi_z(-1) == "1969-12-31T23:59:59.999999999Z"
+
+
+@given(
+    st.integers(0, 9999),
+    st.integers(1, 12),
+    st.integers(1, 31),
+    st.integers(0, 23),
+    st.integers(0, 59),
+    st.integers(0, 60),
+    st.none() | st.text(alphabet="0123456789", max_size=12),
+)
+def test_the_one_pass_normaliser_agrees_with_the_relaxed_parser(
+    year, month, day, hour, minute, second, fraction
+):
+    stamp = f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{second:02d}"
+    stamp += ("" if fraction is None else "." + fraction) + "Z"
+    forms = stored_forms([stamp])
+    if forms is None:
+        assert normalize_relaxed(stamp) is None or fraction == ""
+    else:
+        assert forms == [normalize_relaxed(stamp)]
+        assert stamp_is_stored(forms[0])
+        assert stamp_is_stored(stamp) is (stamp == forms[0])
+        assert stamps_are_stored([stamp, forms[0]]) is (stamp == forms[0])

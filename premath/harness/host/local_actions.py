@@ -4,8 +4,9 @@ from datetime import datetime
 from typing import Any
 
 from premath.errors import ArtifactInvalid, IoFailure, NotFound
-from premath.issues import memory
+from premath.issues import documents, memory
 from premath.models.serde import SchemaViolation, describe, optional_string, unsigned
+from premath.models.vocabulary import GraphScope
 from premath.text import rust_trim
 
 DEFAULT_ISSUES_PATH = ".premath/issues.jsonl"
@@ -62,28 +63,30 @@ def _issues_path(args: dict[str, Any]) -> str:
 def _run(action: str, args: dict[str, Any], now: datetime) -> dict[str, Any]:
     path = _issues_path(args)
     if action == "issue.ready":
-        return memory.ready(path, now=now)
+        return documents.ready_document(path, memory.ready(path, now=now))
     if action == "issue.blocked":
-        return memory.blocked(path, now=now)
+        return documents.blocked_document(path, memory.blocked(path, now=now))
     if action == "issue.list":
-        return memory.list_issues(
+        rows = memory.list_issues(
             path, now=now, status=args.get("status"), assignee=args.get("assignee")
         )
+        return documents.list_document(path, rows)
     if action == "issue.check":
         threshold = args.get("noteWarnThreshold")
-        return memory.check(
+        report = memory.check(
             path,
             now=now,
             note_warn_threshold=DEFAULT_NOTE_WARN_THRESHOLD if threshold is None else threshold,
         )
+        return documents.check_document(path, report)
     scope = rust_trim(args.get("graphScope") or "active")
-    if scope == "active":
-        return memory.dep_diagnostics(path, now=now, scope="active")
-    if scope == "full":
-        return memory.dep_diagnostics(path, now=now, scope="full")
-    raise HostActionFailed(
-        INVALID, f"dep.diagnostics graphScope must be `active` or `full` (got `{scope}`)"
-    )
+    if scope not in ("active", "full"):
+        raise HostActionFailed(
+            INVALID, f"dep.diagnostics graphScope must be `active` or `full` (got `{scope}`)"
+        )
+    graph_scope: GraphScope = "active" if scope == "active" else "full"
+    integrity = memory.dep_diagnostics(path, now=now, scope=graph_scope)
+    return documents.dep_diagnostics_document(path, graph_scope, integrity)
 
 
 LOCAL_ACTIONS: frozenset[str] = frozenset(ARG_FIELDS)

@@ -1,13 +1,16 @@
 """The analysis of a run: each variant on its own, then each variant against the baseline.
 
 Errors are kept apart from failures: a variant's pass rate is success / (success + failure),
-and its errors are counted by class. Comparisons pair trials on (task, replication) and drop a
-pair when either side is an error (specs/experiment.md "Report").
+and its errors are counted by class. The unit of analysis is the task: replications of one
+task are not independent, so they are averaged into the task's success rate before any test
+or interval, and bootstraps resample tasks (specs/experiment.md "Report").
 """
 
+import os
 import random
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from premath.runner.report.stats import (
@@ -16,9 +19,11 @@ from premath.runner.report.stats import (
     fisher_exact_p,
     holm,
     magnitude,
-    mcnemar,
+    mann_whitney_p,
     paired_bootstrap,
+    sign_test,
     unpaired_bootstrap,
+    wilson_interval,
 )
 from premath.runner.runs import RunState, latest_records, open_run
 from premath.store.atomic import write_atomic
@@ -26,9 +31,58 @@ from premath.store.atomic import write_atomic
 if TYPE_CHECKING:
     from premath.models.trial import TrialRecord
 
-REPORT_KIND = "premath.experiment.report.v1"
+REPORT_KIND = "premath.experiment.report.v2"
 DEFAULT_RESAMPLES = 2000
 DEFAULT_CONFIDENCE = 0.95
+
+_UNIT = (
+    "Unit of analysis: the task. Replications of a task are averaged into its success rate "
+    "(success / (success + failure); errors are left out), so a deterministic harness run R "
+    "times counts once per task, not R times. Pass-rate intervals are Wilson intervals over "
+    "tasks."
+)
+METHODS = {
+    "paired": _UNIT
+    + " Paired on tasks judged on both sides: the sign test on per-task differences (exact "
+    "binomial below 25 discordant tasks, else chi-square with continuity correction), which is "
+    "McNemar's test when every rate is 0 or 1; a percentile bootstrap CI resampling tasks. "
+    "Holm's step-down adjustment covers the comparisons that have data.",
+    "unpaired": _UNIT
+    + " Unpaired: Fisher's exact test when every task has one judged trial per side, else "
+    "Mann-Whitney U on per-task rates; a percentile bootstrap CI resampling each side's tasks. "
+    "Holm's step-down adjustment covers the comparisons that have data.",
+    "none": _UNIT + " No comparison between variants (design.comparison: none).",
+}
+"""The method as the report states it, per design.comparison."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskTally:
+    """One variant's judged trials of one task."""
+
+    success: int
+    failure: int
+    error: int
+    objective: list[float]
+
+    @property
+    def rate(self) -> float | None:
+        judged = self.success + self.failure
+        return self.success / judged if judged else None
+
+    @property
+    def objective_mean(self) -> float | None:
+        return sum(self.objective) / len(self.objective) if self.objective else None
+
+
+def _tally(records: list["TrialRecord"]) -> TaskTally:
+    counts = Counter(record.outcome for record in records)
+    return TaskTally(
+        counts["success"],
+        counts["failure"],
+        counts["error"],
+        [r.objective.value for r in records if r.objective is not None and r.outcome != "error"],
+    )
 
 
 def _rate(success: int, failure: int) -> float | None:
@@ -41,12 +95,18 @@ def _mean(values: list[float]) -> float | None:
 
 
 def _variant_summary(
-    variant_id: str, is_baseline: bool, records: list["TrialRecord"]
+    variant_id: str,
+    is_baseline: bool,
+    records: list["TrialRecord"],
+    tallies: dict[str, TaskTally],
+    confidence: float,
 ) -> dict[str, Any]:
     counts = Counter(record.outcome for record in records)
     objectives = [r.objective for r in records if r.objective is not None and r.outcome != "error"]
     names = Counter(objective.name for objective in objectives)
     values = [objective.value for objective in objectives]
+    rates = [rate for tally in tallies.values() if (rate := tally.rate) is not None]
+    interval = wilson_interval(sum(rates), len(rates), confidence)
     return {
         "variant_id": variant_id,
         "is_baseline": is_baseline,
@@ -55,6 +115,11 @@ def _variant_summary(
         "failure": counts["failure"],
         "error": counts["error"],
         "pass_rate": _rate(counts["success"], counts["failure"]),
+        "tasks": len(rates),
+        "task_pass_rate": _mean(rates),
+        "task_pass_rate_ci": None
+        if interval is None
+        else {"low": interval[0], "high": interval[1], "confidence": confidence},
         "objective": None
         if not values
         else {"name": names.most_common(1)[0][0], "mean": _mean(values), "n": len(values)},
@@ -72,68 +137,70 @@ def _interval(interval: Interval | None) -> dict[str, float] | None:
     return document
 
 
-def _success(record: "TrialRecord") -> float:
-    return 1.0 if record.outcome == "success" else 0.0
+def _verdict(treatment: float | None, baseline: float | None) -> str | None:
+    """The task's outcome against the baseline: win, loss or tie; None if a side has no rate."""
+    if treatment is None or baseline is None:
+        return None
+    if treatment > baseline:
+        return "win"
+    return "loss" if treatment < baseline else "tie"
 
 
 def _paired(
     variant_id: str,
     baseline_id: str,
-    treatment: dict[tuple[str, int], "TrialRecord"],
-    baseline: dict[tuple[str, int], "TrialRecord"],
+    treatment: dict[str, TaskTally],
+    baseline: dict[str, TaskTally],
     resamples: int,
     confidence: float,
     rng: random.Random,
 ) -> dict[str, Any]:
     shared = sorted(set(treatment) & set(baseline))
     pairs = [
-        (baseline[k], treatment[k])
-        for k in shared
-        if baseline[k].outcome != "error" and treatment[k].outcome != "error"
+        (baseline[task], treatment[task])
+        for task in shared
+        if baseline[task].rate is not None and treatment[task].rate is not None
     ]
-    wins = sum(1 for b, t in pairs if t.outcome == "success" and b.outcome != "success")
-    losses = sum(1 for b, t in pairs if b.outcome == "success" and t.outcome != "success")
-    test = mcnemar(losses, wins)
+    rates = [(b.rate or 0.0, t.rate or 0.0) for b, t in pairs]
+    verdicts = Counter(_verdict(t, b) for b, t in rates)
+    differences = [t - b for b, t in rates]
+    test = sign_test(differences)
     success_diff = paired_bootstrap(
-        [_success(t) - _success(b) for b, t in pairs],
-        resamples=resamples,
-        confidence=confidence,
-        rng=rng,
+        differences, resamples=resamples, confidence=confidence, rng=rng
     )
     objective_pairs = [
-        (b.objective.value, t.objective.value)
+        (b_mean, t_mean)
         for b, t in pairs
-        if b.objective is not None and t.objective is not None
+        if (b_mean := b.objective_mean) is not None and (t_mean := t.objective_mean) is not None
     ]
     objective_diff = paired_bootstrap(
         [t - b for b, t in objective_pairs], resamples=resamples, confidence=confidence, rng=rng
     )
-    rates = (
-        (
-            sum(_success(t) for _, t in pairs) / len(pairs),
-            sum(_success(b) for b, _ in pairs) / len(pairs),
-        )
-        if pairs
+    h = (
+        cohens_h(sum(t for _, t in rates) / len(rates), sum(b for b, _ in rates) / len(rates))
+        if rates
         else None
     )
-    h = cohens_h(*rates) if rates else None
     return {
         "variant_id": variant_id,
         "baseline_id": baseline_id,
         "method": "paired",
-        "pairs": len(pairs),
-        "pairs_dropped": len(shared) - len(pairs),
-        "wins": wins,
-        "losses": losses,
-        "ties": len(pairs) - wins - losses,
-        "mcnemar": {
+        "tasks": len(pairs),
+        "tasks_dropped": len(set(treatment) | set(baseline)) - len(pairs),
+        "trials": sum(side.success + side.failure for pair in pairs for side in pair),
+        "wins": verdicts["win"],
+        "losses": verdicts["loss"],
+        "ties": verdicts["tie"],
+        "test": None
+        if test is None
+        else {
+            "name": "sign",
+            "method": test.method,
             "b": test.b,
             "c": test.c,
             "statistic": test.statistic,
-            "p_value": test.p_value,
-            "method": test.method,
         },
-        "p_value": test.p_value,
+        "p_value": None if test is None else test.p_value,
         "p_holm": None,
         "success_diff": _interval(success_diff),
         "objective_diff": _interval(objective_diff),
@@ -145,50 +212,110 @@ def _paired(
 def _unpaired(
     variant_id: str,
     baseline_id: str,
-    treatment: list["TrialRecord"],
-    baseline: list["TrialRecord"],
+    treatment: dict[str, TaskTally],
+    baseline: dict[str, TaskTally],
     resamples: int,
     confidence: float,
     rng: random.Random,
 ) -> dict[str, Any]:
-    t = [r for r in treatment if r.outcome != "error"]
-    b = [r for r in baseline if r.outcome != "error"]
-    t_success, b_success = sum(map(_success, t)), sum(map(_success, b))
-    p_value = fisher_exact_p(
-        int(t_success), len(t) - int(t_success), int(b_success), len(b) - int(b_success)
-    )
+    t = [tally for tally in treatment.values() if tally.rate is not None]
+    b = [tally for tally in baseline.values() if tally.rate is not None]
+    t_rates = [tally.rate or 0.0 for tally in t]
+    b_rates = [tally.rate or 0.0 for tally in b]
+    test: dict[str, Any] | None = None
+    p_value: float | None = None
+    if t and b:
+        if all(tally.success + tally.failure == 1 for tally in t + b):
+            t_success, b_success = sum(x.success for x in t), sum(x.success for x in b)
+            p_value = fisher_exact_p(t_success, len(t) - t_success, b_success, len(b) - b_success)
+            test = {"name": "fisher", "method": "exact"}
+        else:
+            p_value = mann_whitney_p(t_rates, b_rates)
+            test = {"name": "mann_whitney", "method": "normal_cc"}
     success_diff = unpaired_bootstrap(
-        [_success(r) for r in t],
-        [_success(r) for r in b],
-        resamples=resamples,
-        confidence=confidence,
-        rng=rng,
+        t_rates, b_rates, resamples=resamples, confidence=confidence, rng=rng
     )
     objective_diff = unpaired_bootstrap(
-        [r.objective.value for r in t if r.objective is not None],
-        [r.objective.value for r in b if r.objective is not None],
+        [mean for x in t if (mean := x.objective_mean) is not None],
+        [mean for x in b if (mean := x.objective_mean) is not None],
         resamples=resamples,
         confidence=confidence,
         rng=rng,
     )
-    h = cohens_h(t_success / len(t), b_success / len(b)) if t and b else None
+    h = cohens_h(sum(t_rates) / len(t), sum(b_rates) / len(b)) if t and b else None
     return {
         "variant_id": variant_id,
         "baseline_id": baseline_id,
         "method": "unpaired",
-        "pairs": None,
-        "pairs_dropped": None,
+        "tasks": None,
+        "tasks_dropped": None,
+        "trials": sum(x.success + x.failure for x in t + b),
         "wins": None,
         "losses": None,
         "ties": None,
-        "mcnemar": None,
-        "fisher_p": p_value,
+        "test": test,
         "p_value": p_value,
         "p_holm": None,
         "success_diff": _interval(success_diff),
         "objective_diff": _interval(objective_diff),
         "cohens_h": h,
         "magnitude": magnitude(h) if h is not None else None,
+    }
+
+
+def _grid(
+    state: RunState,
+    by_variant: dict[str, list["TrialRecord"]],
+    tallies: dict[str, dict[str, TaskTally]],
+    baseline_id: str,
+) -> list[dict[str, Any]]:
+    """One row per task in dataset order; one cell per variant with its trials."""
+    records: dict[tuple[str, str], list[TrialRecord]] = {}
+    for variant_id, variant_records in by_variant.items():
+        for record in variant_records:
+            records.setdefault((record.task_id, variant_id), []).append(record)
+    rows = []
+    for task in state.tasks:
+        base = tallies[baseline_id].get(task.id)
+        cells = []
+        for variant_id in by_variant:
+            tally = tallies[variant_id].get(task.id)
+            trials = sorted(records.get((task.id, variant_id), []), key=lambda r: r.replication)
+            cells.append(
+                {
+                    "variant_id": variant_id,
+                    "success": tally.success if tally else 0,
+                    "failure": tally.failure if tally else 0,
+                    "error": tally.error if tally else 0,
+                    "rate": tally.rate if tally else None,
+                    "versus_baseline": None
+                    if variant_id == baseline_id
+                    else _verdict(tally.rate if tally else None, base.rate if base else None),
+                    "trials": [
+                        {
+                            "trial_id": r.trial_id,
+                            "replication": r.replication,
+                            "outcome": r.outcome,
+                            "error_class": r.error_class,
+                        }
+                        for r in trials
+                    ],
+                }
+            )
+        rows.append({"task_id": task.id, "cells": cells})
+    return rows
+
+
+def _metadata(state: RunState, final: list["TrialRecord"]) -> dict[str, Any]:
+    design = state.spec.design
+    return {
+        "commit": state.manifest.get("commit"),
+        "seed": design.seed,
+        "scheduling": design.scheduling,
+        "executor": state.executor_name,
+        "created_at": state.manifest["created_at"],
+        "started_at": min((r.started_at for r in final), default=None),
+        "finished_at": max((r.finished_at for r in final), default=None),
     }
 
 
@@ -211,50 +338,51 @@ def build_report(
     by_variant: dict[str, list[TrialRecord]] = {plan.variant_id: [] for plan in plans}
     for record in final:
         by_variant[record.variant_id].append(record)
+    tallies: dict[str, dict[str, TaskTally]] = {}
+    for variant_id, records in by_variant.items():
+        per_task: dict[str, list[TrialRecord]] = {}
+        for record in records:
+            per_task.setdefault(record.task_id, []).append(record)
+        tallies[variant_id] = {task: _tally(group) for task, group in per_task.items()}
     design = state.spec.design
     bootstrap_seed = design.seed if seed is None else seed
     rng = random.Random(bootstrap_seed)
     comparisons = []
     if design.comparison != "none":
-        base_records = by_variant[baseline_id]
-        base_keyed = {(r.task_id, r.replication): r for r in base_records}
-        for plan in plans[1:]:
-            records = by_variant[plan.variant_id]
-            if design.comparison == "paired":
-                keyed = {(r.task_id, r.replication): r for r in records}
-                comparisons.append(
-                    _paired(
-                        plan.variant_id, baseline_id, keyed, base_keyed, resamples, confidence, rng
-                    )
-                )
-            else:
-                comparisons.append(
-                    _unpaired(
-                        plan.variant_id,
-                        baseline_id,
-                        records,
-                        base_records,
-                        resamples,
-                        confidence,
-                        rng,
-                    )
-                )
-        if len(comparisons) > 1:
-            adjusted = holm([c["p_value"] for c in comparisons])
-            for comparison, p in zip(comparisons, adjusted, strict=True):
+        compare = _paired if design.comparison == "paired" else _unpaired
+        comparisons = [
+            compare(
+                plan.variant_id,
+                baseline_id,
+                tallies[plan.variant_id],
+                tallies[baseline_id],
+                resamples,
+                confidence,
+                rng,
+            )
+            for plan in plans[1:]
+        ]
+        with_data = [c for c in comparisons if c["p_value"] is not None]
+        if len(with_data) > 1:
+            adjusted = holm([c["p_value"] for c in with_data])
+            for comparison, p in zip(with_data, adjusted, strict=True):
                 comparison["p_holm"] = p
     return {
         "report_kind": REPORT_KIND,
         "run_id": state.run_id,
+        "run_dir": os.fspath(state.paths.root),
         "experiment_id": state.spec.experiment.id,
         "experiment_name": state.spec.experiment.name,
         "experiment_digest": state.manifest["experiment_digest"],
+        "metadata": _metadata(state, final),
         "design": {
             "comparison": design.comparison,
             "replications": design.replications,
             "scheduling": design.scheduling,
         },
         "baseline_id": baseline_id,
+        "method": METHODS[design.comparison],
+        "tasks": len(state.tasks),
         "trials": {
             "scheduled": len(state.schedule),
             "final": len(final),
@@ -262,10 +390,17 @@ def build_report(
         },
         "bootstrap": {"resamples": resamples, "confidence": confidence, "seed": bootstrap_seed},
         "variants": [
-            _variant_summary(plan.variant_id, plan.is_baseline, by_variant[plan.variant_id])
+            _variant_summary(
+                plan.variant_id,
+                plan.is_baseline,
+                by_variant[plan.variant_id],
+                tallies[plan.variant_id],
+                confidence,
+            )
             for plan in plans
         ],
         "comparisons": comparisons,
+        "grid": _grid(state, by_variant, tallies, baseline_id),
     }
 
 
@@ -278,12 +413,14 @@ def report_run(
     seed: int | None = None,
     html_path: str | None = None,
 ) -> dict[str, Any]:
-    """`experiment report`: the report document; with html_path also a self-contained page."""
+    """`experiment report`: the report document; with html_path also a self-contained page,
+    whose links to trial folders are relative to the page's own folder."""
     from premath.runner.report.render import report_html
 
     report = build_report(
         open_run(run_ref, runs_dir), resamples=resamples, confidence=confidence, seed=seed
     )
     if html_path is not None:
-        write_atomic(html_path, report_html(report).encode("utf-8"))
+        page_dir = Path(html_path).absolute().parent
+        write_atomic(html_path, report_html(report, page_dir=page_dir).encode("utf-8"))
     return report

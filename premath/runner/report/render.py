@@ -1,33 +1,44 @@
-"""The report for humans: a plain-text table, and a self-contained HTML page with inline SVG.
+"""The report for humans: plain text, and a self-contained HTML page with inline SVG plots.
 
-The HTML has no external assets (no scripts, fonts or stylesheets from elsewhere) and escapes
-every string that came from the experiment, so it can be opened or mailed as one file.
+Both render the same cells from the same helpers, so their numbers agree. The HTML has no
+external assets (no scripts, fonts or stylesheets from elsewhere) and escapes every string that
+came from the experiment, so it can be opened or mailed as one file; its only links are
+relative ones to the run's trial folders.
 """
 
 import html
+import os
+from pathlib import Path
 from typing import Any
 
-_BAR_W = 360
-_ROW_H = 26
+MISSING = "\u2013"  # an en dash
+"""What a value without data shows (no judged trial, no pair, no test)."""
+
+_TEST_NAMES = {
+    ("sign", "exact"): "exact sign test (McNemar)",
+    ("sign", "chi2_cc"): "sign test, chi-square cc (McNemar)",
+    ("fisher", "exact"): "Fisher exact",
+    ("mann_whitney", "normal_cc"): "Mann-Whitney U",
+}
 
 
 def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value * 100:.1f}%"
+    return MISSING if value is None else f"{value * 100:.1f}%"
 
 
 def _num(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+    return MISSING if value is None else f"{value:.{digits}f}"
 
 
 def _p(value: float | None) -> str:
     if value is None:
-        return "-"
+        return MISSING
     return "<0.001" if value < 0.001 else f"{value:.3f}"
 
 
 def _interval(interval: dict[str, float] | None, percent: bool) -> str:
     if interval is None:
-        return "-"
+        return MISSING
     show = _pct if percent else _num
     sign = "+" if interval["estimate"] >= 0 else ""
     return f"{sign}{show(interval['estimate'])} [{show(interval['low'])}, {show(interval['high'])}]"
@@ -46,7 +57,27 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 def _objective(variant: dict[str, Any]) -> str:
     objective = variant["objective"]
-    return "-" if objective is None else f"{objective['mean']:.4g} ({objective['name']})"
+    return MISSING if objective is None else f"{objective['mean']:.4g} ({objective['name']})"
+
+
+def _task_rate(variant: dict[str, Any]) -> str:
+    ci = variant["task_pass_rate_ci"]
+    if ci is None:
+        return MISSING
+    return f"{_pct(variant['task_pass_rate'])} [{_pct(ci['low'])}, {_pct(ci['high'])}]"
+
+
+VARIANT_HEADER = [
+    "variant",
+    "trials",
+    "success",
+    "failure",
+    "error",
+    "pass rate",
+    "tasks",
+    "task pass rate [Wilson CI]",
+    "objective mean",
+]
 
 
 def _variant_cells(variant: dict[str, Any]) -> list[str]:
@@ -58,148 +89,350 @@ def _variant_cells(variant: dict[str, Any]) -> list[str]:
         str(variant["failure"]),
         str(variant["error"]),
         _pct(variant["pass_rate"]),
+        str(variant["tasks"]),
+        _task_rate(variant),
         _objective(variant),
     ]
 
 
-def report_text(report: dict[str, Any]) -> str:
-    trials = report["trials"]
-    lines = [
-        f"premath experiment report: {report['experiment_name']} ({report['experiment_id']})",
-        f"  Run: {report['run_id']}  digest {report['experiment_digest'][:17]}",
-        f"  Trials: {trials['final']} of {trials['scheduled']} final, {trials['pending']} pending",
-        "",
+COMPARISON_HEADER = [
+    "variant",
+    "tasks",
+    "trials",
+    "W/L/T",
+    "test",
+    "p",
+    "p holm",
+    "d success",
+    "d objective",
+    "cohen h",
+]
+
+
+def _test_name(comparison: dict[str, Any]) -> str:
+    test = comparison["test"]
+    return MISSING if test is None else _TEST_NAMES[(test["name"], test["method"])]
+
+
+def _comparison_cells(c: dict[str, Any]) -> list[str]:
+    """One comparison's row, the same in the text table and the HTML page."""
+    return [
+        c["variant_id"],
+        MISSING if c["tasks"] is None else str(c["tasks"]),
+        str(c["trials"]),
+        MISSING if not c["tasks"] else f"{c['wins']}/{c['losses']}/{c['ties']}",
+        _test_name(c),
+        _p(c["p_value"]),
+        _p(c["p_holm"]),
+        _interval(c["success_diff"], percent=True),
+        _interval(c["objective_diff"], percent=False),
+        MISSING if c["cohens_h"] is None else f"{c['cohens_h']:+.2f} {c['magnitude']}",
     ]
-    rows = [_variant_cells(variant) for variant in report["variants"]]
-    lines += _table(
-        ["variant", "trials", "success", "failure", "error", "pass rate", "objective mean"], rows
-    )
-    errors = [
-        f"  {v['variant_id']}: " + ", ".join(f"{k} {n}" for k, n in v["errors_by_class"].items())
+
+
+def _metadata_items(report: dict[str, Any]) -> list[tuple[str, str]]:
+    meta, trials = report["metadata"], report["trials"]
+    return [
+        ("experiment", f"{report['experiment_id']} ({report['experiment_digest'][:17]})"),
+        ("run", report["run_id"]),
+        ("commit", meta["commit"] or MISSING),
+        ("seed", str(meta["seed"])),
+        ("schedule", meta["scheduling"]),
+        ("executor", meta["executor"]),
+        ("started", meta["started_at"] or MISSING),
+        ("finished", meta["finished_at"] or MISSING),
+        (
+            "trials",
+            f"{trials['final']} of {trials['scheduled']} final, {trials['pending']} pending "
+            f"({report['tasks']} tasks x {report['design']['replications']} replications)",
+        ),
+    ]
+
+
+def _error_rows(report: dict[str, Any]) -> list[tuple[str, str, int]]:
+    return [
+        (v["variant_id"], error_class, count)
         for v in report["variants"]
-        if v["errors_by_class"]
+        for error_class, count in v["errors_by_class"].items()
     ]
+
+
+def _cell_text(cell: dict[str, Any]) -> str:
+    judged = cell["success"] + cell["failure"]
+    text = f"{cell['success']}/{judged}" if judged else MISSING
+    if cell["error"]:
+        text += f" +{cell['error']} err"
+    if cell["versus_baseline"]:
+        text += f" {cell['versus_baseline']}"
+    return text
+
+
+def report_text(report: dict[str, Any]) -> str:
+    lines = [f"premath experiment report: {report['experiment_name']} ({report['experiment_id']})"]
+    lines += [f"  {name}: {value}" for name, value in _metadata_items(report)]
+    lines += ["", *_table(VARIANT_HEADER, [_variant_cells(v) for v in report["variants"]])]
+    errors = _error_rows(report)
     if errors:
-        lines += ["", "errors by class:", *errors]
+        lines += ["", "errors by class:"]
+        lines += [f"  {variant}: {error_class} {count}" for variant, error_class, count in errors]
     comparisons = report["comparisons"]
     if comparisons:
         bootstrap = report["bootstrap"]
         lines += [
             "",
-            f"against {report['baseline_id']} ({report['design']['comparison']}; "
+            f"against {report['baseline_id']} ({report['design']['comparison']}, per task; "
             f"{bootstrap['confidence'] * 100:g}% bootstrap CI, {bootstrap['resamples']} "
             f"resamples, seed {bootstrap['seed']}):",
+            *_table(COMPARISON_HEADER, [_comparison_cells(c) for c in comparisons]),
         ]
-        rows = []
-        for c in comparisons:
-            wlt = "-" if c["wins"] is None else f"{c['wins']}/{c['losses']}/{c['ties']}"
-            test = c["mcnemar"]["method"] if c["mcnemar"] else "fisher"
-            rows.append(
-                [
-                    c["variant_id"],
-                    "-" if c["pairs"] is None else str(c["pairs"]),
-                    wlt,
-                    f"{_p(c['p_value'])} ({test})",
-                    _p(c["p_holm"]),
-                    _interval(c["success_diff"], percent=True),
-                    _interval(c["objective_diff"], percent=False),
-                    "-" if c["cohens_h"] is None else f"{c['cohens_h']:+.2f} {c['magnitude']}",
-                ]
-            )
-        lines += _table(
-            ["variant", "pairs", "W/L/T", "p", "p holm", "d success", "d objective", "cohen h"],
-            rows,
-        )
+    grid = report["grid"]
+    if grid:
+        names = [cell["variant_id"] for cell in grid[0]["cells"]]
+        rows = [[row["task_id"], *(_cell_text(cell) for cell in row["cells"])] for row in grid]
+        lines += ["", "tasks (success/judged per variant; win/loss/tie against the baseline):"]
+        lines += _table(["task", *names], rows)
+    lines += ["", f"method: {report['method']}"]
     return "\n".join(lines)
 
 
-def _svg_comparison(comparison: dict[str, Any], variants: dict[str, dict[str, Any]]) -> str:
-    """Pass-rate bars for baseline and treatment, then the success difference with its CI."""
-    names = [comparison["baseline_id"], comparison["variant_id"]]
-    label_w, height = 150, _ROW_H * 3 + 40
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_w + _BAR_W + 190}" '
-        f'height="{height}" role="img" aria-label="pass rates and difference">'
-    ]
-    for row, name in enumerate(names):
-        rate = variants[name]["pass_rate"]
-        y = 10 + row * _ROW_H
-        width = 0 if rate is None else round(rate * _BAR_W)
-        fill = "#8a8f98" if row == 0 else "#2f6fdb"
+_LABEL_W = 170
+_PLOT_W = 420
+_ROW_H = 28
+_AXIS_H = 44
+_ORANGE = "#c2410c"
+_BLUE = "#1d4ed8"
+
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:2rem;color:#1f2328;max-width:1100px}"
+    "h1{font-size:1.5rem}h2{font-size:1.15rem;margin-top:2rem}"
+    "table{border-collapse:collapse;font-size:.9rem}"
+    "td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}"
+    "th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}"
+    "dl{display:grid;grid-template-columns:max-content auto;gap:2px 16px}dd{margin:0}"
+    "p.method{font-size:.85rem;color:#57606a;max-width:900px}"
+    "td.win{background:#dcfce7}td.loss{background:#fee2e2}td.tie{background:#f3f4f6}"
+    "td.cell a{margin-right:4px;font-size:.8rem}.legend span{padding:2px 8px;margin-right:6px}"
+    "svg text{font-family:system-ui,sans-serif;font-size:12px;fill:#1f2328}"
+)
+
+
+def _svg_axis(left: float, width: float, top: float, ticks: list[float], label: str) -> str:
+    """An x axis below the plot: line, ticks with percent labels, and the axis title."""
+    low, high = ticks[0], ticks[-1]
+    signed = "+" if low < 0 else ""  # a difference axis: -100% .. 0% .. +100%
+    parts = [f'<line x1="{left}" y1="{top}" x2="{left + width}" y2="{top}" stroke="#57606a"/>']
+    for tick in ticks:
+        x = left + (tick - low) / (high - low) * width
         parts.append(
-            f'<text x="0" y="{y + 15}" font-size="12">{html.escape(name)}</text>'
-            f'<rect x="{label_w}" y="{y}" width="{_BAR_W}" height="18" fill="#eef0f3"/>'
-            f'<rect x="{label_w}" y="{y}" width="{width}" height="18" fill="{fill}"/>'
-            f'<text x="{label_w + _BAR_W + 6}" y="{y + 14}" font-size="12">{_pct(rate)}</text>'
+            f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + 5}" stroke="#57606a"/>'
+            f'<text x="{x:.1f}" y="{top + 18}" text-anchor="middle">'
+            f"{'0' if tick == 0 else format(tick * 100, signed + '.0f')}%</text>"
         )
-    diff = comparison["success_diff"]
-    y = 10 + 2 * _ROW_H + 8
-    mid = label_w + _BAR_W / 2
     parts.append(
-        f'<text x="0" y="{y + 15}" font-size="12">difference</text>'
-        f'<line x1="{mid}" y1="{y - 4}" x2="{mid}" y2="{y + 24}" stroke="#444" '
-        f'stroke-dasharray="3,3"/>'
+        f'<text x="{left + width / 2}" y="{top + 36}" text-anchor="middle">{html.escape(label)}'
+        "</text>"
     )
-    if diff is not None:
+    return "".join(parts)
 
-        def x(value: float) -> float:
-            return mid + value * _BAR_W / 2
 
+def _svg_intervals(
+    rows: list[tuple[str, float | None, float | None, float | None]],
+    *,
+    signed: bool,
+    low: float,
+    high: float,
+    axis_label: str,
+    aria: str,
+    plot_id: str,
+) -> str:
+    """A dot-and-whisker plot: one row per (label, estimate, ci low, ci high) on an x axis."""
+    ticks = [low + (high - low) * i / 4 for i in range(5)]
+    height = len(rows) * _ROW_H + _AXIS_H + 10
+    width = _LABEL_W + _PLOT_W + 210
+
+    def x(value: float) -> float:
+        return _LABEL_W + (value - low) / (high - low) * _PLOT_W
+
+    parts = [
+        f'<svg id="{plot_id}" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" role="img" aria-label="{html.escape(aria)}">'
+    ]
+    for tick in ticks:
+        zero = tick == 0 and low < 0  # the no-difference line stands out
+        style = 'stroke="#57606a" stroke-dasharray="4,3"' if zero else 'stroke="#e5e7eb"'
         parts.append(
-            f'<line x1="{x(diff["low"]):.1f}" y1="{y + 10}" x2="{x(diff["high"]):.1f}" '
-            f'y2="{y + 10}" stroke="#d9480f" stroke-width="3"/>'
-            f'<circle cx="{x(diff["estimate"]):.1f}" cy="{y + 10}" r="5" fill="#d9480f"/>'
-            f'<text x="{label_w + _BAR_W + 6}" y="{y + 14}" font-size="12">'
-            f"{html.escape(_interval(diff, percent=True))}</text>"
+            f'<line x1="{x(tick):.1f}" y1="4" x2="{x(tick):.1f}" y2="{len(rows) * _ROW_H + 6}" '
+            f"{style}/>"
         )
+    for index, (label, estimate, ci_low, ci_high) in enumerate(rows):
+        y = 6 + index * _ROW_H + _ROW_H / 2
+        parts.append(
+            f'<text x="{_LABEL_W - 8}" y="{y + 4}" text-anchor="end">{html.escape(label)}</text>'
+        )
+        if estimate is None or ci_low is None or ci_high is None:
+            parts.append(
+                f'<text x="{_LABEL_W + 6}" y="{y + 4}" fill="#57606a">no data ({MISSING})</text>'
+            )
+            continue
+        parts.append(
+            f'<line x1="{x(ci_low):.1f}" y1="{y}" x2="{x(ci_high):.1f}" y2="{y}" '
+            f'stroke="{_BLUE}" stroke-width="2.5"/>'
+            f'<line x1="{x(ci_low):.1f}" y1="{y - 6}" x2="{x(ci_low):.1f}" y2="{y + 6}" '
+            f'stroke="{_BLUE}" stroke-width="2"/>'
+            f'<line x1="{x(ci_high):.1f}" y1="{y - 6}" x2="{x(ci_high):.1f}" y2="{y + 6}" '
+            f'stroke="{_BLUE}" stroke-width="2"/>'
+            f'<circle cx="{x(estimate):.1f}" cy="{y}" r="5" fill="{_ORANGE}"/>'
+            f'<text x="{_LABEL_W + _PLOT_W + 10}" y="{y + 4}">'
+            f"{'+' if signed and estimate >= 0 else ''}{_pct(estimate)} "
+            f"[{_pct(ci_low)}, {_pct(ci_high)}]</text>"
+        )
+    parts.append(_svg_axis(_LABEL_W, _PLOT_W, len(rows) * _ROW_H + 8, ticks, axis_label))
     parts.append("</svg>")
     return "".join(parts)
 
 
-def report_html(report: dict[str, Any]) -> str:
-    esc = html.escape
-    variants = {v["variant_id"]: v for v in report["variants"]}
-    variant_rows = "".join(
-        "<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in _variant_cells(v)) + "</tr>"
-        for v in report["variants"]
+def _plot_row(
+    label: str, estimate: float | None, ci: dict[str, float] | None
+) -> tuple[str, float | None, float | None, float | None]:
+    return label, estimate, None if ci is None else ci["low"], None if ci is None else ci["high"]
+
+
+def _pass_rate_plot(report: dict[str, Any]) -> str:
+    confidence = report["bootstrap"]["confidence"] * 100
+    return _svg_intervals(
+        [
+            _plot_row(v["variant_id"], v["task_pass_rate"], v["task_pass_rate_ci"])
+            for v in report["variants"]
+        ],
+        signed=False,
+        low=0.0,
+        high=1.0,
+        axis_label=f"pass rate (mean of per-task rates), {confidence:g}% Wilson interval",
+        aria="pass rate per variant with Wilson intervals",
+        plot_id="pass-rate-plot",
     )
-    sections = []
-    for c in report["comparisons"]:
-        facts = [
-            ("pairs", "-" if c["pairs"] is None else str(c["pairs"])),
-            (
-                "wins / losses / ties",
-                "-" if c["wins"] is None else f"{c['wins']} / {c['losses']} / {c['ties']}",
-            ),
-            ("p", _p(c["p_value"])),
-            ("p (Holm)", _p(c["p_holm"])),
-            ("difference in success", _interval(c["success_diff"], percent=True)),
-            ("difference in objective", _interval(c["objective_diff"], percent=False)),
-            (
-                "Cohen's h",
-                "-" if c["cohens_h"] is None else f"{c['cohens_h']:+.2f} ({c['magnitude']})",
-            ),
-        ]
-        items = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in facts)
-        sections.append(
-            f"<section><h2>{esc(c['variant_id'])} vs {esc(c['baseline_id'])}</h2>"
-            f"{_svg_comparison(c, variants)}<dl>{items}</dl></section>"
-        )
+
+
+def _difference_plot(report: dict[str, Any]) -> str:
+    confidence = report["bootstrap"]["confidence"] * 100
+    return _svg_intervals(
+        [
+            _plot_row(
+                f"{c['variant_id']} - {c['baseline_id']}",
+                None if c["success_diff"] is None else c["success_diff"]["estimate"],
+                c["success_diff"],
+            )
+            for c in report["comparisons"]
+        ],
+        signed=True,
+        low=-1.0,
+        high=1.0,
+        axis_label=f"difference in success rate per task, {confidence:g}% bootstrap CI",
+        aria="difference in success rate against the baseline",
+        plot_id="difference-plot",
+    )
+
+
+def _html_table(header: list[str], rows: list[list[str]], table_id: str) -> str:
+    head = "".join(f"<th>{html.escape(cell)}</th>" for cell in header)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>" for row in rows
+    )
+    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _trial_href(report: dict[str, Any], trial_id: str, page_dir: Path) -> str:
+    folder = Path(report["run_dir"]).absolute() / "trials" / trial_id
+    return Path(os.path.relpath(folder, page_dir)).as_posix() + "/"
+
+
+def _grid_html(report: dict[str, Any], page_dir: Path) -> str:
+    grid = report["grid"]
+    if not grid:
+        return "<p>No tasks.</p>"
+    esc = html.escape
+    names = [cell["variant_id"] for cell in grid[0]["cells"]]
+    head = "<th>task</th>" + "".join(
+        f"<th>{esc(name)}{' (baseline)' if name == report['baseline_id'] else ''}</th>"
+        for name in names
+    )
+    body = []
+    for row in grid:
+        cells = [f"<td>{esc(row['task_id'])}</td>"]
+        for cell in row["cells"]:
+            verdict = cell["versus_baseline"]
+            links = "".join(
+                f'<a href="{esc(_trial_href(report, trial["trial_id"], page_dir))}" '
+                f'title="{esc(trial["trial_id"])}: {esc(trial["error_class"] or trial["outcome"])}"'
+                f">r{trial['replication']}</a>"
+                for trial in cell["trials"]
+            )
+            css = f"cell {verdict}" if verdict else "cell"
+            cells.append(f'<td class="{css}">{esc(_cell_text(cell))}<br>{links}</td>')
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    legend = (
+        '<p class="legend"><span style="background:#dcfce7">win</span>'
+        '<span style="background:#fee2e2">loss</span>'
+        '<span style="background:#f3f4f6">tie</span> against the baseline; a cell shows '
+        "success/judged trials, errors apart; r0, r1, ... link to each trial's folder.</p>"
+    )
+    return (
+        f'{legend}<table id="task-grid"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+def report_html(report: dict[str, Any], *, page_dir: Path | None = None) -> str:
+    """The page; links to trial folders are relative to `page_dir` (default: the cwd)."""
+    esc = html.escape
+    folder = (page_dir or Path.cwd()).absolute()
     title = f"{report['experiment_name']} ({report['experiment_id']})"
+    metadata = "".join(
+        f"<dt>{esc(name)}</dt><dd>{esc(value)}</dd>" for name, value in _metadata_items(report)
+    )
+    sections = [
+        f"<h1>{esc(title)}</h1>",
+        f'<dl id="run-metadata">{metadata}</dl>',
+        "<h2>Pass rate per variant</h2>",
+        "<p>Errors are counted apart from failures: pass rate = success / (success + failure).</p>",
+        _html_table(
+            VARIANT_HEADER, [_variant_cells(v) for v in report["variants"]], "variant-table"
+        ),
+        _pass_rate_plot(report),
+    ]
+    if report["comparisons"]:
+        bootstrap = report["bootstrap"]
+        sections += [
+            f"<h2>Against {esc(report['baseline_id'])}</h2>",
+            f"<p>{esc(report['design']['comparison'])}, per task; "
+            f"{bootstrap['confidence'] * 100:g}% bootstrap CI, {bootstrap['resamples']} "
+            f"resamples, seed {bootstrap['seed']}.</p>",
+            _html_table(
+                COMPARISON_HEADER,
+                [_comparison_cells(c) for c in report["comparisons"]],
+                "comparison-table",
+            ),
+            _difference_plot(report),
+        ]
+    errors = _error_rows(report)
+    sections += [
+        "<h2>Errors by class</h2>",
+        _html_table(
+            ["variant", "error class", "trials"],
+            [[variant, error_class, str(count)] for variant, error_class, count in errors],
+            "error-table",
+        )
+        if errors
+        else '<p id="error-table">No trial ended in error.</p>',
+        "<h2>Tasks</h2>",
+        _grid_html(report, folder),
+        "<h2>Method</h2>",
+        f'<p class="method">{esc(report["method"])}</p>',
+    ]
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{esc(title)}</title>"
-        "<style>body{font-family:system-ui,sans-serif;margin:2rem;color:#222}"
-        "table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}"
-        "dl{display:grid;grid-template-columns:max-content auto;gap:2px 16px}dd{margin:0}"
-        "section{margin-top:2rem}</style></head><body>"
-        f"<h1>{esc(title)}</h1>"
-        f"<p>Run {esc(report['run_id'])}; {report['trials']['final']} of "
-        f"{report['trials']['scheduled']} trials final. Errors are counted apart from "
-        "failures; pass rate = success / (success + failure).</p>"
-        "<table><thead><tr><th>variant</th><th>trials</th><th>success</th><th>failure</th>"
-        "<th>error</th><th>pass rate</th><th>objective mean</th></tr></thead>"
-        f"<tbody>{variant_rows}</tbody></table>" + "".join(sections) + "</body></html>\n"
+        f"<title>{esc(title)}</title><style>{_STYLE}</style></head><body>"
+        + "".join(sections)
+        + "</body></html>\n"
     )

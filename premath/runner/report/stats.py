@@ -1,7 +1,8 @@
 """Statistics for comparing variants, with the standard library only (math, a seeded Random).
 
 Formulas are spelled out in specs/experiment.md "Report"; tests check them against values
-computed by hand.
+computed by hand and, on random data, against scipy and statsmodels (test-only dependencies:
+the runtime stays small and starts fast).
 """
 
 import math
@@ -9,6 +10,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from statistics import NormalDist
 from typing import Literal
 
 EXACT_BELOW = 25
@@ -20,10 +22,12 @@ Magnitude = Literal["negligible", "small", "medium", "large"]
 
 @dataclass(frozen=True, slots=True)
 class McNemar:
+    """McNemar's test, which is the sign test on discordant pairs."""
+
     b: int
-    """Pairs where only the baseline succeeded."""
+    """Pairs (tasks) where the baseline did better."""
     c: int
-    """Pairs where only the treatment succeeded."""
+    """Pairs (tasks) where the treatment did better."""
     statistic: float | None
     """The continuity-corrected chi-square (None for the exact test)."""
     p_value: float
@@ -49,10 +53,20 @@ def mcnemar_chi2_cc(b: int, c: int) -> tuple[float, float]:
 
 
 def mcnemar(b: int, c: int) -> McNemar:
+    """Exact below EXACT_BELOW discordant pairs, else chi-square with continuity correction."""
     if b + c < EXACT_BELOW:
         return McNemar(b, c, None, mcnemar_exact_p(b, c), "exact")
     chi2, p = mcnemar_chi2_cc(b, c)
     return McNemar(b, c, chi2, p, "chi2_cc")
+
+
+def sign_test(differences: Sequence[float]) -> McNemar | None:
+    """The sign test on per-task differences (treatment - baseline): b tasks where the baseline
+    did better, c where the treatment did, ties dropped; None without a single pair. With 0/1
+    per-task outcomes this is McNemar's test on tasks."""
+    if not differences:
+        return None
+    return mcnemar(sum(1 for d in differences if d < 0), sum(1 for d in differences if d > 0))
 
 
 def fisher_exact_p(a: int, b: int, c: int, d: int) -> float:
@@ -87,6 +101,54 @@ def magnitude(h: float) -> Magnitude:
     if size < 0.8:
         return "medium"
     return "large"
+
+
+def mann_whitney_p(x: Sequence[float], y: Sequence[float]) -> float:
+    """Two-sided Mann-Whitney U p: normal approximation with tie and continuity corrections.
+
+    z = (|U - n1 n2 / 2| - 1/2) / sigma, sigma^2 = n1 n2 / 12 * ((n + 1) - sum(t^3 - t) /
+    (n (n - 1))) over tie groups of size t; p = erfc(z / sqrt 2), capped at 1 (1 when every
+    value is tied, so sigma is 0).
+    """
+    n1, n2 = len(x), len(y)
+    n = n1 + n2
+    if n1 == 0 or n2 == 0:
+        return 1.0
+    pooled = sorted([(value, 0) for value in x] + [(value, 1) for value in y])
+    rank_sum_x = 0.0
+    ties = 0.0
+    start = 0
+    while start < n:
+        end = start
+        while end + 1 < n and pooled[end + 1][0] == pooled[start][0]:
+            end += 1
+        size = end - start + 1
+        mid_rank = (start + end) / 2 + 1
+        rank_sum_x += mid_rank * sum(1 for i in range(start, end + 1) if pooled[i][1] == 0)
+        ties += size**3 - size
+        start = end + 1
+    u = rank_sum_x - n1 * (n1 + 1) / 2
+    variance = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)))
+    if variance <= 0:
+        return 1.0
+    z = (abs(u - n1 * n2 / 2) - 0.5) / math.sqrt(variance)
+    return min(1.0, math.erfc(z / math.sqrt(2)))
+
+
+def wilson_interval(successes: float, n: int, confidence: float) -> tuple[float, float] | None:
+    """Wilson score interval of a proportion; `successes` may be fractional (a sum of rates).
+
+    centre = (p + z^2 / 2n) / (1 + z^2 / n), half = z / (1 + z^2 / n) * sqrt(p (1 - p) / n
+    + z^2 / 4n^2), z the normal quantile of 1 - (1 - confidence) / 2.
+    """
+    if n == 0:
+        return None
+    z = NormalDist().inv_cdf(1 - (1 - confidence) / 2)
+    p = successes / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z / denominator * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
