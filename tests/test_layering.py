@@ -13,11 +13,13 @@ PACKAGE = Path(__file__).resolve().parents[1] / "premath"
 LAYER = {
     "__main__": 5,
     "cli": 4,
+    "mcp": 4,
     "harness": 3,
     "runner": 3,
     "bench": 3,
     "atif": 3,
     "issues": 3,
+    "transport": 3,
     "store": 2,
     "models": 1,
 }
@@ -61,3 +63,5 @@ def test_imports_flow_one_way(path):
             assert module.startswith("premath.cli"), f"{module} imports click"
         if top == "subprocess":
             assert module == "premath.runner.process", f"{module} imports subprocess"
+        if top in ("mcp", "mcp_types", "anyio"):
+            assert module.startswith("premath.mcp."), f"{module} imports the MCP SDK"

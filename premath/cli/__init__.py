@@ -75,6 +75,18 @@ COMMAND_GROUPS: dict[str, LazyGroup] = {
     "schema": LazyGroup(
         "premath.cli.schema:schema", "Print the JSON Schema of KIND (always JSON)."
     ),
+    "transport-dispatch": LazyGroup(
+        "premath.cli.transport:transport_dispatch",
+        "Dispatch one transport action; a rejection is an envelope (exit 0), not an error.",
+    ),
+    "transport-check": LazyGroup(
+        "premath.cli.transport:transport_check",
+        "Check the transport action registry (routes and digests); exit 1 when rejected.",
+    ),
+    "mcp-serve": LazyGroup(
+        "premath.cli.mcp_serve:mcp_serve",
+        "Serve the issue and dependency tools over MCP (stdio, newline-delimited JSON-RPC).",
+    ),
     "instruction-check": LazyGroup(
         "premath.cli.instruction:instruction_check",
         "Validate an instruction envelope: schema, policy binding, classification, proposal.",

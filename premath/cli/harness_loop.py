@@ -73,7 +73,8 @@ def loop_options(function: F) -> F:
             "--host-action-transport",
             type=click.Choice(["mcp", "local-repl"]),
             default=None,
-            help="Accepted for compatibility; recovery runs in-process (D5-12)",
+            help="mcp: lease recovery after a failure goes through the transport dispatch and "
+            "records transport:// refs; unset: recovery in-process (D5-12)",
         ),
         click.option("--policy", "policy_path", default=None, help="Retry policy path"),
         click.option(
@@ -164,7 +165,6 @@ def harness_loop_worker(app: AppContext, /, **options: Any) -> Reply:
 
 def worker_config_kwargs(options: dict[str, Any], app: AppContext) -> dict[str, Any]:
     """`make_worker_config` keywords from the loop options (consumed from `options`)."""
-    options.pop("host_action_transport", None)
     return {
         "worker_id": options.pop("worker_id"),
         "repo_root": options.pop("repo_root"),

@@ -115,6 +115,8 @@ class WorkerConfig:
     backoff_scale: float = 1.0
     lock_timeout_s: float = 10.0
     pass_env: tuple[str, ...] = ()
+    host_action_transport: str | None = None
+    """`mcp`: lease recovery after a failure goes through the transport dispatch (D5-12)."""
 
 
 def env_or(value: str | None, env_name: str, default: str) -> str:
@@ -147,6 +149,7 @@ def make_worker_config(
     lock_timeout_s: float = 10.0,
     pass_env: tuple[str, ...] = (),
     agent_did_work: bool = False,
+    host_action_transport: str | None = None,
 ) -> WorkerConfig:
     """Check the options the reference checks before any step (exit 2) and resolve the rest."""
     from premath.errors import InvalidUsage
@@ -191,4 +194,5 @@ def make_worker_config(
         backoff_scale=backoff_scale,
         lock_timeout_s=lock_timeout_s,
         pass_env=pass_env,
+        host_action_transport=host_action_transport,
     )

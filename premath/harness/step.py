@@ -52,6 +52,7 @@ from premath.harness.retry import (
 from premath.harness.session import load_session, write_session
 from premath.harness.trajectory import append_step
 from premath.harness.transitions import holder_problem, transition_held
+from premath.harness.transport_recovery import recover_through_transport
 from premath.issues.memory import claim_next, read_store, release_lease, renew_lease
 from premath.models.retry_policy import RetryDecision
 from premath.store.atomic import write_atomic
@@ -126,6 +127,8 @@ class StepReport:
     step_witness_ref: str | None
     """The step witness file: written for failed steps only (a success is its join witness)."""
     trajectory_row: dict[str, Any] = field(default_factory=dict)
+    transport_refs: tuple[str, ...] = ()
+    """`transport://dispatch/...` refs of a lease recovery through the transport."""
 
     @property
     def exit_code(self) -> int:
@@ -580,7 +583,23 @@ def _finish_failed(
         escalation = _escalate(cfg, claim, last, _step_witness_path(cfg, claim), now)
         if escalation is not None and escalation.outcome == "applied":
             handoff = escalated_handoff(snapshot, cfg.worker_id, claim.lease_id, escalation.action)
-    return _finish(cfg, claim, attempts, clock, "failed", handoff, classes, escalation)
+    transport_refs: tuple[str, ...] = ()
+    if cfg.host_action_transport == "mcp" and not _applied(escalation):
+        recovery = recover_through_transport(
+            handoff,
+            snapshot,
+            worker_id=cfg.worker_id,
+            claimed_lease_id=claim.lease_id,
+            issues_path=cfg.paths.issues,
+            lease_ttl_s=cfg.lease_ttl_s,
+            now=clock.now(),
+            timeout_s=cfg.lock_timeout_s,
+        )
+        if recovery is not None:
+            handoff, transport_refs = recovery.handoff, recovery.refs
+    return _finish(
+        cfg, claim, attempts, clock, "failed", handoff, classes, escalation, transport_refs
+    )
 
 
 def _step_witness_path(cfg: WorkerConfig, claim: Claim) -> str:
@@ -596,6 +615,7 @@ def _finish(
     handoff: Handoff,
     classes: tuple[str, ...],
     escalation: EscalationResult | None,
+    transport_refs: tuple[str, ...] = (),
 ) -> StepReport:
     """The step's report; a failed step also writes its witness; then the record."""
     last = attempts[-1] if attempts else None
@@ -611,11 +631,16 @@ def _finish(
         escalation=escalation,
         next_step=_failure_next_step(handoff, escalation, last) if failed else handoff.next_step,
         step_witness_ref=_step_witness_path(cfg, claim) if failed else None,
+        transport_refs=transport_refs,
     )
     if report.step_witness_ref is not None:
         _write_step_witness(report, report.step_witness_ref)
     _record(cfg, report, clock.now())
     return report
+
+
+def _applied(escalation: EscalationResult | None) -> bool:
+    return escalation is not None and escalation.outcome == "applied"
 
 
 def _still_held(cfg: WorkerConfig, claim: Claim, snapshot: LeaseSnapshot) -> bool:
@@ -648,7 +673,14 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
     ]
     failure_refs = [f"failure://{klass}" for klass in report.failure_classes]
     escalation_refs = [report.escalation.ref()] if report.escalation else []
-    step_refs = (claim.policy_ref, handoff.lease_ref, *evidence, *failure_refs, *escalation_refs)
+    step_refs = (
+        claim.policy_ref,
+        handoff.lease_ref,
+        *report.transport_refs,
+        *evidence,
+        *failure_refs,
+        *escalation_refs,
+    )
     report.trajectory_row = append_step(
         cfg.paths.trajectory,
         step_id=claim.step_id,
@@ -684,7 +716,7 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         issue_id=claim.issue_id,
         summary=feature_summary,
         session_ref=cfg.paths.session,
-        verification_refs=(outcome_ref, handoff.lease_ref),
+        verification_refs=(outcome_ref, handoff.lease_ref, *report.transport_refs),
         now=now,
         lock_timeout_s=cfg.lock_timeout_s,
     )

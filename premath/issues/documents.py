@@ -8,7 +8,7 @@ from typing import Any
 
 from premath.issues.check import CHECK_KIND, CheckReport, Finding
 from premath.issues.graph import BlockedIssue, Integrity, edge_role
-from premath.issues.leases import LeaseChange, LeaseProjection, stored_nanos
+from premath.issues.leases import LeaseChange, LeaseProjection, is_contended, stored_nanos
 from premath.models.issue_row import BLOCKING_TYPES, DependencyRow, IssueRow
 from premath.models.vocabulary import EdgeView, GraphScope
 from premath.timefmt import format_offset
@@ -113,15 +113,40 @@ def check_document(path: str, report: CheckReport) -> dict[str, Any]:
     }
 
 
-def lease_projection_document(path: str, projection: LeaseProjection) -> dict[str, Any]:
+def projection_fields(projection: LeaseProjection) -> dict[str, Any]:
+    """`{checkedAt, staleCount, staleIssueIds, contendedCount, contendedIssueIds}`."""
     return {
-        "action": "issue.lease_projection",
-        "issuesPath": path,
         "checkedAt": format_offset(projection.checked_at_ns),
         "staleCount": len(projection.stale_issue_ids),
         "staleIssueIds": projection.stale_issue_ids,
         "contendedCount": len(projection.contended_issue_ids),
         "contendedIssueIds": projection.contended_issue_ids,
+    }
+
+
+def lease_items(projection: LeaseProjection) -> list[dict[str, Any]]:
+    """Every leased issue: `{id, status, assignee, lease (with its state), contended}`."""
+    now_ns = projection.checked_at_ns
+    return [
+        {
+            "id": row["id"],
+            "status": row["status"],
+            "assignee": row.get("assignee", ""),
+            "lease": lease_view(row, LeaseChange(row, now_ns)),
+            "contended": is_contended(row, now_ns),
+        }
+        for row in projection.leased
+    ]
+
+
+def lease_projection_document(path: str, projection: LeaseProjection) -> dict[str, Any]:
+    items = lease_items(projection)
+    return {
+        "action": "issue.lease_projection",
+        "issuesPath": path,
+        **projection_fields(projection),
+        "count": len(items),
+        "items": items,
     }
 
 

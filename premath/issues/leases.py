@@ -11,6 +11,7 @@ natural order (D3-2). The lease-renew and lease-release commands only let the ho
 active lease (D3-3).
 """
 
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -93,8 +94,10 @@ def lease_error(failure_class: LeaseFailureClass, diagnostic: str) -> PremathErr
     return error
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def stored_nanos(text: str) -> int:
-    """Epoch nanoseconds of a stored (AutoSi `Z`) row timestamp."""
+    """Epoch nanoseconds of a stored (AutoSi `Z`) row timestamp (memoised: a long-running
+    server evaluates the same lease times on every call)."""
     from premath.timefmt import days_from_civil
 
     match = _STORED.fullmatch(text)
@@ -155,20 +158,18 @@ def lease_expiry(now_ns: int, ttl_seconds: int | None, expires_at: str | None) -
     if ttl_seconds is not None and expires_at is not None:
         raise lease_error(
             "lease_binding_ambiguous",
-            "give either lease_ttl_seconds or lease_expires_at, not both",
+            "provide only one of leaseTtlSeconds or leaseExpiresAt",
         )
     if expires_at is not None:
         parts = parse_strict_rfc3339(expires_at)
         if parts is None:
             raise lease_error(
                 "lease_invalid_expires_at",
-                f"lease_expires_at must be an RFC3339 date and time: {expires_at!r}",
+                "lease_expires_at must be RFC3339",
             )
         expiry = parts[0] * NANOS_PER_SECOND + parts[1]
         if expiry <= now_ns:
-            raise lease_error(
-                "lease_invalid_expires_at", f"lease_expires_at must be in the future: {expires_at}"
-            )
+            raise lease_error("lease_invalid_expires_at", "lease_expires_at must be in the future")
         return expiry
     ttl = DEFAULT_TTL_SECONDS if ttl_seconds is None else ttl_seconds
     if not MIN_TTL_SECONDS <= ttl <= MAX_TTL_SECONDS:
@@ -427,17 +428,21 @@ class LeaseProjection:
     checked_at_ns: int
     stale_issue_ids: list[str]
     contended_issue_ids: list[str]
+    leased: list[IssueRow]
+    """Every issue holding a lease, by id (the items of the projection)."""
 
 
 def lease_projection(issues: IssueMap, now_ns: int) -> LeaseProjection:
-    stale, contended = [], []
+    stale, contended, leased = [], [], []
     for issue_id, row in issues.items():
         if "lease" not in row:
             continue
+        leased.append(issue_id)
         if lease_state(row, now_ns) == "stale":
             stale.append(issue_id)
         elif is_contended(row, now_ns):
             contended.append(issue_id)
     stale.sort()
     contended.sort()
-    return LeaseProjection(now_ns, stale, contended)
+    leased.sort()
+    return LeaseProjection(now_ns, stale, contended, [issues[issue_id] for issue_id in leased])

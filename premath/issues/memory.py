@@ -105,40 +105,72 @@ def dep_diagnostics(path: str, *, now: datetime, scope: GraphScope) -> Integrity
 # row only; adding a row reports `True` (the whole store is encoded).
 
 
+RowHook = Callable[[IssueRow], None]
+"""Runs under the store lock on the row a writer changed, before the save (the MCP write
+witness is attached this way)."""
+
+
 def _edit_row(
     path: str,
     edit: Callable[[IssueMap], IssueRow | None],
     *,
     now: datetime,
     timeout_s: float,
+    on_row: RowHook | None = None,
 ) -> IssueRow | None:
     """Run `edit` under the store lock: it changes at most one existing row in place and
     returns it (None: nothing changed)."""
 
     def mutate(issues: IssueMap) -> tuple[IssueRow | None, Changes]:
         row = edit(issues)
+        if row is not None and on_row is not None:
+            on_row(row)
         return row, () if row is None else (row["id"],)
 
     return mutate_store(path, mutate, now=now, timeout_s=timeout_s)
 
 
 def _edit_existing_row(
-    path: str, edit: Callable[[IssueMap], IssueRow], *, now: datetime, timeout_s: float
+    path: str,
+    edit: Callable[[IssueMap], IssueRow],
+    *,
+    now: datetime,
+    timeout_s: float,
+    on_row: RowHook | None = None,
 ) -> IssueRow:
     """`_edit_row` on a store that must exist (checked before taking the lock)."""
     require_store_file(path)
-    row = _edit_row(path, edit, now=now, timeout_s=timeout_s)
+    row = _edit_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row)
     assert row is not None  # `edit` returns the row or raises
     return row
 
 
 def _add_row(
-    path: str, add: Callable[[IssueMap], IssueRow], *, now: datetime, timeout_s: float
+    path: str,
+    add: Callable[[IssueMap], IssueRow],
+    *,
+    now: datetime,
+    timeout_s: float,
+    on_row: RowHook | None = None,
 ) -> IssueRow:
-    return mutate_store(path, lambda issues: (add(issues), True), now=now, timeout_s=timeout_s)
+    def mutate(issues: IssueMap) -> tuple[IssueRow, Changes]:
+        row = add(issues)
+        if on_row is not None:
+            on_row(row)
+        return row, True
+
+    return mutate_store(path, mutate, now=now, timeout_s=timeout_s)
 
 
-def add_issue(path: str, title: str, *, now: datetime, timeout_s: float, **fields: Any) -> IssueRow:
+def add_issue(
+    path: str,
+    title: str,
+    *,
+    now: datetime,
+    timeout_s: float,
+    on_row: RowHook | None = None,
+    **fields: Any,
+) -> IssueRow:
     """`issue add`: creates the file (and its folders) when missing. `fields`: `NewIssue`'s."""
     new = lifecycle.NewIssue(title=title, **fields)
     _, now_text = _now(now)
@@ -148,6 +180,7 @@ def add_issue(path: str, title: str, *, now: datetime, timeout_s: float, **field
         lambda issues: lifecycle.new_issue(issues, new, now_text),
         now=now,
         timeout_s=timeout_s,
+        on_row=on_row,
     )
 
 
@@ -164,6 +197,7 @@ def update_issue(
     priority: int | None = None,
     assignee: str | None = None,
     owner: str | None = None,
+    on_row: RowHook | None = None,
 ) -> IssueRow:
     """`issue update`: given fields only; a status change goes through set_status, so closing
     releases the lease (the assignee stays)."""
@@ -190,11 +224,18 @@ def update_issue(
         row["updated_at"] = now_text
         return row
 
-    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
+    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row)
 
 
 def discover_issue(
-    path: str, parent_id: str, title: str, *, now: datetime, timeout_s: float, **fields: Any
+    path: str,
+    parent_id: str,
+    title: str,
+    *,
+    now: datetime,
+    timeout_s: float,
+    on_row: RowHook | None = None,
+    **fields: Any,
 ) -> IssueRow:
     """`issue discover`: a new open issue with a `discovered-from` edge to its parent.
     `fields`: `NewIssue`'s but `status`."""
@@ -211,7 +252,7 @@ def discover_issue(
         lifecycle.put_field(row, "dependencies", [edge])
         return row
 
-    return _add_row(path, add, now=now, timeout_s=timeout_s)
+    return _add_row(path, add, now=now, timeout_s=timeout_s, on_row=on_row)
 
 
 # --- leases ------------------------------------------------------------------------------------
@@ -327,6 +368,7 @@ def dep_add(
     created_by: str,
     now: datetime,
     timeout_s: float,
+    on_row: RowHook | None = None,
 ) -> IssueRow:
     """`dep add`: the edge's issue after the change."""
     _, now_text = _now(now)
@@ -334,11 +376,18 @@ def dep_add(
     def edit(issues: IssueMap) -> IssueRow:
         return dependencies.add_dependency(issues, issue_id, target, kind, created_by, now_text)
 
-    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
+    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row)
 
 
 def dep_remove(
-    path: str, issue_id: str, target: str, *, kind: str, now: datetime, timeout_s: float
+    path: str,
+    issue_id: str,
+    target: str,
+    *,
+    kind: str,
+    now: datetime,
+    timeout_s: float,
+    on_row: RowHook | None = None,
 ) -> IssueRow:
     """`dep remove`: the edge's issue after the change."""
     _, now_text = _now(now)
@@ -346,7 +395,7 @@ def dep_remove(
     def edit(issues: IssueMap) -> IssueRow:
         return dependencies.remove_dependency(issues, issue_id, target, kind, now_text)
 
-    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
+    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row)
 
 
 def dep_replace(
@@ -359,6 +408,7 @@ def dep_replace(
     created_by: str,
     now: datetime,
     timeout_s: float,
+    on_row: RowHook | None = None,
 ) -> IssueRow:
     """`dep replace`: the edge's issue after the change."""
     _, now_text = _now(now)
@@ -368,4 +418,4 @@ def dep_replace(
             issues, issue_id, target, from_kind, to_kind, created_by, now_text
         )
 
-    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
+    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row)

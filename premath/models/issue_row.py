@@ -337,6 +337,7 @@ _REQUIRED_KINDS = frozenset(("string", "i32", "issue_type", "stamp", "bool"))
 _ALWAYS = frozenset(field.name for field in ISSUE_FIELDS if field.kind in _REQUIRED_KINDS)
 _KIND_TYPES: dict[FieldKind, type] = {"i32": int, "bool": bool, "lease": dict, "labels": list}
 _KIND_TYPES["dependencies"] = list
+_KIND_TYPES["metadata"] = dict  # sorted, float-free metadata takes the fast path too
 _FIELD_TYPES = {field.name: _KIND_TYPES.get(field.kind, str) for field in ISSUE_FIELDS}
 _STAMP_FIELDS = tuple(f.name for f in ISSUE_FIELDS if f.kind in ("stamp", "optional_stamp"))
 _LEASE_SHAPES = {
@@ -355,7 +356,7 @@ _FIELD_KINDS = {field.name: field.kind for field in ISSUE_FIELDS}
 class _Shape:
     """What a key tuple in stored order implies: the value types, and which parts to inspect."""
 
-    __slots__ = ("dependencies", "labels", "lease", "stamps", "types")
+    __slots__ = ("dependencies", "labels", "lease", "metadata", "stamps", "types")
 
     def __init__(self, keys: tuple[str, ...]) -> None:
         self.types = tuple(_FIELD_TYPES[key] for key in keys)
@@ -364,6 +365,7 @@ class _Shape:
         self.lease = "lease" in keys
         self.dependencies = "dependencies" in keys
         self.labels = "labels" in keys
+        self.metadata = "metadata" in keys
 
 
 _SHAPES: dict[tuple[str, ...], _Shape | None] = {}
@@ -373,9 +375,18 @@ def _shape(keys: tuple[str, ...]) -> _Shape | None:
     positions = [_FIELD_POSITION.get(key, -1) for key in keys]
     if -1 in positions or positions != sorted(set(positions)) or not set(keys) >= _ALWAYS:
         return None
-    if any(_FIELD_KINDS[key] == "metadata" for key in keys):
-        return None
     return _Shape(keys)
+
+
+def _metadata_is_stored(value: Any) -> bool:
+    """Keys sorted at every level and no float (floats take the general path, which writes
+    them as serde does): what `sort_metadata` leaves as it is (the MCP write witness)."""
+    if type(value) is dict:
+        keys = list(value)
+        return keys == sorted(keys) and all(map(_metadata_is_stored, value.values()))
+    if type(value) is list:
+        return all(map(_metadata_is_stored, value))
+    return type(value) is not float
 
 
 class NotStored(ValueError):
@@ -423,6 +434,8 @@ def stored_item(value: Any, stamps: list[str]) -> tuple[str, IssueRow]:
                 raise NotStored
             if edge["type"] not in _DEPENDENCY_TYPE_SET or edge.get("created_by") == "":
                 raise NotStored
+    if shape.metadata and not _metadata_is_stored(value["metadata"]):
+        raise NotStored
     if shape.labels:
         labels = value["labels"]
         if not labels or any(type(label) is not str for label in labels):

@@ -451,6 +451,7 @@ def mutate_store(
     *,
     now: datetime,
     timeout_s: float,
+    warm: "WarmStores | None" = None,
 ) -> T:
     """Run `mutate` on the store under `<path>.lock`; save only when it reports a change.
 
@@ -471,23 +472,140 @@ def mutate_store(
         ) from None
     with contextlib.ExitStack() as release:
         release.push(lock)
-        loaded = (
-            _load(path, now, tolerate_torn_tail=False, keep_lines=True)
-            if os.path.exists(path)
-            else _Loaded({}, None)
-        )
+        loaded = warm.take(path) if warm is not None else None
+        if loaded is None:
+            loaded = (
+                _load(path, now, tolerate_torn_tail=False, keep_lines=True)
+                if os.path.exists(path)
+                else _Loaded({}, None)
+            )
         value, changed = mutate(loaded.issues)
         if changed:
             lines = None
             if isinstance(changed, tuple) and loaded.stored_lines is not None:
                 lines = _spliced_lines(loaded.issues, loaded.stored_lines, changed)
             if lines is None:
-                _write(path, encode_store(loaded.issues))
+                data = encode_store(loaded.issues)
+                _write(path, data)
+                lines = data.split(b"\n")
+                # `_spliced_lines` needs the ids in line order.
+                loaded = _Loaded({key: loaded.issues[key] for key in sorted(loaded.issues)}, None)
             else:
-                del loaded  # joining needs no rows: free them first (peak memory)
                 _write(path, b"\n".join(lines))
+            lines.pop()
             remove_orphaned_temp_files(path)
+            if warm is not None:
+                warm.keep(path, _Loaded(loaded.issues, lines))
+        elif warm is not None and os.path.exists(path):
+            warm.keep(path, loaded)
     return value
+
+
+FileIdentity = tuple[int, int, int, int]
+
+
+def file_identity(path: str) -> FileIdentity | None:
+    """(device, inode, size, mtime ns), or None when the file is absent or unreadable."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+
+class WarmStores:
+    """Parsed stores a long-running process (the MCP server) keeps between calls, each valid
+    while its file's identity (device, inode, size, mtime) is unchanged. Every use revalidates
+    with one `stat`, so a write by any other process is seen by the next call; a mutation hands
+    its store over (`take`) and gets the saved one back (`keep`), so a failed mutation can never
+    leave a half-changed store behind. Only strictly parsed stores (no torn tail) are kept."""
+
+    def __init__(self) -> None:
+        self._stores: dict[str, tuple[FileIdentity, _Loaded]] = {}
+
+    def take(self, path: str) -> _Loaded | None:
+        entry = self._stores.pop(path, None)
+        if entry is None:
+            return None
+        identity = file_identity(path)
+        if entry[0] == identity:
+            return entry[1]
+        return _refreshed(entry[1], path, identity)
+
+    def keep(self, path: str, loaded: _Loaded) -> None:
+        identity = file_identity(path)
+        if identity is not None:
+            self._stores[path] = (identity, loaded)
+
+    def read(self, path: str, now: datetime) -> IssueMap:
+        """The store for a reader: the kept one while the file is unchanged, else loaded (and
+        kept when it parsed strictly). The caller must not change it."""
+        entry = self._stores.get(path)
+        identity = file_identity(path)
+        if entry is not None and entry[0] == identity:
+            return entry[1].issues
+        refreshed = None if entry is None else _refreshed(entry[1], path, identity)
+        if refreshed is not None and identity is not None:
+            self._stores[path] = (identity, refreshed)
+            return refreshed.issues
+        try:
+            loaded = _load(path, now, tolerate_torn_tail=False, keep_lines=True)
+        except ArtifactInvalid:
+            self._stores.pop(path, None)
+            return load_issues(path, now)
+        if identity is not None and identity == file_identity(path):
+            self._stores[path] = (identity, _with_stored_lines(loaded, path))
+        return loaded.issues
+
+
+def _with_stored_lines(loaded: _Loaded, path: str) -> _Loaded:
+    """`loaded` with the file's lines when the file is exactly `encode_store` of it (a small
+    store's load does not check that; a warm store pays it once to refresh cheaply later)."""
+    if loaded.stored_lines is not None:
+        return loaded
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return loaded
+    if encode_store(loaded.issues) != data:
+        return loaded
+    lines = data.split(b"\n")
+    lines.pop()
+    return _Loaded(loaded.issues, lines)
+
+
+def _refreshed(old: _Loaded, path: str, identity: FileIdentity | None) -> _Loaded | None:
+    """The store after another writer rewrote it, rows changed in place (a claim, an update):
+    lines equal to the kept ones keep their rows; each other line must be a row in stored form,
+    byte for byte as our writers write it, with the same id at the same place. None when the
+    file is anything else (then it is loaded in full): at 1,000 issues this is a file read and
+    a line compare instead of a thousand row checks."""
+    if old.stored_lines is None or identity is None:
+        return None
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return None
+    if file_identity(path) != identity or not data.endswith(b"\n") or b"\0" in data:
+        return None
+    lines = data.split(b"\n")
+    lines.pop()
+    if len(lines) != len(old.stored_lines):
+        return None
+    ids = list(old.issues)
+    issues = dict(old.issues)
+    stamps: list[str] = []
+    try:
+        for position, line in enumerate(lines):
+            if line == old.stored_lines[position]:
+                continue
+            issue_id, row = stored_item(orjson.loads(line), stamps)
+            if issue_id != ids[position] or encode_row(row)[:-1] != line:
+                return None
+            issues[issue_id] = row
+    except (orjson.JSONDecodeError, NotStored):
+        return None
+    return _Loaded(issues, lines) if stamps_are_stored(stamps) else None
 
 
 def _pid_alive(pid: int) -> bool:

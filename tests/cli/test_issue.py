@@ -349,6 +349,29 @@ def test_lease_projection_lists_stale_and_contended(cli_run, workdir):
         "staleIssueIds": ["bd-1"],
         "contendedCount": 2,
         "contendedIssueIds": ["bd-2", "bd-3"],
+        "count": 4,
+        "items": [
+            {
+                "id": issue_id,
+                "status": status,
+                "assignee": assignee,
+                "lease": {
+                    "leaseId": f"lease1_{issue_id}_w",
+                    "owner": "w",
+                    "acquiredAt": "2026-02-22T00:00:00+00:00",
+                    "expiresAt": expires,
+                    "renewedAt": None,
+                    "state": state,
+                },
+                "contended": contended,
+            }
+            for issue_id, status, assignee, expires, state, contended in [
+                ("bd-1", "in_progress", "w", "2000-01-01T00:00:00+00:00", "stale", False),
+                ("bd-2", "open", "w", "2099-01-01T00:00:00+00:00", "active", True),
+                ("bd-3", "in_progress", "x", "2099-01-01T00:00:00+00:00", "active", True),
+                ("bd-4", "in_progress", "w", "2099-01-01T00:00:00+00:00", "active", False),
+            ]
+        ],
     }
 
 

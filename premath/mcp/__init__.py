@@ -1,0 +1,1 @@
+"""`premath mcp-serve`: issue memory and transport as MCP tools over stdio (a face, like cli)."""

@@ -1,0 +1,1 @@
+"""The transport layer: typed lease and fiber actions behind one dispatch (agent-surface.md §2)."""

@@ -1,0 +1,200 @@
+"""Action payloads as serde reads them (agent-surface.md §2.5): camelCase keys, unknown keys
+ignored, serde's error texts. A payload that is not a JSON object is refused (divergence D12-1:
+the reference also reads a positional array)."""
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from premath.models.serde import (
+    FieldCheck,
+    SchemaViolation,
+    describe,
+    optional_string,
+    string,
+    string_list,
+    typed_fields,
+)
+from premath.text import rust_trim
+
+T = TypeVar("T")
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+
+
+def optional_i64(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SchemaViolation(f"invalid type: {describe(value)}, expected i64")
+    if not I64_MIN <= value <= I64_MAX:
+        raise SchemaViolation(f"invalid value: {describe(value)}, expected i64")
+    return value
+
+
+def blank_to_none(value: str | None) -> str | None:
+    """Optional strings are trimmed; blank means absent."""
+    if value is None:
+        return None
+    return rust_trim(value) or None
+
+
+@dataclass(frozen=True)
+class ClaimRequest:
+    id: str
+    assignee: str
+    lease_id: str | None = None
+    lease_ttl_seconds: int | None = None
+    lease_expires_at: str | None = None
+    issues_path: str | None = None
+
+
+@dataclass(frozen=True)
+class ClaimNextRequest:
+    assignee: str
+    lease_id: str | None = None
+    lease_ttl_seconds: int | None = None
+    issues_path: str | None = None
+
+
+@dataclass(frozen=True)
+class RenewRequest:
+    id: str
+    assignee: str
+    lease_id: str
+    lease_ttl_seconds: int | None = None
+    lease_expires_at: str | None = None
+    issues_path: str | None = None
+
+
+@dataclass(frozen=True)
+class ReleaseRequest:
+    id: str
+    assignee: str | None = None
+    lease_id: str | None = None
+    issues_path: str | None = None
+
+
+@dataclass(frozen=True)
+class WorldBindingRequest:
+    operation_action: str
+
+
+@dataclass(frozen=True)
+class FiberSpawnRequest:
+    task_ref: str
+    fiber_id: str | None = None
+    parent_fiber_id: str | None = None
+    scope_ref: str | None = None
+
+
+@dataclass(frozen=True)
+class FiberJoinRequest:
+    fiber_id: str
+    join_set: tuple[str, ...]
+    result_ref: str | None = None
+
+
+@dataclass(frozen=True)
+class FiberCancelRequest:
+    fiber_id: str
+    reason: str | None = None
+
+
+_STRING: FieldCheck = string
+_OPTIONAL: FieldCheck = optional_string
+_I64: FieldCheck = optional_i64
+
+Struct = tuple[str, Mapping[str, tuple[str, FieldCheck]], tuple[str, ...]]
+"""serde's struct name, wire key -> (attribute, check) in declaration order, required keys."""
+
+_STRUCTS: dict[type, Struct] = {
+    ClaimRequest: (
+        "IssueClaimRequest",
+        {
+            "id": ("id", _STRING),
+            "assignee": ("assignee", _STRING),
+            "leaseId": ("lease_id", _OPTIONAL),
+            "leaseTtlSeconds": ("lease_ttl_seconds", _I64),
+            "leaseExpiresAt": ("lease_expires_at", _OPTIONAL),
+            "issuesPath": ("issues_path", _OPTIONAL),
+        },
+        ("id", "assignee"),
+    ),
+    ClaimNextRequest: (
+        "IssueClaimNextRequest",
+        {
+            "assignee": ("assignee", _STRING),
+            "leaseId": ("lease_id", _OPTIONAL),
+            "leaseTtlSeconds": ("lease_ttl_seconds", _I64),
+            "issuesPath": ("issues_path", _OPTIONAL),
+        },
+        ("assignee",),
+    ),
+    RenewRequest: (
+        "IssueLeaseRenewRequest",
+        {
+            "id": ("id", _STRING),
+            "assignee": ("assignee", _STRING),
+            "leaseId": ("lease_id", _STRING),
+            "leaseTtlSeconds": ("lease_ttl_seconds", _I64),
+            "leaseExpiresAt": ("lease_expires_at", _OPTIONAL),
+            "issuesPath": ("issues_path", _OPTIONAL),
+        },
+        ("id", "assignee", "leaseId"),
+    ),
+    ReleaseRequest: (
+        "IssueLeaseReleaseRequest",
+        {
+            "id": ("id", _STRING),
+            "assignee": ("assignee", _OPTIONAL),
+            "leaseId": ("lease_id", _OPTIONAL),
+            "issuesPath": ("issues_path", _OPTIONAL),
+        },
+        ("id",),
+    ),
+    FiberSpawnRequest: (
+        "FiberSpawnRequest",
+        {
+            "fiberId": ("fiber_id", _OPTIONAL),
+            "taskRef": ("task_ref", _STRING),
+            "parentFiberId": ("parent_fiber_id", _OPTIONAL),
+            "scopeRef": ("scope_ref", _OPTIONAL),
+        },
+        ("taskRef",),
+    ),
+    FiberJoinRequest: (
+        "FiberJoinRequest",
+        {
+            "fiberId": ("fiber_id", _STRING),
+            "joinSet": ("join_set", lambda value: tuple(string_list(value))),
+            "resultRef": ("result_ref", _OPTIONAL),
+        },
+        ("fiberId", "joinSet"),
+    ),
+    FiberCancelRequest: (
+        "FiberCancelRequest",
+        {"fiberId": ("fiber_id", _STRING), "reason": ("reason", _OPTIONAL)},
+        ("fiberId",),
+    ),
+}
+
+
+def parse_payload(kind: type[T], payload: Any) -> T:
+    """The request `kind` from a decoded payload, or SchemaViolation with serde's text."""
+    struct, fields, required = _STRUCTS[kind]
+    checks = {key: check for key, (_, check) in fields.items()}
+    found = typed_fields(payload, f"struct {struct}", checks, required)
+    return kind(**{fields[key][0]: value for key, value in found.items()})
+
+
+def parse_world_binding(payload: Any) -> WorldBindingRequest:
+    """`operationAction`, also accepted as `action` (the reference's serde alias); both given
+    is serde's duplicate-field error."""
+    checks: Mapping[str, Callable[[Any], Any]] = {"operationAction": string, "action": string}
+    found = typed_fields(payload, "struct TransportWorldBindingRequest", checks, ())
+    if "operationAction" in found and "action" in found:
+        raise SchemaViolation("duplicate field `operationAction`")
+    value = found.get("operationAction", found.get("action"))
+    if value is None:
+        raise SchemaViolation("missing field `operationAction`")
+    return WorldBindingRequest(value)

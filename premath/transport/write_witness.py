@@ -1,0 +1,97 @@
+"""`metadata.premathWriteWitness`: who wrote an issue row, under which policy and instruction
+(agent-surface.md §1.7)."""
+
+import os
+import shutil
+from typing import Any
+
+from premath.issues.lifecycle import put_field
+from premath.models.issue_row import IssueRow, sort_metadata
+
+WITNESS_KIND = "bd.issue.write.v1"
+NANOS_PER_MILLI = 1_000_000
+_JJ_OUTPUT_CAP = 1024 * 1024
+
+
+def write_witness(
+    *,
+    action: str,
+    issue_id: str,
+    issues_path: str,
+    repo_root: str,
+    mutation_policy: str,
+    query_backend: str,
+    instruction: dict[str, Any] | None,
+    now_ns: int,
+) -> dict[str, Any]:
+    """The witness of one accepted mutation; its id is the build time, not a content digest."""
+    return {
+        "schema": 1,
+        "witnessKind": WITNESS_KIND,
+        "witnessId": f"bdw1_{now_ns}",
+        "action": action,
+        "issueId": issue_id,
+        "issuesPath": issues_path,
+        "recordedAtUnixMs": now_ns // NANOS_PER_MILLI,
+        "repoRoot": repo_root,
+        "mutationPolicy": mutation_policy,
+        "queryBackend": query_backend,
+        "instruction": instruction,
+        "jjSnapshot": jj_snapshot(repo_root),
+    }
+
+
+def _jj(argv: list[str], cwd: str) -> str | None:
+    """The stdout of one `jj` command (bounded, 10 s), or None when it fails."""
+    import tempfile
+
+    from premath.runner.process import allowlisted_env, run_bounded
+
+    with tempfile.TemporaryDirectory() as folder:
+        stdout = os.path.join(folder, "stdout")
+        outcome = run_bounded(
+            ["jj", *argv],
+            cwd=cwd,
+            env=allowlisted_env(),
+            timeout_s=10.0,
+            stdout_path=stdout,
+            stderr_path=None,
+            output_cap=_JJ_OUTPUT_CAP,
+        )
+        if outcome.status != "ok" or outcome.exit_code != 0:
+            return None
+        with open(stdout, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+
+
+def _first_line(text: str | None) -> str | None:
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return lines[0] if lines else None
+
+
+def jj_snapshot(repo_root: str) -> dict[str, Any] | None:
+    """`{repoRoot, changeId, status}` of the jj working copy, or None where jj is missing, the
+    root is not a jj repository, or any command fails (the reference's three commands)."""
+    if shutil.which("jj") is None or not os.path.isdir(repo_root):
+        return None
+    root = _first_line(_jj(["root"], repo_root))
+    if root is None:
+        return None
+    change_id = _first_line(_jj(["log", "-r", "@", "--no-graph", "-T", 'change_id ++ "\\n"'], root))
+    status = _jj(["status"], root)
+    if change_id is None or status is None:
+        return None
+    return {"repoRoot": root, "changeId": change_id, "status": status}
+
+
+def attach(row: IssueRow, witness: dict[str, Any]) -> None:
+    """Set `metadata.premathWriteWitness`: an object gains the key, another value is kept under
+    `legacyMetadata`, no metadata becomes `{premathWriteWitness}`; keys stay sorted."""
+    current = row.get("metadata")
+    if isinstance(current, dict):
+        metadata = {**current, "premathWriteWitness": witness}
+    elif current is None and "metadata" not in row:
+        metadata = {"premathWriteWitness": witness}
+    else:
+        metadata = {"legacyMetadata": current, "premathWriteWitness": witness}
+    put_field(row, "metadata", sort_metadata(metadata))

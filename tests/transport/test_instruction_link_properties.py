@@ -1,0 +1,83 @@
+"""The instruction gate and the MCP argument reader on arbitrary input: a typed refusal or an
+answer, never another exception; a witness is accepted exactly when every check holds."""
+
+import os
+import tempfile
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from premath.mcp.arguments import parse_arguments
+from premath.mcp.catalogue import TOOLS
+from premath.models.serde import SchemaViolation
+from premath.transport.instruction_link import (
+    ALLOWED_POLICY_DIGESTS,
+    GateRefused,
+    Mutation,
+    resolve_instruction_link,
+)
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+CLAIMS = ["capabilities.change_morphisms", "capabilities.change_morphisms.issue_claim", "x"]
+WITNESS = st.fixed_dictionaries(
+    {},
+    optional={
+        "instructionId": st.sampled_from(["i-1", "i-2", 3]),
+        "verdictClass": st.sampled_from(["accepted", "rejected", None]),
+        "policyDigest": st.sampled_from([*sorted(ALLOWED_POLICY_DIGESTS), "pol1_other", 7]),
+        "capabilityClaims": st.lists(st.sampled_from(CLAIMS), max_size=3) | JSON,
+        "failureClasses": st.lists(st.sampled_from(["", " ", "boom"]), max_size=2) | JSON,
+        "joinClosed": JSON,
+    },
+)
+
+
+def expected_accept(witness: dict) -> bool:
+    claims = witness.get("capabilityClaims")
+    claims = [c for c in claims if isinstance(c, str)] if isinstance(claims, list) else []
+    failures = witness.get("failureClasses")
+    failures = [f for f in failures if isinstance(f, str)] if isinstance(failures, list) else []
+    return (
+        witness.get("instructionId") == "i-1"
+        and witness.get("verdictClass") == "accepted"
+        and witness.get("policyDigest") in ALLOWED_POLICY_DIGESTS
+        and "capabilities.change_morphisms" in claims
+        and "capabilities.change_morphisms.issue_claim" in claims
+        and not any(f.strip() for f in failures)
+    )
+
+
+@given(WITNESS)
+def test_the_gate_accepts_exactly_the_witnesses_that_scope_the_mutation(witness):
+    with tempfile.TemporaryDirectory() as root:
+        folder = os.path.join(root, "artifacts", "ciwitness")
+        os.makedirs(folder)
+        with open(os.path.join(folder, "i-1.json"), "wb") as handle:
+            handle.write(orjson.dumps(witness))
+        try:
+            link = resolve_instruction_link(
+                "instruction-linked", "i-1", root, Mutation("issue.claim")
+            )
+        except GateRefused:
+            assert not expected_accept(witness)
+        else:
+            assert expected_accept(witness)
+            assert link is not None
+            assert link["instructionId"] == "i-1"
+
+
+@given(st.sampled_from(TOOLS), JSON)
+def test_arguments_are_read_or_refused_with_serdes_text(tool, arguments):
+    try:
+        parsed = parse_arguments(tool, arguments)
+    except SchemaViolation:
+        return
+    names = {field.name for field in tool.fields}
+    assert set(parsed) <= names

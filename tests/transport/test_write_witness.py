@@ -1,0 +1,66 @@
+"""The write witness: its fields, how it is attached to `metadata`, and the jj snapshot."""
+
+import os
+
+import pytest
+
+from premath.transport.write_witness import attach, jj_snapshot, write_witness
+
+FAKE_JJ = """#!/bin/sh
+case "$1" in
+  root) echo; echo "$PWD" ;;
+  log) printf 'kxyz\\n' ;;
+  status) printf 'Working copy changes:\\nA file\\n' ;;
+esac
+"""
+
+
+def test_witness_fields_and_metadata_attachment(tmp_path):
+    witness = write_witness(
+        action="issue.claim",
+        issue_id="bd-1",
+        issues_path=".premath/issues.jsonl",
+        repo_root=str(tmp_path),
+        mutation_policy="open",
+        query_backend="jsonl",
+        instruction=None,
+        now_ns=1_795_000_000_123_456_789,
+    )
+    assert (witness["witnessId"], witness["recordedAtUnixMs"]) == (
+        "bdw1_1795000000123456789",
+        1_795_000_000_123,
+    )
+    row = {"id": "bd-1", "metadata": {"z": 1, "a": {"y": 2, "b": 3}}}
+    attach(row, witness)
+    assert list(row["metadata"]) == ["a", "premathWriteWitness", "z"]
+    assert list(row["metadata"]["a"]) == ["b", "y"]
+    legacy = {"id": "bd-2", "metadata": [1, 2]}
+    attach(legacy, witness)
+    assert legacy["metadata"] == {"legacyMetadata": [1, 2], "premathWriteWitness": witness}
+    bare = {"id": "bd-3"}
+    attach(bare, witness)
+    assert bare["metadata"] == {"premathWriteWitness": witness}
+
+
+def test_jj_snapshot_reads_root_change_and_status(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "jj").write_text(FAKE_JJ)
+    (bin_dir / "jj").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    assert jj_snapshot(str(tmp_path)) == {
+        "repoRoot": str(tmp_path),
+        "changeId": "kxyz",
+        "status": "Working copy changes:\nA file\n",
+    }
+
+
+@pytest.mark.parametrize("script", ["#!/bin/sh\nexit 1\n", None])
+def test_jj_snapshot_is_null_when_jj_fails_or_is_missing(tmp_path, monkeypatch, script):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    if script is not None:
+        (bin_dir / "jj").write_text(script)
+        (bin_dir / "jj").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir) + os.pathsep + "/usr/bin:/bin")
+    assert jj_snapshot(str(tmp_path)) is None
