@@ -387,6 +387,18 @@ def pending_slots(state: RunState, rerun_errors: bool) -> list[tuple[Slot, int]]
     return pending
 
 
+_SIGNAL_POLL_S = 0.2
+
+
+def _wait_interruptibly(futures: list["Future[TrialRecord | None]"]) -> set[Any]:
+    """`wait(FIRST_EXCEPTION)` in short slices: Linux may deliver SIGINT or SIGTERM to a worker
+    thread, and a main thread blocked on a lock with no timeout would never run its handler."""
+    while True:
+        done, pending = wait(futures, timeout=_SIGNAL_POLL_S, return_when=FIRST_EXCEPTION)
+        if not pending or any(future.exception() is not None for future in done):
+            return done
+
+
 def execute_run(
     state: RunState,
     *,
@@ -449,8 +461,7 @@ def execute_run(
                             progress.record,
                         )
                     )
-                done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-                for future in done:
+                for future in _wait_interruptibly(futures):
                     future.result()  # our own failure (disk full, lock timeout) stops the run
             except BaseException as exc:
                 runner.cancel.set()

@@ -40,8 +40,11 @@ CLI_CLAIMS = 3
 
 
 def seed_store(path: Path, count: int) -> None:
+    """The store in the order every rewrite keeps (by id), so a round in which the kill lands
+    before any claim leaves it exactly as a round with claims would: sorted and whole."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(b"".join(orjson.dumps(row(f"bd-{n}")) + b"\n" for n in range(1, count + 1)))
+    ids = sorted(f"bd-{n}" for n in range(1, count + 1))
+    path.write_bytes(b"".join(orjson.dumps(row(issue_id)) + b"\n" for issue_id in ids))
 
 
 def start_claimer(path: Path, worker: str, go: Path) -> subprocess.Popen[bytes]:
