@@ -193,3 +193,98 @@ def bench_record(app: AppContext, run_dir: str, row: str) -> Reply:
 
     document = record_row(run_dir, row, clock=app.clock, lock_timeout_s=app.lock_timeout())
     return Reply(document, text=record_text)
+
+
+def batch_text(document: dict[str, Any]) -> str:
+    from premath.runner.report.render import report_text
+
+    trials = document["trials"]
+    return "\n".join(
+        [
+            f"premath bench batch: {document['run_id']} ({document['run_dir']})",
+            f"  Trials: {trials['scheduled']} scheduled, {trials['ran']} run now; "
+            f"{trials['success']} success, {trials['failure']} failure, {trials['error']} error, "
+            f"{trials['pending']} pending",
+            f"  Summary: {document['report_path']}",
+            "",
+            report_text(document["report"]),
+        ]
+    )
+
+
+@bench.command("batch")
+@click.argument("sources", nargs=-1, required=True, metavar="TASKS...")
+@click.option(
+    "--variant",
+    "variants",
+    multiple=True,
+    required=True,
+    help="ID=COMMAND: one arm of the matrix (repeat; the first is the baseline).",
+)
+@click.option("--replications", type=click.IntRange(1, 10_000), default=1, show_default=True)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where each trial's bench run happens (ray: one Ray task per trial).",
+)
+@click.option(
+    "--ray-address",
+    envvar="RAY_ADDRESS",
+    help="Ray cluster of the ray executor (default: RAY_ADDRESS, else a local Ray instance).",
+)
+@click.option("--concurrency", type=click.IntRange(1, 256), default=1, show_default=True)
+@click.option("--runs-dir", default=".premath/bench/batches", show_default=True)
+@click.option("--run-id", help="Name of the batch (default: batch-<UTC stamp>).")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_TIMEOUT_S,
+    show_default=True,
+    help="Seconds before one trial's harness is killed.",
+)
+@click.option("--cwd", type=click.Path(file_okay=False), help="Harness working folder.")
+@click.option("--policy", "policy_path", help="JSON file of deny rules for every trial.")
+@click.option("--dataset-id", help="Dataset id recorded in every bench run.")
+@click.option("--html", "html_path", help="Also write the summary as a self-contained HTML page.")
+@click.option("--progress/--no-progress", default=None, help="Progress bar on stderr.")
+@json_option
+@pass_app
+def bench_batch(
+    app: AppContext, /, sources: tuple[str, ...], variants: tuple[str, ...], **options: Any
+) -> Reply:
+    """Run many benchmark tasks under a variant matrix; one comparison summary.
+
+    TASKS: task files, folders of them, Harbor task folders or a Harbor dataset's folder.
+    Each trial is a normal bench run folder; the batch is an experiment run (resume it with
+    `premath experiment resume`).
+
+    \b
+    premath bench batch tasks/ --variant base='python a.py' --variant new='python a.py --new'
+    """
+    import sys
+    from pathlib import Path
+
+    from premath.bench.batch import parse_variant, run_batch
+
+    progress = options["progress"]
+    document = run_batch(
+        list(sources),
+        [parse_variant(text) for text in variants],
+        clock=app.clock,
+        lock_timeout=app.lock_timeout(),
+        runs_dir=options["runs_dir"],
+        run_id=options["run_id"],
+        executor=options["executor"],
+        ray_address=options["ray_address"],
+        replications=options["replications"],
+        concurrency=options["concurrency"],
+        cwd=Path(options["cwd"]) if options["cwd"] else None,
+        timeout_s=options["timeout"],
+        policy=options["policy_path"],
+        dataset_id=options["dataset_id"],
+        html_path=options["html_path"],
+        show_progress=sys.stderr.isatty() if progress is None else progress,
+    )
+    return Reply(document, text=batch_text)

@@ -12,7 +12,7 @@ from premath.cli._options import json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 
 RUNS_DIR = ".premath/runs"
-EXECUTORS = ["local", "docker"]
+EXECUTORS = ["local", "docker", "ray"]
 
 runs_dir_option = click.option(
     "--runs-dir", default=RUNS_DIR, show_default=True, help="Folder holding run folders"
@@ -21,6 +21,12 @@ concurrency_option = click.option(
     "--concurrency",
     type=click.IntRange(1, 256),
     help="Trials run at once (default: the experiment's `concurrency`, else 1)",
+)
+ray_address_option = click.option(
+    "--ray-address",
+    envvar="RAY_ADDRESS",
+    help="Ray cluster of the ray executor, e.g. 10.0.0.5:6379 (default: RAY_ADDRESS, else a "
+    "local Ray instance started for this command)",
 )
 progress_option = click.option(
     "--progress/--no-progress",
@@ -95,16 +101,21 @@ def experiment() -> None:
 @click.option(
     "--executor",
     type=click.Choice(EXECUTORS),
-    default="local",
-    show_default=True,
-    help="Check against this executor (images are docker-only)",
+    help="Check against this executor (default: the file's `executor`, else local)",
 )
 @json_option
-def experiment_validate(experiment_file: str, executor: str) -> Reply:
-    """Check an experiment file and its dataset, listing every problem at once."""
+def experiment_validate(experiment_file: str, executor: str | None) -> Reply:
+    """Check an experiment file and its dataset, listing every problem at once.
+
+    \b
+    premath experiment validate examples/clean_harness/experiment.yaml
+    """
     from premath.runner.experiment import validate_experiment
 
-    return Reply(validate_experiment(experiment_file, executor), text=validate_text)
+    return Reply(
+        validate_experiment(experiment_file, executor),  # type: ignore[arg-type]
+        text=validate_text,
+    )
 
 
 @experiment.command("run")
@@ -112,10 +123,10 @@ def experiment_validate(experiment_file: str, executor: str) -> Reply:
 @click.option(
     "--executor",
     type=click.Choice(EXECUTORS),
-    default="local",
-    show_default=True,
-    help="local: a process on this machine; docker: one container per trial",
+    help="local: a process on this machine; docker: one container per trial; ray: one Ray "
+    "task per trial (default: the file's `executor`, else local)",
 )
+@ray_address_option
 @runs_dir_option
 @click.option("--run-id", help="Name of the run folder (default: <experiment id>-<UTC stamp>)")
 @concurrency_option
@@ -133,7 +144,8 @@ def experiment_validate(experiment_file: str, executor: str) -> Reply:
 def experiment_run(
     app: AppContext,
     experiment_file: str,
-    executor: str,
+    executor: str | None,
+    ray_address: str | None,
     runs_dir: str,
     run_id: str | None,
     concurrency: int | None,
@@ -158,6 +170,7 @@ def experiment_run(
         runs_dir=runs_dir,
         run_id=run_id,
         executor=executor,  # type: ignore[arg-type]
+        ray_address=ray_address,
         concurrency=concurrency,
         issue_id=issue_id,
         trajectory_path=trajectory_path,
@@ -172,6 +185,7 @@ def experiment_run(
 @runs_dir_option
 @click.option("--rerun-errors", is_flag=True, help="Also run again the trials that ended in error")
 @concurrency_option
+@ray_address_option
 @progress_option
 @fail_on_error_option
 @fail_on_error_rate_option
@@ -183,11 +197,16 @@ def experiment_resume(
     runs_dir: str,
     rerun_errors: bool,
     concurrency: int | None,
+    ray_address: str | None,
     progress: bool | None,
     fail_on_error: bool,
     fail_on_error_rate: float | None,
 ) -> Reply:
-    """Continue an interrupted run without redoing finished trials (RUN: id or folder)."""
+    """Continue an interrupted run without redoing finished trials (RUN: id or folder).
+
+    \b
+    premath experiment resume demo --rerun-errors
+    """
     from premath.runner.runs import resume_experiment
 
     document = resume_experiment(
@@ -198,6 +217,7 @@ def experiment_resume(
         rerun_errors=rerun_errors,
         concurrency=concurrency,
         show_progress=_show_progress(progress),
+        ray_address=ray_address,
     )
     exit_code = _error_gate(document, fail_on_error, fail_on_error_rate)
     return Reply(document, text=run_text, exit_code=exit_code)
@@ -231,7 +251,11 @@ def experiment_report(
     seed: int | None,
     html_path: str | None,
 ) -> Reply:
-    """Compare each variant with the baseline, per task: pass rates, errors, tests, CIs, grid."""
+    """Compare each variant with the baseline, per task: pass rates, errors, tests, CIs, grid.
+
+    \b
+    premath experiment report demo --html demo.html
+    """
     from premath.runner.report.analysis import report_run
     from premath.runner.report.render import report_text
 

@@ -14,6 +14,7 @@ Comparison = Literal["paired", "unpaired", "none"]
 Scheduling = Literal["paired_interleaved", "variant_sequential", "randomized"]
 NetworkMode = Literal["none", "full"]
 RetryOn = Literal["error", "failure", "timeout"]
+ExecutorChoice = Literal["local", "docker", "ray"]
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 RUNNER_ENV_PREFIXES = ("PREMATH_", "AGENTLAB_")
@@ -101,9 +102,14 @@ class Variant(_Arm):
 
 
 class Resources(ExperimentModel):
-    cpus: float | None = Field(None, gt=0, description="CPUs for the container (docker).")
+    cpus: float | None = Field(
+        None, gt=0, description="CPUs for the container (docker); the Ray task's num_cpus (ray)."
+    )
     memory_mb: int | None = Field(
-        None, ge=16, description="Memory cap in MiB (docker --memory; local address-space limit)."
+        None,
+        ge=16,
+        description="Memory cap in MiB (docker --memory; local address-space limit); the Ray "
+        "task's memory request (ray).",
     )
 
 
@@ -155,6 +161,11 @@ class ExperimentSpec(ExperimentModel):
     runtime: Runtime
     retry: Retry = Retry()
     concurrency: int = Field(1, ge=1, le=256, description="Trials run at once.")
+    executor: ExecutorChoice | None = Field(
+        None,
+        description="Where trials run when `--executor` is not given: local (default), docker, "
+        "or ray (one Ray task per trial; `--ray-address` / RAY_ADDRESS names the cluster).",
+    )
 
     @field_validator("version", mode="before")
     @classmethod

@@ -1,4 +1,4 @@
-"""Executors: how one trial's harness is started, `local` (default) or `docker`.
+"""Executors: how one trial's harness is started, `local` (default), `docker` or `ray`.
 
 Both build exactly `{command} {variant args} <task.json> <result.json>`; the harness sees the
 two paths, the variant's env over a minimal allowlist, and nothing about the runner.
@@ -11,6 +11,8 @@ two paths, the variant's env over a minimal allowlist, and nothing about the run
   pulls: an image must already be on the engine. When the attempt ends, the container we started,
   and only that one, is inspected (the OOM killer's verdict) and removed with `docker rm -f`,
   which ends every process in it, `setsid` descendants included.
+- `ray` (premath/runner/ray_executor.py) runs one of the two above on a node of a Ray cluster
+  and brings the attempt's files back to this machine.
 """
 
 import hashlib
@@ -76,6 +78,9 @@ class Executor(Protocol):
     def reap(self, paths: AttemptPaths) -> bool:
         """End what an attempt of a dead runner left running; True if something was ended."""
 
+    def close(self) -> None:
+        """Let go of what the executor holds for the whole run (a Ray connection)."""
+
 
 def harness_argv(invocation: Invocation, task_path: str, result_path: str) -> list[str]:
     """`{command} {args} <task> <result>`: the two paths always last (the clean contract)."""
@@ -127,6 +132,9 @@ class LocalExecutor:
 
     def reap(self, paths: AttemptPaths) -> bool:
         return reap_group_ticket(paths.group_ticket)
+
+    def close(self) -> None:
+        """Nothing held between attempts."""
 
 
 def docker_argv(
@@ -223,6 +231,16 @@ class DockerExecutor:
         self.engine.remove(name, paths.root)
         return True
 
+    def close(self) -> None:
+        """Nothing held between attempts: each container is removed when its attempt ends."""
 
-def make_executor(name: ExecutorName) -> Executor:
+
+def make_executor(name: ExecutorName, ray_address: str | None = None) -> Executor:
+    """`ray_address`: the cluster of the ray executor (None: a local Ray instance of our own)."""
+    if name == "ray":
+        from premath.runner.ray_executor import RayExecutor  # lazy: ray is an optional extra
+
+        executor = RayExecutor(ray_address)
+        executor.connect()  # here, on the caller's (main) thread, not on the pool's
+        return executor
     return DockerExecutor() if name == "docker" else LocalExecutor()

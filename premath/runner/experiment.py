@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from premath.errors import InputInvalid, NotFound
 from premath.store.canonical import digest_input
+from premath.store.files import ReadCap, read_bounded
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
     from premath.models.experiment import ExperimentSpec
+    from premath.models.trial import ExecutorName
 
-MAX_EXPERIMENT_BYTES = 1024 * 1024
+EXPERIMENT_CAP = ReadCap("PREMATH_MAX_EXPERIMENT_BYTES", 1024 * 1024)
 _DIGEST_PREFIX = "exp1_"
 
 
@@ -165,9 +167,14 @@ def parse_experiment(data: bytes, source: Path) -> "ExperimentSpec":
     from pydantic import ValidationError
 
     from premath.models.experiment import ExperimentSpec
+    from premath.runner.plain_yaml import PlainYamlError, load_plain_yaml
 
     try:
-        raw = yaml.safe_load(data)
+        raw = load_plain_yaml(data)
+    except PlainYamlError as exc:
+        raise InputInvalid(
+            f"{source}: not valid YAML at line {exc.line}, column {exc.column}: {exc.problem}"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -192,10 +199,7 @@ def parse_experiment(data: bytes, source: Path) -> "ExperimentSpec":
 def load_experiment(path: str | os.PathLike[str]) -> LoadedExperiment:
     source = Path(path).absolute()
     try:
-        size = source.stat().st_size
-        if size > MAX_EXPERIMENT_BYTES:
-            raise InputInvalid(f"{source}: {size} bytes is too large for an experiment file")
-        data = source.read_bytes()
+        data = read_bounded(source, EXPERIMENT_CAP)
     except FileNotFoundError:
         raise NotFound(f"experiment file {path} does not exist") from None
     except IsADirectoryError:
@@ -230,12 +234,28 @@ def executor_problems(spec: "ExperimentSpec", executor: str) -> list[str]:
             )
     elif spec.runtime.image is None:
         missing = [plan.variant_id for plan in variant_plans(spec) if plan.image is None]
-        if missing:
+        if executor == "ray" and len(missing) == len(variant_plans(spec)):
+            if spec.runtime.user is not None:
+                problems.append(
+                    f"runtime.user: only a container can switch user ({spec.runtime.user!r}); "
+                    "name an image (runtime.image) or remove it"
+                )
+        elif missing:
             problems.append(
-                "runtime.image: required by the docker executor (variants without their own "
-                f"image: {', '.join(missing)})"
+                f"runtime.image: required by the {executor} executor once any variant names an "
+                f"image (variants without their own image: {', '.join(missing)})"
             )
     return problems
+
+
+def uses_containers(spec: "ExperimentSpec", executor: str) -> bool:
+    """Docker runs every trial in a container; Ray does when the experiment names images."""
+    return executor == "docker" or (executor == "ray" and bool(experiment_images(spec)))
+
+
+def chosen_executor(spec: "ExperimentSpec", flag: "ExecutorName | None") -> "ExecutorName":
+    """`--executor`, else the file's `executor`, else local."""
+    return flag or spec.executor or "local"
 
 
 def check_executor(loaded: LoadedExperiment, executor: str) -> None:
@@ -271,11 +291,12 @@ def spec_from_resolved(document: dict[str, Any]) -> "ExperimentSpec":
         raise InputInvalid(f"the run's resolved experiment is invalid:\n  - {listed}") from None
 
 
-def validate_experiment(path: str, executor: str) -> dict[str, Any]:
+def validate_experiment(path: str, executor: "ExecutorName | None") -> dict[str, Any]:
     """`experiment validate`: every check a run makes before it writes anything."""
     from premath.runner.dataset import load_tasks
 
     loaded = load_experiment(path)
+    executor = chosen_executor(loaded.spec, executor)
     check_executor(loaded, executor)
     tasks = load_tasks(loaded.dataset_path, loaded.spec.dataset.limit)
     plans = variant_plans(loaded.spec)

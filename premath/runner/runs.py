@@ -6,10 +6,7 @@ dataset and works from any working directory. Facts are append-only: `trials.jso
 row per attempt; the latest row of a (variant, task, replication) slot is its result.
 """
 
-import contextlib
 import os
-import signal
-import threading
 from collections.abc import Iterator
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -36,14 +33,17 @@ from premath.runner.executors import DockerExecutor, Executor, Invocation, make_
 from premath.runner.experiment import (
     VariantPlan,
     check_executor,
+    chosen_executor,
     experiment_digest,
     experiment_images,
     is_text,
     load_experiment,
     resolved_document,
     spec_from_resolved,
+    uses_containers,
     variant_plans,
 )
+from premath.runner.interrupts import stop_signals_raise
 from premath.runner.paths import DEFAULT_RUNS_DIR, RunPaths, safe_token, stale_tickets
 from premath.runner.progress import Progress
 from premath.runner.schedule import Slot, build_schedule
@@ -147,17 +147,22 @@ def create_run(
     *,
     runs_dir: str = DEFAULT_RUNS_DIR,
     run_id: str | None = None,
-    executor: "ExecutorName" = "local",
+    executor: "ExecutorName | None" = None,
     issue_id: str | None = None,
     trajectory_path: str | None = None,
     now: datetime,
 ) -> RunState:
-    """Validate everything, then write the run folder; nothing is written if a check fails."""
+    """Validate everything, then write the run folder; nothing is written if a check fails.
+
+    `executor` None: the experiment file's `executor`, else local."""
     loaded = load_experiment(experiment_path)
+    executor = chosen_executor(loaded.spec, executor)
     check_executor(loaded, executor)
     tasks = load_tasks(loaded.dataset_path, loaded.spec.dataset.limit)
     if executor == "docker":
         DockerExecutor().require(loaded.base_dir, experiment_images(loaded.spec))
+    if executor == "ray":
+        import premath.runner.ray_executor  # noqa: F401  (fails with what to install)
     for what, value in (
         ("--issue-id", issue_id),
         ("--trajectory", trajectory_path),
@@ -185,7 +190,7 @@ def create_run(
         "experiment_digest": digest,
         "created_at": format_seconds_z(now),
         "executor": executor,
-        "network": {"requested": network, "enforced": executor == "docker"},
+        "network": {"requested": network, "enforced": uses_containers(loaded.spec, executor)},
         "issue_id": issue_id,
         # None: the run folder's own file, wherever the folder is moved
         "trajectory_path": os.fspath(Path(trajectory_path).absolute()) if trajectory_path else None,
@@ -304,21 +309,9 @@ def _invocation(state: RunState, plan: VariantPlan, label: str) -> Invocation:
     )
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def _as_keyboard_interrupt(_signal_name: str) -> BaseException:
     """SIGTERM (CI cancel, `timeout`) stops a run like Ctrl-C: children end, none are orphaned."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    return KeyboardInterrupt()
 
 
 def summarise(state: RunState, ran: int, action: str) -> dict[str, Any]:
@@ -408,6 +401,7 @@ def execute_run(
     rerun_errors: bool = False,
     show_progress: bool = False,
     executor: Executor | None = None,
+    ray_address: str | None = None,
 ) -> int:
     """Run every pending slot; returns how many slots reached a final verdict now.
 
@@ -419,70 +413,91 @@ def execute_run(
         "to finish"
     )
     with hold_marker(state.paths.lock, timeout_s=_RUN_LOCK_TIMEOUT_S, busy_message=busy):
-        runner = executor or make_executor(state.executor_name)
-        for attempt in stale_tickets(state.paths):  # harnesses a killed runner left behind
-            runner.reap(attempt)
-        pending = pending_slots(state, rerun_errors)
-        workers = max(1, concurrency or state.spec.concurrency)
-        runner.cancel.clear()
-        context = RunContext(
-            run_id=state.run_id,
-            paths=state.paths,
-            executor=runner,
-            clock=clock,
-            experiment_ref=experiment_ref(state),
-            trajectory_path=trajectory_of(state),
-            issue_id=state.manifest.get("issue_id"),
-            lock_timeout=lock_timeout,
-            max_attempts=state.spec.retry.max_attempts,
-            retry_on=tuple(state.spec.retry.retry_on),
-        )
-        progress = Progress(
-            len(state.schedule), len(state.schedule) - len(pending), enabled=show_progress
-        )
-        payloads = {task.id: task.payload for task in state.tasks}
-        plans = state.plans
-        progress.start()
-        futures: list[Future[TrialRecord | None]] = []
-        with _sigterm_as_interrupt(), ThreadPoolExecutor(max_workers=workers) as pool:
-            try:
-                for slot, first_attempt in pending:
-                    invocation = _invocation(
-                        state, plans[slot.variant_id], f"{state.run_id}-{slot.trial_id}"
+        runner = executor or make_executor(state.executor_name, ray_address)
+        try:
+            return _execute_pending(
+                state, runner, clock, lock_timeout, concurrency, rerun_errors, show_progress
+            )
+        finally:
+            if executor is None:  # a caller's executor is the caller's to close
+                runner.close()
+
+
+def _execute_pending(
+    state: RunState,
+    runner: Executor,
+    clock: Clock,
+    lock_timeout: float,
+    concurrency: int | None,
+    rerun_errors: bool,
+    show_progress: bool,
+) -> int:
+    for attempt in stale_tickets(state.paths):  # harnesses a killed runner left behind
+        runner.reap(attempt)
+    pending = pending_slots(state, rerun_errors)
+    workers = max(1, concurrency or state.spec.concurrency)
+    runner.cancel.clear()
+    context = RunContext(
+        run_id=state.run_id,
+        paths=state.paths,
+        executor=runner,
+        clock=clock,
+        experiment_ref=experiment_ref(state),
+        trajectory_path=trajectory_of(state),
+        issue_id=state.manifest.get("issue_id"),
+        lock_timeout=lock_timeout,
+        max_attempts=state.spec.retry.max_attempts,
+        retry_on=tuple(state.spec.retry.retry_on),
+    )
+    progress = Progress(
+        len(state.schedule), len(state.schedule) - len(pending), enabled=show_progress
+    )
+    payloads = {task.id: task.payload for task in state.tasks}
+    plans = state.plans
+    progress.start()
+    futures: list[Future[TrialRecord | None]] = []
+    with (
+        stop_signals_raise(_as_keyboard_interrupt),
+        ThreadPoolExecutor(max_workers=workers) as pool,
+    ):
+        try:
+            for slot, first_attempt in pending:
+                invocation = _invocation(
+                    state, plans[slot.variant_id], f"{state.run_id}-{slot.trial_id}"
+                )
+                futures.append(
+                    pool.submit(
+                        run_slot,
+                        context,
+                        slot,
+                        payloads[slot.task_id],
+                        invocation,
+                        first_attempt,
+                        progress.record,
                     )
-                    futures.append(
-                        pool.submit(
-                            run_slot,
-                            context,
-                            slot,
-                            payloads[slot.task_id],
-                            invocation,
-                            first_attempt,
-                            progress.record,
-                        )
-                    )
-                for future in _wait_interruptibly(futures):
-                    future.result()  # our own failure (disk full, lock timeout) stops the run
-            except BaseException as exc:
-                runner.cancel.set()
-                for future in futures:
-                    future.cancel()
-                wait(futures)
-                runner.cleanup()
-                progress.finish()
-                if isinstance(exc, KeyboardInterrupt):
-                    raise Interrupted(
-                        f"interrupted: {progress.done} of {progress.total} trials are recorded "
-                        f"and kept; continue with `premath experiment resume {state.run_id}`"
-                    ) from None
-                if isinstance(exc, OSError):
-                    raise IoFailure(
-                        f"run {state.run_id} stopped: {exc}; recorded trials are kept; fix the "
-                        f"cause, then `premath experiment resume {state.run_id}`"
-                    ) from None
-                raise
-        progress.finish()
-        return sum(1 for future in futures if future.result() is not None)
+                )
+            for future in _wait_interruptibly(futures):
+                future.result()  # our own failure (disk full, lock timeout) stops the run
+        except BaseException as exc:
+            runner.cancel.set()
+            for future in futures:
+                future.cancel()
+            wait(futures)
+            runner.cleanup()
+            progress.finish()
+            if isinstance(exc, KeyboardInterrupt):
+                raise Interrupted(
+                    f"interrupted: {progress.done} of {progress.total} trials are recorded "
+                    f"and kept; continue with `premath experiment resume {state.run_id}`"
+                ) from None
+            if isinstance(exc, OSError):
+                raise IoFailure(
+                    f"run {state.run_id} stopped: {exc}; recorded trials are kept; fix the "
+                    f"cause, then `premath experiment resume {state.run_id}`"
+                ) from None
+            raise
+    progress.finish()
+    return sum(1 for future in futures if future.result() is not None)
 
 
 def run_experiment(
@@ -492,7 +507,8 @@ def run_experiment(
     lock_timeout: float,
     runs_dir: str = DEFAULT_RUNS_DIR,
     run_id: str | None = None,
-    executor: "ExecutorName" = "local",
+    executor: "ExecutorName | None" = None,
+    ray_address: str | None = None,
     concurrency: int | None = None,
     issue_id: str | None = None,
     trajectory_path: str | None = None,
@@ -514,6 +530,7 @@ def run_experiment(
         lock_timeout=lock_timeout,
         concurrency=concurrency,
         show_progress=show_progress,
+        ray_address=ray_address,
     )
     return summarise(state, ran, "experiment.run")
 
@@ -527,6 +544,7 @@ def resume_experiment(
     rerun_errors: bool = False,
     concurrency: int | None = None,
     show_progress: bool = False,
+    ray_address: str | None = None,
 ) -> dict[str, Any]:
     """`experiment resume`: run what is not final yet (and error trials with rerun_errors)."""
     state = open_run(run_ref, runs_dir)
@@ -537,5 +555,6 @@ def resume_experiment(
         concurrency=concurrency,
         rerun_errors=rerun_errors,
         show_progress=show_progress,
+        ray_address=ray_address,
     )
     return summarise(state, ran, "experiment.resume")

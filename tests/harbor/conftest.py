@@ -39,6 +39,19 @@ def harbor_available() -> bool:
     return False
 
 
+def ak(**options: str) -> list[str]:
+    """`--ak key=value` arguments of the premath agent."""
+    return [part for key, value in options.items() for part in ("--ak", f"{key}={value}")]
+
+
+def harbor_errors(path: Path) -> list[str]:
+    """What Harbor's own trajectory validator finds wrong with the file (nothing: valid)."""
+    from harbor.utils.trajectory_validator import TrajectoryValidator
+
+    validator = TrajectoryValidator()
+    return [] if validator.validate(str(path)) else validator.get_errors()
+
+
 @dataclass(frozen=True)
 class HarborJob:
     """One finished `harbor run` of the sample task: its process outcome and its one trial."""
@@ -104,12 +117,20 @@ def image_path(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="session")
 def harbor_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., HarborJob]:
-    """`harbor_run(name, *args, env={...})`: `harbor run` of the sample task, one trial."""
+    """`harbor_run(name, *args, env={...})`: `harbor run` of the sample task, one trial (by
+    default in the host-process environment, keeping what the trial made)."""
     jobs = tmp_path_factory.mktemp("jobs")
     harbor = shutil.which("harbor", path=os.path.dirname(sys.executable))
     assert harbor is not None, "the harbor command is not installed beside this interpreter"
 
-    def run(name: str, *args: str, env: dict[str, str] | None = None) -> HarborJob:
+    def run(
+        name: str,
+        *args: str,
+        env: dict[str, str] | None = None,
+        dataset: Path = DATASET,
+        environment: str = ENVIRONMENT,
+        delete: bool = False,
+    ) -> HarborJob:
         process_env = {
             **os.environ,
             "PYTHONPATH": f"{ADAPTERS}{os.pathsep}{REPO_ROOT}",
@@ -117,9 +138,9 @@ def harbor_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Harbor
             **(env or {}),
         }
         argv = [
-            harbor, "run", "-p", str(DATASET), "--agent", AGENT, "-m", "test/scripted",
-            "--env", ENVIRONMENT, "-o", str(jobs), "--job-name", name, "-n", "1", "-y", "-q",
-            "--no-delete", *args,
+            harbor, "run", "-p", str(dataset), "--agent", AGENT, "-m", "test/scripted",
+            "--env", environment, "-o", str(jobs), "--job-name", name, "-n", "1", "-y", "-q",
+            "--delete" if delete else "--no-delete", *args,
         ]  # fmt: skip
         done = subprocess.run(
             argv, env=process_env, capture_output=True, text=True, timeout=600, check=False

@@ -18,7 +18,9 @@ from tests.harbor.conftest import (
     EXAMPLE_POLICY,
     SKIP_REASON,
     HarborJob,
+    ak,
     harbor_available,
+    harbor_errors,
     tool_folder,
 )
 
@@ -28,7 +30,6 @@ if not harbor_available():
 
 from harbor.agents.factory import AgentFactory
 from harbor.models.trial.config import AgentConfig
-from harbor.utils.trajectory_validator import TrajectoryValidator
 
 from premath.atif.validate import validate_file
 
@@ -43,15 +44,6 @@ WRAPPED_SAMPLE = (
 # An image with a shell and coreutils but no usable Python (and no curl to fetch uv).
 BASIC_TOOLS = ("bash", "sh", "mkdir", "rm", "cp", "cat", "date", "chmod", "ls", "dirname")
 OLD_PYTHON = "#!/bin/sh\necho 'Python 3.10.12'; exit 1\n"
-
-
-def ak(**options: str) -> list[str]:
-    return [part for key, value in options.items() for part in ("--ak", f"{key}={value}")]
-
-
-def harbor_errors(path) -> list[str]:
-    validator = TrajectoryValidator()
-    return [] if validator.validate(str(path)) else validator.get_errors()
 
 
 @pytest.fixture(scope="module")
