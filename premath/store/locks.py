@@ -152,7 +152,6 @@ class _Claim:
 
 _NO_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.EXDEV}
 """What a filesystem without hard links answers."""
-_ORPHAN_CLAIM_AGE_S = 2.0
 
 
 @contextlib.contextmanager
@@ -162,13 +161,6 @@ def _claim(marker: Path) -> Iterator[_Claim]:
         yield claim
     finally:
         claim.close()
-
-
-def _older_than(path: Path, seconds: float = _ORPHAN_CLAIM_AGE_S) -> bool:
-    try:
-        return epoch_ns() / 1e9 - path.stat().st_mtime > seconds
-    except OSError:
-        return False
 
 
 class _Queue:
@@ -221,9 +213,9 @@ class _Queue:
         return now - self._head[1] > _HEAD_PATIENCE_S and not self.marker.exists()
 
     def sweep(self) -> None:
-        """Remove the tickets and private claim files of processes that were killed: owner
-        provably dead, or (a claim file cut short by the kill) unreadable and old. Removing a
-        live process's claim file only makes it write the file again."""
+        """Remove the tickets of processes that were killed (owner provably dead), and every
+        private claim file not provably alive: one cut short by a kill cannot be judged, and
+        removing a live process's claim file only makes it write the file again."""
         for name in self._tickets():
             if _state(self.folder / name) == "dead":
                 (self.folder / name).unlink(missing_ok=True)
@@ -234,8 +226,7 @@ class _Queue:
         for name in names:
             if name.startswith(self.prefix) and name.endswith(".claim"):
                 claim = self.folder / name
-                state = _state(claim)
-                if state == "dead" or (state == "unknown" and _older_than(claim)):
+                if _state(claim) != "alive":
                     claim.unlink(missing_ok=True)
 
     def close(self) -> None:
