@@ -17,9 +17,10 @@ import time
 from pathlib import Path
 
 from benchmarks._measure import Row, ms, verdict
+from premath.cli.harness_loop import worker_command
 from premath.clock import SystemClock
 from premath.harness.coordinator import CoordinatorConfig, run_coordinator
-from premath.harness.loop_config import make_worker_config
+from premath.harness.loop_config import LoopPaths, WorkerSettings, make_worker_config
 from premath.harness.step import run_step
 from premath.issues.memory import add_issue
 from premath.runner.process import allowlisted_env, run_bounded
@@ -43,17 +44,17 @@ def _drain(workers: int, issues: int, work_cmd: str) -> float:
         for k in range(1, workers + 1):
             (root / f"w{k}").mkdir()
             worktrees.append(str(root / f"w{k}"))
-        premath = root / ".premath"
+        settings = WorkerSettings(
+            paths=LoopPaths.resolve(folder, issues=issues_path),
+            work_cmd=work_cmd,
+            verify_cmd="true",
+        )
         cfg = CoordinatorConfig(
-            repo_root=folder,
-            issues_path=issues_path,
-            session_path=str(premath / "harness_session.json"),
-            ledger_path=str(premath / "harness_feature_ledger.json"),
-            trajectory_path=str(premath / "harness_trajectory.jsonl"),
+            settings=settings,
             worktrees=tuple(worktrees),
+            worker_command=worker_command,
             rounds=issues,
             max_steps_per_worker=issues,
-            worker_options=("--work-cmd", work_cmd, "--verify-cmd", "true"),
         )
         start = time.perf_counter()
         report = run_coordinator(cfg, now=CLOCK.now)

@@ -16,6 +16,7 @@ from typing import Any
 
 from premath import __version__
 from premath.errors import Conflict, InputInvalid, NotFound
+from premath.store.files import read_bounded
 from premath.timefmt import iso8601_problem
 
 # (feature, the ATIF version that introduced it), checked by `required_schema_version`.
@@ -404,8 +405,8 @@ def _read_metadata(path: Path) -> dict[str, Any]:
     import orjson
 
     try:
-        document = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        document = orjson.loads(read_bounded(path))
+    except (OSError, InputInvalid, orjson.JSONDecodeError):
         return {}
     return document if isinstance(document, dict) else {}
 

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from premath.errors import InputInvalid
 from premath.models.bench import AtifError
+from premath.store.files import read_bounded
 
 # Tags pydantic puts into an error location for the alternatives of a union; not JSON keys.
 _UNION_TAGS = frozenset({"str", "float", "int", "bool", "ImageSource", "AudioSource"})
@@ -148,6 +150,8 @@ def parse_trajectory_bytes(raw: bytes) -> tuple[Any, AtifError | None]:
         return None, AtifError(location="", message=f"Invalid JSON: {exc}")
     except RecursionError:
         return None, AtifError(location="", message="Invalid JSON: nested too deeply")
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+        return None, AtifError(location="", message=f"Invalid JSON: {exc}")
 
 
 def validate_document(document: Any, *, base_dir: Path | None) -> list[AtifError]:
@@ -163,7 +167,9 @@ def validate_file(path: str | os.PathLike[str], *, check_media: bool = True) -> 
     target = Path(path)
     shown = os.fspath(path)
     try:
-        raw = target.read_bytes()
+        raw = read_bounded(target)
+    except InputInvalid as exc:
+        return ValidationReport(shown, (AtifError(location="", message=exc.message),))
     except FileNotFoundError:
         return ValidationReport(
             shown, (AtifError(location="", message=f"file not found: {shown}"),)

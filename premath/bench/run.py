@@ -26,9 +26,11 @@ from premath.bench.defaults import (
 )
 from premath.bench.events import append_event, event_time, read_events
 from premath.bench.paths import BenchRunPaths, new_run_dir
+from premath.bench.policy import policy_digest
 from premath.clock import Clock
 from premath.errors import Conflict, InputInvalid, IoFailure
 from premath.runner.interrupts import stop_signals_raise
+from premath.runner.process import passed_env
 from premath.store.atomic import write_atomic
 from premath.store.canonical import document_bytes
 from premath.timefmt import format_seconds_z
@@ -195,7 +197,7 @@ def _run_harness(
         verdict.fail("command_denied", f"the harness command is refused by {described}")
         return HarnessProcess(status="not_started")
     record("harness.started", argv=argv)
-    passed = {name: os.environ[name] for name in request.pass_env if name in os.environ}
+    passed = passed_env(request.pass_env)
     bounded: dict[str, Any] = {
         "timeout_s": request.timeout_s,
         "stdout_path": paths.harness_stdout,
@@ -226,6 +228,7 @@ def _run_harness(
         stdout_bytes=outcome.stdout_bytes,
         stderr_bytes=outcome.stderr_bytes,
         output_truncated=outcome.stdout_truncated or outcome.stderr_truncated,
+        leftover_descendants=outcome.leftover_descendants or None,
     )
     record("harness.finished", **harness.model_dump(mode="json"))
     return harness
@@ -386,11 +389,14 @@ def run_benchmark(request: BenchRequest, *, clock: Clock, lock_timeout_s: float)
         raise InputInvalid("--command is empty; give the harness command line")
     if not request.cwd.is_dir():
         raise InputInvalid(f"--cwd {request.cwd} is not a folder")
+    passed_env(request.pass_env)  # refuses PREMATH_* names before the run folder exists
     image = _checked_image(request)
     started = clock.now()
     started_monotonic = time.monotonic()
     paths = create_run_folder(request.run_dir or new_run_dir(started))
-    write_atomic(paths.policy, document_bytes(request.policy.model_dump(mode="json")))
+    policy_bytes = document_bytes(request.policy.model_dump(mode="json"))
+    write_atomic(paths.policy, policy_bytes)
+    pinned_policy = policy_digest(policy_bytes)
     write_atomic(paths.task_input, document_bytes(_harness_input(request, paths)))
 
     def record(kind: str, **fields: Any) -> None:
@@ -404,6 +410,7 @@ def run_benchmark(request: BenchRequest, *, clock: Clock, lock_timeout_s: float)
         dataset_id=request.dataset_id,
         task_id=request.task_id,
         deny_rules=len(request.policy.deny),
+        policy_digest=pinned_policy,
     )
     record("task.instruction", text=request.task.instruction)
     verdict = _Verdict()
@@ -438,6 +445,7 @@ def run_benchmark(request: BenchRequest, *, clock: Clock, lock_timeout_s: float)
         session_id=request.session_id or paths.run_id,
         pass_env=list(request.pass_env),
         pass_env_missing=request.missing_pass_env(),
+        policy_digest=pinned_policy,
     )
     write_atomic(paths.metadata, document_bytes(metadata.model_dump(mode="json")))
     totals = trajectory.get("final_metrics") or {}

@@ -7,16 +7,24 @@ append to `raw/events.jsonl` under its lock, so calls from one harness keep thei
 specs/bench-run.md "Tool calls and rows".
 """
 
+import contextlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from premath.bench.defaults import DEFAULT_TOOL_OUTPUT_CAP, DEFAULT_TOOL_TIMEOUT_S
 from premath.bench.events import append_event
 from premath.bench.paths import BenchRunPaths
 from premath.clock import Clock
 from premath.errors import Conflict, InputInvalid, NotFound, PolicyDenied
+from premath.store.files import read_bounded
+from premath.store.jsonl import iter_lines
 from premath.store.locks import hold_marker
+
+if TYPE_CHECKING:
+    from premath.models.bench_policy import DenyRuleSpec
 
 OBSERVATION_CAP = 64 << 10
 """Bytes of a tool's output kept in the trajectory; the whole output stays in raw/tools/."""
@@ -34,6 +42,43 @@ def live_run(run_dir: str | os.PathLike[str]) -> BenchRunPaths:
     if paths.summary.exists():
         raise Conflict(f"the run at {run_dir} has finished; it takes no more tool calls or rows")
     return paths
+
+
+def _pinned_digest(paths: BenchRunPaths) -> str | None:
+    """The policy digest `bench run` recorded in its first event, `run.started`."""
+    for line in iter_lines(paths.events):
+        with contextlib.suppress(orjson.JSONDecodeError):
+            event = orjson.loads(line.text)
+            if isinstance(event, dict) and event.get("kind") == "run.started":
+                digest = event.get("policy_digest")
+                return digest if isinstance(digest, str) else None
+        break
+    return None
+
+
+def _pinned_rules(paths: BenchRunPaths) -> tuple["DenyRuleSpec", ...]:
+    """The run's deny rules, refused unless raw/policy.json is the file the run started with:
+    a harness that rewrites the policy must not loosen it."""
+    from premath.bench.policy import policy_digest
+    from premath.models.bench_policy import parse_deny_rules
+
+    try:
+        data = read_bounded(paths.policy)
+    except FileNotFoundError:
+        raise PolicyDenied(f"run policy {paths.policy} is missing; no command runs") from None
+    except OSError as exc:
+        raise InputInvalid(f"cannot read run policy {paths.policy}: {exc.strerror or exc}") from exc
+    pinned, now = _pinned_digest(paths), policy_digest(data)
+    if pinned != now:
+        raise PolicyDenied(
+            f"run policy {paths.policy} is not the one the run started with (pinned "
+            f"{pinned or 'nothing: run.started has no policy_digest'}, found {now}); no command "
+            "runs until the file is restored"
+        )
+    try:
+        return parse_deny_rules(orjson.loads(data))
+    except ValueError as exc:  # orjson.JSONDecodeError is a ValueError too
+        raise InputInvalid(f"run policy {paths.policy} is malformed: {exc}") from exc
 
 
 def _next_call_id(paths: BenchRunPaths) -> str:
@@ -77,18 +122,14 @@ def run_tool(
     cwd: Path | None = None,
 ) -> dict[str, Any]:
     """Run one command of the harness under the run's deny rules; the result document."""
-    from premath.bench.inputs import read_json_file
     from premath.bench.policy import matching_rule
-    from premath.models.bench_policy import parse_deny_rules
     from premath.runner.process import allowlisted_env, run_bounded
 
     if not argv:
         raise InputInvalid("no command given; put it after --, e.g. premath bench tool ... -- ls")
     paths = live_run(run_dir)
-    try:
-        rules = parse_deny_rules(read_json_file(paths.policy, "run policy"))
-    except ValueError as exc:
-        raise InputInvalid(f"run policy {paths.policy} is malformed: {exc}") from exc
+    rules = _pinned_rules(paths)
+    paths.tools_dir.mkdir(parents=True, exist_ok=True)
     call = {"argv": argv, "function_name": function_name}
     if message is not None:
         call["message"] = message
@@ -140,6 +181,7 @@ def run_tool(
         exit_code=outcome.exit_code,
         output=observation_text(stdout, stderr, outcome.status, outcome.exit_code),
         truncated=outcome.stdout_truncated or outcome.stderr_truncated,
+        **({"leftover_descendants": n} if (n := outcome.leftover_descendants) else {}),
     )
     return {
         "call_id": call_id,
@@ -155,7 +197,6 @@ def record_row(
     run_dir: str | os.PathLike[str], row_json: str, *, clock: Clock, lock_timeout_s: float
 ) -> dict[str, Any]:
     """Append one harness trajectory row after checking it maps to a valid ATIF step."""
-    import orjson
     from pydantic import ValidationError
 
     from premath.bench.inputs import pydantic_problems

@@ -22,6 +22,7 @@ import click
 
 from premath.clock import Clock, SystemClock
 from premath.errors import PremathError
+from premath.runner.interrupts import sigterm_as_ctrl_c
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
@@ -51,6 +52,8 @@ class Reply:
     document: Any
     text: Callable[[Any], str] | None = None
     exit_code: int = 0
+    warnings: Sequence[str] = ()
+    """Printed on stderr as `warning: ...` lines; the document stays the reference's."""
     sorted_keys: bool = True
     """False where the reference prints a struct in field order (agent-surface.md §0)."""
 
@@ -165,6 +168,8 @@ def _emit_error(code: str, message: str, json_mode: bool) -> None:
 
 
 def _emit_reply(reply: Reply, json_mode: bool) -> None:
+    for warning in reply.warnings:
+        sys.stderr.write(f"warning: {warning}\n")
     if json_mode or reply.text is None:
         from premath.store.canonical import document_bytes, stdout_bytes
 
@@ -177,7 +182,8 @@ def _emit_reply(reply: Reply, json_mode: bool) -> None:
 def run_command(invoke: Callable[[], Any], json_mode: bool) -> int:
     """Run click without its standalone handling and map every outcome to streams and a code."""
     try:
-        result = invoke()
+        with sigterm_as_ctrl_c():
+            result = invoke()
         if isinstance(result, Reply):
             _emit_reply(result, json_mode)
             return result.exit_code
@@ -193,7 +199,12 @@ def run_command(invoke: Callable[[], Any], json_mode: bool) -> int:
         exc.show()
         return exc.exit_code
     except click.Abort:
-        sys.stderr.write("error: aborted\n")
+        message = (
+            "interrupted (Ctrl-C or SIGTERM) before the command finished; files are whole "
+            "(every write is atomic), so it is safe to run it again"
+        )
+        _emit_error("interrupted", message, json_mode)
+        sys.stderr.write(f"error: {message}\n")
         return 1
     except PremathError as exc:
         if os.environ.get("PREMATH_DEBUG") == "1":

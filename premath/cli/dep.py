@@ -59,6 +59,16 @@ def diagnostics_text(document: dict[str, Any]) -> str:
     )
 
 
+edge_type_option = click.option(
+    "--type",
+    "kind",
+    type=dependency_type,
+    default="blocks",
+    show_default=True,
+    help="Dependency type",
+)
+
+
 @click.group("dep", cls=StrictGroup)
 def dep() -> None:
     """Dependencies between issues: add, remove, replace, project, diagnose cycles"""
@@ -67,7 +77,7 @@ def dep() -> None:
 @dep.command("add")
 @click.argument("issue_id", metavar="ISSUE")
 @click.argument("target", metavar="DEPENDS_ON")
-@click.option("--type", "kind", type=dependency_type, default="blocks", show_default=True)
+@edge_type_option
 @click.option("--created-by", default="", help="Who added the edge")
 @issues_option
 @json_option
@@ -75,7 +85,11 @@ def dep() -> None:
 def dep_add(
     app: AppContext, issue_id: str, target: str, kind: str, created_by: str, issues: str
 ) -> Reply:
-    """Make ISSUE depend on DEPENDS_ON (refuses self-loops, duplicates and cycles)."""
+    """Make ISSUE depend on DEPENDS_ON (refuses self-loops, duplicates and cycles).
+
+    \b
+    premath dep add bd-2 bd-1 --type blocks --json
+    """
     from premath.issues.documents import edge_document
     from premath.issues.memory import dep_add as add
 
@@ -95,12 +109,16 @@ def dep_add(
 @dep.command("remove")
 @click.argument("issue_id", metavar="ISSUE")
 @click.argument("target", metavar="DEPENDS_ON")
-@click.option("--type", "kind", type=dependency_type, default="blocks", show_default=True)
+@edge_type_option
 @issues_option
 @json_option
 @pass_app
 def dep_remove(app: AppContext, issue_id: str, target: str, kind: str, issues: str) -> Reply:
-    """Remove the ISSUE -> DEPENDS_ON edge of one type."""
+    """Remove the ISSUE -> DEPENDS_ON edge of one type.
+
+    \b
+    premath dep remove bd-2 bd-1 --type blocks --json
+    """
     from premath.issues.documents import edge_document
     from premath.issues.memory import dep_remove as remove
 
@@ -112,8 +130,14 @@ def dep_remove(app: AppContext, issue_id: str, target: str, kind: str, issues: s
 @dep.command("replace")
 @click.argument("issue_id", metavar="ISSUE")
 @click.argument("target", metavar="DEPENDS_ON")
-@click.option("--from-type", type=dependency_type, default="blocks", show_default=True)
-@click.option("--to-type", type=dependency_type, required=True)
+@click.option(
+    "--from-type",
+    type=dependency_type,
+    default="blocks",
+    show_default=True,
+    help="The edge's current type",
+)
+@click.option("--to-type", type=dependency_type, required=True, help="The edge's new type")
 @click.option("--created-by", default="", help="Who changed the edge (kept when blank)")
 @issues_option
 @json_option
@@ -127,7 +151,11 @@ def dep_replace(
     created_by: str,
     issues: str,
 ) -> Reply:
-    """Change the type of the ISSUE -> DEPENDS_ON edge in place."""
+    """Change the type of the ISSUE -> DEPENDS_ON edge in place.
+
+    \b
+    premath dep replace bd-2 bd-1 --from-type blocks --to-type related --json
+    """
     from premath.issues.documents import edge_replaced_document
     from premath.issues.memory import dep_replace as replace
 
@@ -151,12 +179,17 @@ def dep_replace(
     type=click.Choice(EDGE_VIEWS),
     default="execution",
     show_default=True,
+    help="Which edges to project",
 )
 @issues_option
 @json_option
 @pass_app
 def dep_project(app: AppContext, view: EdgeView, issues: str) -> Reply:
-    """List every edge with its role in one view, plus cycle integrity over all issues."""
+    """List every edge with its role in one view, plus cycle integrity over all issues.
+
+    \b
+    premath dep project --view execution --json
+    """
     from premath.issues.documents import dep_project_document
     from premath.issues.memory import dep_project as project
 
@@ -177,7 +210,11 @@ def dep_project(app: AppContext, view: EdgeView, issues: str) -> Reply:
 @json_option
 @pass_app
 def dep_diagnostics(app: AppContext, graph_scope: GraphScope, issues: str) -> Reply:
-    """Report the first dependency cycle (exit 0 even when one is found)."""
+    """Report the first dependency cycle (exit 0 even when one is found).
+
+    \b
+    premath dep diagnostics --graph-scope active --json
+    """
     from premath.issues.documents import dep_diagnostics_document
     from premath.issues.memory import dep_diagnostics as diagnostics
 

@@ -101,7 +101,11 @@ def experiment() -> None:
 )
 @json_option
 def experiment_validate(experiment_file: str, executor: str) -> Reply:
-    """Check an experiment file and its dataset, listing every problem at once."""
+    """Check an experiment file and its dataset, listing every problem at once.
+
+    \b
+    premath experiment validate examples/clean_harness/experiment.yaml
+    """
     from premath.runner.experiment import validate_experiment
 
     return Reply(validate_experiment(experiment_file, executor), text=validate_text)
@@ -187,7 +191,11 @@ def experiment_resume(
     fail_on_error: bool,
     fail_on_error_rate: float | None,
 ) -> Reply:
-    """Continue an interrupted run without redoing finished trials (RUN: id or folder)."""
+    """Continue an interrupted run without redoing finished trials (RUN: id or folder).
+
+    \b
+    premath experiment resume demo --rerun-errors
+    """
     from premath.runner.runs import resume_experiment
 
     document = resume_experiment(
@@ -231,7 +239,11 @@ def experiment_report(
     seed: int | None,
     html_path: str | None,
 ) -> Reply:
-    """Compare each variant with the baseline, per task: pass rates, errors, tests, CIs, grid."""
+    """Compare each variant with the baseline, per task: pass rates, errors, tests, CIs, grid.
+
+    \b
+    premath experiment report demo --html demo.html
+    """
     from premath.runner.report.analysis import report_run
     from premath.runner.report.render import report_text
 

@@ -13,9 +13,11 @@ from premath.cli._options import json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.cli.harness_loop import (
     loop_options,
+    loop_paths,
     memory_path_options,
+    one_worker,
     report_progress,
-    worker_config_kwargs,
+    worker_identity_options,
 )
 
 
@@ -55,17 +57,28 @@ def harness() -> None:
 @memory_path_options
 @click.option("--startup-cmd", envvar="PREMATH_STARTUP_CMD", help="Startup verification command")
 @click.option("--worktree-root", default=".", show_default=True, help="cwd of the startup command")
-@click.option("--command-timeout-seconds", type=float, default=1800.0, show_default=True)
+@click.option(
+    "--command-timeout-seconds",
+    "--timeout",
+    "command_timeout_seconds",
+    type=float,
+    default=1800.0,
+    show_default=True,
+    help="Deadline of the startup command in seconds",
+)
 @click.option("--pass-env", multiple=True, help="Variable passed to the startup command")
 @json_option
 @pass_app
 def harness_boot(app: AppContext, /, **options: Any) -> Reply:
-    """Check memory roots and dependency integrity, load the handoff, pick the next target."""
+    """Check memory roots and dependency integrity, load the handoff, pick the next target.
+
+    \b
+    premath harness boot --json
+    """
     from premath.harness.boot import boot_report
-    from premath.harness.loop_config import LoopPaths
 
     document = boot_report(
-        LoopPaths.from_options(options),
+        loop_paths(options),
         now=app.clock.now(),
         startup_cmd=options["startup_cmd"],
         worktree=options["worktree_root"],
@@ -77,16 +90,13 @@ def harness_boot(app: AppContext, /, **options: Any) -> Reply:
 
 def _worker_options(function: Any) -> Any:
     function = click.option(
-        "--step-index", type=click.IntRange(min=1), default=1, show_default=True
+        "--step-index",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Index of this step in the worker's run (names the step id)",
     )(function)
-    function = click.option(
-        "--worker-id",
-        envvar="PREMATH_WORKER_ID",
-        default="",
-        help="Worker id [env PREMATH_WORKER_ID]",
-    )(function)
-    function = click.option("--worktree-root", default=".", show_default=True)(function)
-    return loop_options(function)
+    return loop_options(worker_identity_options(function))
 
 
 @harness.command("step")
@@ -94,12 +104,15 @@ def _worker_options(function: Any) -> Any:
 @json_option
 @pass_app
 def harness_step(app: AppContext, /, **options: Any) -> Reply:
-    """Claim one ready issue, run work and verify, gate, then close or escalate it."""
-    from premath.harness.loop_config import make_worker_config
+    """Claim one ready issue, run work and verify, gate, then close or escalate it.
+
+    \b
+    premath harness step --worker-id me --work-cmd 'make fix' --json
+    """
     from premath.harness.worker import run_one_step
 
     step_index = options.pop("step_index")
-    cfg = make_worker_config(**worker_config_kwargs(options, app))
+    cfg = one_worker(app, options)
     document, exit_code = run_one_step(cfg, step_index, app.clock, report=report_progress)
     return Reply(document, text=step_text, exit_code=exit_code)
 
@@ -109,12 +122,15 @@ def harness_step(app: AppContext, /, **options: Any) -> Reply:
 @json_option
 @pass_app
 def harness_claim(app: AppContext, /, **options: Any) -> Reply:
-    """Claim one ready issue and mark the session active; do the work, then `complete`."""
-    from premath.harness.loop_config import make_worker_config
+    """Claim one ready issue and mark the session active; do the work, then `complete`.
+
+    \b
+    premath harness claim --worker-id me --json
+    """
     from premath.harness.step import claim_for_agent
 
     step_index = options.pop("step_index")
-    cfg = make_worker_config(**worker_config_kwargs(options, app))
+    cfg = one_worker(app, options)
     document = claim_for_agent(cfg, step_index, app.clock)
     return Reply(document, text=lambda d: d.get("nextStep", "no ready issue to claim"))
 
@@ -125,13 +141,16 @@ def harness_claim(app: AppContext, /, **options: Any) -> Reply:
 @json_option
 @pass_app
 def harness_complete(app: AppContext, /, **options: Any) -> Reply:
-    """Verify the work this worker did on its claimed issue, gate, then close or escalate."""
-    from premath.harness.loop_config import make_worker_config
+    """Verify the work this worker did on its claimed issue, gate, then close or escalate.
+
+    \b
+    premath harness complete --worker-id me --issue-id bd-1 --json
+    """
     from premath.harness.step import complete_claim
 
     step_index = options.pop("step_index")
     issue_id = options.pop("issue_id")
-    cfg = make_worker_config(**worker_config_kwargs(options, app), agent_did_work=True)
+    cfg = one_worker(app, options, agent_did_work=True)
     report = complete_claim(cfg, issue_id, step_index, app.clock, report=report_progress)
     document = {"action": "harness.complete", **report.to_document()}
     return Reply(document, text=step_text, exit_code=report.exit_code)
@@ -143,20 +162,33 @@ def harness_complete(app: AppContext, /, **options: Any) -> Reply:
 @click.option("--issue-id", help="Issue to stop on [default: the session's issue]")
 @click.option("--release", is_flag=True, help="Give the lease back instead of renewing it")
 @click.option(
-    "--lease-ttl-seconds", type=click.IntRange(30, 86400), default=3600, show_default=True
+    "--lease-ttl-seconds",
+    type=click.IntRange(30, 86400),
+    default=3600,
+    show_default=True,
+    help="TTL of the renewed lease",
 )
 @click.option("--summary", help="Handoff summary")
 @click.option("--next-step", help="Next step for the agent that resumes")
-@click.option("--step-index", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option(
+    "--step-index",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Index of the interrupted step (names its trajectory row)",
+)
 @json_option
 @pass_app
 def harness_stop(app: AppContext, /, **options: Any) -> Reply:
-    """Persist the handoff: session stopped, lease renewed or released, interrupted step logged."""
-    from premath.harness.loop_config import LoopPaths
+    """Persist the handoff: session stopped, lease renewed or released, interrupted step logged.
+
+    \b
+    premath harness stop --worker-id me --release --json
+    """
     from premath.harness.stop import stop_worker
 
     document = stop_worker(
-        LoopPaths.from_options(options),
+        loop_paths(options),
         worker_id=options["worker_id"],
         now=app.clock.now(),
         lock_timeout_s=app.lock_timeout(),

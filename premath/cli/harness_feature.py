@@ -8,7 +8,9 @@ from premath.cli._options import json_option, path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 
 LEDGER_PATH = ".premath/harness_feature_ledger.json"
-ledger_path_option = path_option(LEDGER_PATH, "Harness feature-ledger artifact path")
+ledger_path_option = path_option(
+    LEDGER_PATH, "Harness feature-ledger artifact path", "--feature-ledger-path"
+)
 
 
 def _bool(value: bool) -> str:
@@ -74,7 +76,11 @@ def harness_feature() -> None:
 @ledger_path_option
 @json_option
 def harness_feature_read(path: str) -> Reply:
-    """Show the feature ledger (only its header is validated)."""
+    """Show the feature ledger (only its header is validated).
+
+    \b
+    premath harness-feature read --json
+    """
     from premath.harness.feature_ledger import read_ledger_document
 
     return Reply(read_ledger_document(path), text=read_text)
@@ -107,7 +113,11 @@ def harness_feature_write(
     instruction_ref: tuple[str, ...],
     verification_ref: tuple[str, ...],
 ) -> Reply:
-    """Insert or update one feature row; a ledger `check` would reject is refused."""
+    """Insert or update one feature row; a ledger `check` would reject is refused.
+
+    \b
+    premath harness-feature write --feature-id feat.a --status in_progress --issue-id bd-7
+    """
     from premath.harness.feature_ledger import write_feature
 
     document = write_feature(
@@ -134,7 +144,11 @@ def harness_feature_write(
 )
 @json_option
 def harness_feature_check(path: str, require_closure: bool) -> Reply:
-    """Check the ledger's rules; exit 1 when rejected (the report is still printed)."""
+    """Check the ledger's rules; exit 1 when rejected (the report is still printed).
+
+    \b
+    premath harness-feature check --require-closure --json
+    """
     from premath.harness.feature_ledger import check_ledger
 
     report = check_ledger(path, require_closure)
@@ -145,7 +159,11 @@ def harness_feature_check(path: str, require_closure: bool) -> Reply:
 @ledger_path_option
 @json_option
 def harness_feature_next(path: str) -> Reply:
-    """Show the next feature to work on: the in_progress one, else the smallest pending."""
+    """Show the next feature to work on: the in_progress one, else the smallest pending.
+
+    \b
+    premath harness-feature next --json
+    """
     from premath.harness.feature_ledger import next_feature
 
     return Reply(next_feature(path), text=next_text)

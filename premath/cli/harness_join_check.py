@@ -29,6 +29,9 @@ def harness_join_check(input_path: str) -> Reply:
     """Evaluate deterministic ToolUse/JoinClosed closure state from normalized evidence
 
     A rejected check is data: exit 0 with `result: rejected` and its failure classes.
+
+    \b
+    premath harness-join-check --input turn.json --json
     """
     from premath.harness.join.check import run_join_check  # lazy: start-up budget
 

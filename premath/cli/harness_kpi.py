@@ -2,7 +2,7 @@
 
 import click
 
-from premath.cli._options import json_option
+from premath.cli._options import discovered_default, json_option
 from premath.cli._root import Reply, StrictCommand
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
@@ -10,18 +10,26 @@ from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 @click.command("harness-kpi", cls=StrictCommand)
 @click.option(
     "--trajectory-path",
+    "--path",
+    "trajectory_path",
+    callback=discovered_default,
     default=".premath/harness_trajectory.jsonl",
     show_default=True,
     help="Harness trajectory path",
 )
 @click.option(
     "--session-path",
+    "session_path",
+    callback=discovered_default,
     default=".premath/harness_session.json",
     show_default=True,
     help="Harness session projection reference path (echoed only)",
 )
 @click.option(
     "--issues-path",
+    "--issues",
+    "issues_path",
+    callback=discovered_default,
     default=DEFAULT_ISSUES_PATH,
     show_default=True,
     help="Issue-memory authority path (echoed only)",
@@ -52,7 +60,11 @@ def harness_kpi(
     rollback_kpi: float,
     min_sample_rows: int,
 ) -> Reply:
-    """Compute the throughput KPI: completed issues/day per active worker times gate pass rate."""
+    """Compute the throughput KPI: completed issues/day per active worker times gate pass rate.
+
+    \b
+    premath harness-kpi --window-hours 24 --json
+    """
     from premath.harness.kpi import kpi_report, kpi_text
 
     report = kpi_report(

@@ -1,16 +1,192 @@
-"""`premath harness-loop worker|coordinator`: the gated multithread loop over issue memory."""
+"""`premath harness-loop worker|coordinator`: the gated multithread loop over issue memory.
+
+The loop's options are one table (`MEMORY_PATH_FLAGS`, `SETTINGS_FLAGS`): each row names the
+library field it fills, so click hands us the fields by name, `loop_settings` builds the typed
+`WorkerSettings`, and `worker_command` spells the same settings back as a worker's command line.
+No module below `cli/` knows a flag.
+"""
 
 import os
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
 
 from premath.cli._options import json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
-from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """One option: the library field it fills, its spellings (the reference's first), click's
+    keywords."""
+
+    field: str
+    spellings: tuple[str, ...]
+    settings: dict[str, Any]
+
+    def option(self) -> Callable[[F], F]:
+        return click.option(*self.spellings, self.field, **self.settings)
+
+    def argv(self, value: Any) -> list[str]:
+        """The value spelled back as arguments ([] for unset)."""
+        if value is None or value == "":
+            return []
+        if isinstance(value, tuple):
+            return [part for item in value for part in (self.spellings[0], str(item))]
+        return [self.spellings[0], str(value)]
+
+
+MEMORY_PATH_FLAGS = (
+    Flag(
+        "repo_root",
+        ("--repo-root",),
+        {
+            "default": None,
+            "help": "Base for relative memory paths [default: the nearest folder above holding "
+            ".premath/, else the working folder]",
+        },
+    ),
+    Flag(
+        "issues",
+        ("--issues-path", "--issues"),
+        {"default": ".premath/issues.jsonl", "show_default": True, "help": "Issue memory"},
+    ),
+    Flag(
+        "session",
+        ("--session-path",),
+        {
+            "default": ".premath/harness_session.json",
+            "show_default": True,
+            "help": "Session handoff",
+        },
+    ),
+    Flag(
+        "ledger",
+        ("--feature-ledger-path",),
+        {
+            "default": ".premath/harness_feature_ledger.json",
+            "show_default": True,
+            "help": "Feature ledger",
+        },
+    ),
+    Flag(
+        "trajectory",
+        ("--trajectory-path",),
+        {
+            "default": ".premath/harness_trajectory.jsonl",
+            "show_default": True,
+            "help": "Append-only step trajectory",
+        },
+    ),
+)
+
+SETTINGS_FLAGS = (
+    Flag(
+        "lease_ttl_s",
+        ("--lease-ttl-seconds",),
+        {"type": int, "default": 3600, "show_default": True, "help": "Lease TTL of each claim"},
+    ),
+    Flag(
+        "work_cmd",
+        ("--work-cmd",),
+        {"help": "Shell command for the work [env PREMATH_WORK_CMD, else true]"},
+    ),
+    Flag(
+        "verify_cmd",
+        ("--verify-cmd",),
+        {
+            "help": "Shell command that verifies the work [env PREMATH_VERIFY_CMD, else the "
+            "issue's own Verification: commands, else mise run ci-check]"
+        },
+    ),
+    Flag(
+        "verify_witness",
+        ("--verify-witness",),
+        {
+            "help": "Witness JSON the verify command writes (relative to the worktree); its "
+            "failure classes count as the verify's"
+        },
+    ),
+    Flag(
+        "witness_prefix",
+        ("--witness-ref-prefix",),
+        {"help": "Step witness prefix [env PREMATH_WITNESS_REF_PREFIX, else worker://loop]"},
+    ),
+    Flag(
+        "mutation_mode",
+        ("--mutation-mode",),
+        {
+            "default": "",
+            "help": "instruction-linked (default) or human-override (needs --override-reason)",
+        },
+    ),
+    Flag(
+        "override_reason",
+        ("--override-reason",),
+        {"default": "", "help": "Why a human override is in force"},
+    ),
+    Flag("policy_path", ("--policy",), {"default": None, "help": "Retry policy path"}),
+    Flag(
+        "command_timeout_s",
+        ("--command-timeout-seconds", "--timeout"),
+        {
+            "type": float,
+            "default": 1800.0,
+            "show_default": True,
+            "help": "Deadline of each work/verify command in seconds; its process group is "
+            "killed after it",
+        },
+    ),
+    Flag(
+        "output_cap",
+        ("--output-cap-bytes", "--output-cap"),
+        {
+            "type": click.IntRange(min=1),
+            "default": 8 * 1024 * 1024,
+            "show_default": True,
+            "help": "Largest output kept per command stream; more fails the step's gate",
+        },
+    ),
+    Flag(
+        "backoff_scale",
+        ("--backoff-scale",),
+        {
+            "type": click.FloatRange(min=0.0),
+            "default": 1.0,
+            "show_default": True,
+            "help": "Multiplier of the retry policy's backoff delays (0 disables waiting)",
+        },
+    ),
+    Flag(
+        "host_action_transport",
+        ("--host-action-transport",),
+        {
+            "type": click.Choice(["mcp", "local-repl"]),
+            "default": None,
+            "help": "mcp: lease recovery after a failure goes through the transport dispatch and "
+            "records transport:// refs; unset: recovery in-process (D5-12)",
+        },
+    ),
+    Flag(
+        "pass_env",
+        ("--pass-env",),
+        {
+            "multiple": True,
+            "help": "Environment variable to pass to work/verify commands (repeatable)",
+        },
+    ),
+)
+
+
+def _decorate(function: F, flags: tuple[Flag, ...]) -> F:
+    for flag in reversed(flags):
+        function = flag.option()(function)
+    return function
 
 
 def report_progress(line: str) -> None:
@@ -20,93 +196,52 @@ def report_progress(line: str) -> None:
 
 def memory_path_options(function: F) -> F:
     """Where issue memory, session, ledger and trajectory live (relative to `--repo-root`)."""
-    options = [
-        click.option(
-            "--repo-root", default=".", show_default=True, help="Base for relative memory paths"
-        ),
-        click.option(
-            "--issues-path", default=DEFAULT_ISSUES_PATH, show_default=True, help="Issue memory"
-        ),
-        click.option("--session-path", default=".premath/harness_session.json", show_default=True),
-        click.option(
-            "--feature-ledger-path",
-            default=".premath/harness_feature_ledger.json",
-            show_default=True,
-        ),
-        click.option(
-            "--trajectory-path", default=".premath/harness_trajectory.jsonl", show_default=True
-        ),
-    ]
-    for option in reversed(options):
-        function = option(function)
-    return function
+    return _decorate(function, MEMORY_PATH_FLAGS)
 
 
 def loop_options(function: F) -> F:
     """The options both modes share (specs/harness-loop.md "Worker"), then ours."""
-    options = [
-        click.option("--lease-ttl-seconds", type=int, default=3600, show_default=True),
-        click.option(
-            "--work-cmd", help="Shell command for the work [env PREMATH_WORK_CMD, else true]"
-        ),
-        click.option(
-            "--verify-cmd",
-            help="Shell command that verifies the work "
-            "[env PREMATH_VERIFY_CMD, else mise run ci-check]",
-        ),
-        click.option(
-            "--verify-witness",
-            help="Witness JSON the verify command writes (relative to the worktree); its failure "
-            "classes count as the verify's",
-        ),
-        click.option(
-            "--witness-ref-prefix",
-            help="Step witness prefix [env PREMATH_WITNESS_REF_PREFIX, else worker://loop]",
-        ),
-        click.option(
-            "--mutation-mode",
-            default="",
-            help="instruction-linked (default) or human-override (needs --override-reason)",
-        ),
-        click.option("--override-reason", default="", help="Why a human override is in force"),
-        click.option(
-            "--host-action-transport",
-            type=click.Choice(["mcp", "local-repl"]),
-            default=None,
-            help="mcp: lease recovery after a failure goes through the transport dispatch and "
-            "records transport:// refs; unset: recovery in-process (D5-12)",
-        ),
-        click.option("--policy", "policy_path", default=None, help="Retry policy path"),
-        click.option(
-            "--command-timeout-seconds",
-            type=float,
-            default=1800.0,
-            show_default=True,
-            help="Deadline of each work/verify command; its process group is killed after it",
-        ),
-        click.option(
-            "--output-cap-bytes",
-            type=click.IntRange(min=1),
-            default=8 * 1024 * 1024,
-            show_default=True,
-            help="Largest output kept per command stream; more fails the step's gate",
-        ),
-        click.option(
-            "--backoff-scale",
-            type=click.FloatRange(min=0.0),
-            default=1.0,
-            show_default=True,
-            help="Multiplier of the retry policy's backoff delays (0 disables waiting)",
-        ),
-        click.option(
-            "--pass-env",
-            multiple=True,
-            help="Environment variable to pass to work/verify commands (repeatable)",
-        ),
-    ]
-    for option in reversed(options):
-        function = option(function)
-    return memory_path_options(function)
+    return memory_path_options(_decorate(function, SETTINGS_FLAGS))
+
+
+def loop_paths(options: dict[str, Any]) -> Any:
+    """`LoopPaths` from the memory-path options (consumed from `options`)."""
+    from premath.harness.loop_config import LoopPaths
+    from premath.store.root import discover_root
+
+    root = options.pop("repo_root")
+    return LoopPaths.resolve(
+        discover_root() if root is None else root,
+        issues=options.pop("issues"),
+        session=options.pop("session"),
+        ledger=options.pop("ledger"),
+        trajectory=options.pop("trajectory"),
+    )
+
+
+def loop_settings(options: dict[str, Any]) -> Any:
+    """The typed, checked `WorkerSettings` from the loop options (consumed from `options`)."""
+    from premath.harness.loop_config import WorkerSettings
+
+    paths = loop_paths(options)
+    return WorkerSettings(
+        paths=paths, **{flag.field: options.pop(flag.field) for flag in SETTINGS_FLAGS}
+    )
+
+
+def worker_command(spec: Any) -> list[str]:
+    """A coordinator's worker process: the same settings, spelled by the same table."""
+    settings = spec.settings
+    argv = [sys.executable, "-m", "premath", "harness-loop", "worker"]
+    for flag in MEMORY_PATH_FLAGS:
+        argv += flag.argv(getattr(settings.paths, flag.field))
+    for flag in SETTINGS_FLAGS:
+        argv += flag.argv(getattr(settings, flag.field))
+    argv += ["--worktree-root", spec.worktree, "--worker-id", spec.worker_id]
+    argv += ["--max-steps", str(spec.max_steps)]
+    if spec.continue_on_failure:
+        argv.append("--continue-on-failure")
+    return [*argv, "--json"]
 
 
 def worker_text(document: dict[str, Any]) -> str:
@@ -129,13 +264,42 @@ def harness_loop() -> None:
     """Run worker and coordinator loops that take issues from ready to closed, gated."""
 
 
+def worker_identity_options(function: F) -> F:
+    """Which worker this is and where its commands run."""
+    function = click.option(
+        "--worker-id",
+        envvar="PREMATH_WORKER_ID",
+        default="",
+        help="Worker id [env PREMATH_WORKER_ID]",
+    )(function)
+    return click.option(
+        "--worktree-root", default=".", show_default=True, help="Working folder of work/verify"
+    )(function)
+
+
+def one_worker(app: AppContext, options: dict[str, Any], *, agent_did_work: bool = False) -> Any:
+    """The `WorkerConfig` of a single-worker command (consumes the loop and identity options)."""
+    from premath.harness.loop_config import worker_config
+
+    return worker_config(
+        loop_settings(options),
+        worker_id=options.pop("worker_id"),
+        worktree=options.pop("worktree_root"),
+        lock_timeout_s=app.lock_timeout(),
+        agent_did_work=agent_did_work,
+    )
+
+
 @harness_loop.command("worker")
 @loop_options
-@click.option("--worktree-root", default=".", show_default=True, help="cwd of work/verify")
+@worker_identity_options
 @click.option(
-    "--worker-id", envvar="PREMATH_WORKER_ID", default="", help="Worker id [env PREMATH_WORKER_ID]"
+    "--max-steps",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Most steps before the worker stops",
 )
-@click.option("--max-steps", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--continue-on-failure", is_flag=True, help="Keep claiming after a failed step")
 @json_option
 @pass_app
@@ -146,12 +310,11 @@ def harness_loop_worker(app: AppContext, /, **options: Any) -> Reply:
     premath harness-loop worker --worker-id w1 --max-steps 5 \\
         --work-cmd 'make fix' --verify-cmd 'make test' --json
     """
-    from premath.harness.loop_config import make_worker_config
     from premath.harness.worker import run_worker
 
     max_steps = options.pop("max_steps")
     continue_on_failure = options.pop("continue_on_failure")
-    cfg = make_worker_config(**worker_config_kwargs(options, app))
+    cfg = one_worker(app, options)
     report_progress(f"[worker:{cfg.worker_id}] override policy {cfg.authority.describe()}")
     outcome = run_worker(
         cfg,
@@ -163,24 +326,11 @@ def harness_loop_worker(app: AppContext, /, **options: Any) -> Reply:
     return Reply(outcome.to_document(), text=worker_text, exit_code=outcome.exit_code)
 
 
-def worker_config_kwargs(options: dict[str, Any], app: AppContext) -> dict[str, Any]:
-    """`make_worker_config` keywords from the loop options (consumed from `options`)."""
-    return {
-        "worker_id": options.pop("worker_id"),
-        "repo_root": options.pop("repo_root"),
-        "worktree": options.pop("worktree_root"),
-        "issues_path": options.pop("issues_path"),
-        "session_path": options.pop("session_path"),
-        "ledger_path": options.pop("feature_ledger_path"),
-        "trajectory_path": options.pop("trajectory_path"),
-        "lease_ttl_s": options.pop("lease_ttl_seconds"),
-        "witness_prefix": options.pop("witness_ref_prefix"),
-        "command_timeout_s": options.pop("command_timeout_seconds"),
-        "output_cap": options.pop("output_cap_bytes"),
-        "pass_env": tuple(options.pop("pass_env")),
-        "lock_timeout_s": app.lock_timeout(),
-        **options,
-    }
+def heartbeat_seconds() -> float | None:
+    """On a terminal, report quiet workers alive this often; piped output stays line-only."""
+    if not sys.stderr.isatty():
+        return None
+    return float(os.environ.get("PREMATH_PROGRESS_SECONDS") or 10.0)
 
 
 @harness_loop.command("coordinator")
@@ -191,9 +341,22 @@ def worker_config_kwargs(options: dict[str, Any], app: AppContext) -> dict[str, 
     multiple=True,
     help="Worker worktree (repeatable) [env PREMATH_WORKTREES]",
 )
-@click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--worker-prefix", default="worker", show_default=True)
-@click.option("--max-steps-per-worker", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option(
+    "--rounds", type=click.IntRange(min=1), default=1, show_default=True, help="Most rounds"
+)
+@click.option(
+    "--worker-prefix",
+    default="worker",
+    show_default=True,
+    help="Worker ids are <prefix>.1, <prefix>.2, ...",
+)
+@click.option(
+    "--max-steps-per-worker",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Most steps of each worker per round",
+)
 @click.option(
     "--max-parallel",
     type=click.IntRange(min=1),
@@ -212,13 +375,28 @@ def worker_config_kwargs(options: dict[str, Any], app: AppContext) -> dict[str, 
 def harness_loop_coordinator(app: AppContext, /, **options: Any) -> Reply:
     """Run one worker process per worktree, in parallel, round after round.
 
+    Ctrl-C or SIGTERM stops every worker at once, gives their leases back and prints the report.
+
     \b
     premath harness-loop coordinator --worktree ../w1 --worktree ../w2 \\
         --rounds 10 --max-steps-per-worker 5 --work-cmd 'make fix' --verify-cmd 'make test'
     """
-    from premath.harness.coordinator import build_coordinator_config, run_coordinator
+    from premath.harness.coordinator import CoordinatorConfig, resolve_worktrees, run_coordinator
     from premath.harness.loop_config import WORKTREES_ENV
 
-    cfg = build_coordinator_config(options, env_worktrees=os.environ.get(WORKTREES_ENV))
-    outcome = run_coordinator(cfg, now=app.clock.now, report=report_progress)
+    cfg = CoordinatorConfig(
+        settings=loop_settings(options),
+        worktrees=resolve_worktrees(options["worktrees"], os.environ.get(WORKTREES_ENV)),
+        worker_command=worker_command,
+        rounds=options["rounds"],
+        worker_prefix=options["worker_prefix"],
+        max_steps_per_worker=options["max_steps_per_worker"],
+        max_parallel=options["max_parallel"],
+        continue_on_failure=options["continue_on_failure"],
+        worker_timeout_s=options["worker_timeout_seconds"],
+        heartbeat_s=heartbeat_seconds(),
+    )
+    outcome = run_coordinator(
+        cfg, now=app.clock.now, report=report_progress, lock_timeout_s=app.lock_timeout()
+    )
     return Reply(outcome.to_document(), text=coordinator_text, exit_code=outcome.exit_code)

@@ -4,10 +4,17 @@ from typing import Any
 
 import click
 
-from premath.cli._options import json_option
+from premath.cli._options import discovered_default, json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
+attempt_option = click.option(
+    "--attempt",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Which attempt failed (1 is the first)",
+)
 policy_option = click.option(
     "--policy",
     "policy_path",
@@ -58,7 +65,11 @@ def harness_policy() -> None:
 @policy_option
 @json_option
 def harness_policy_show(policy_path: str | None) -> Reply:
-    """Show the retry policy after checking its shape and digest."""
+    """Show the retry policy after checking its shape and digest.
+
+    \b
+    premath harness-policy show --json
+    """
     from premath.harness.retry import load_retry_policy
 
     document = {"action": "harness-policy.show", **load_retry_policy(policy_path).to_document()}
@@ -70,7 +81,7 @@ def harness_policy_show(policy_path: str | None) -> Reply:
 @click.option(
     "--failure-class", "failure_classes", multiple=True, help="Failure class, in order (repeatable)"
 )
-@click.option("--attempt", type=click.IntRange(min=1), default=1, show_default=True)
+@attempt_option
 @json_option
 def harness_policy_decide(
     policy_path: str | None, failure_classes: tuple[str, ...], attempt: int
@@ -92,7 +103,7 @@ def harness_policy_decide(
 @click.option("--stdout-file", type=click.Path(dir_okay=False), help="A command's captured stdout")
 @click.option("--stderr-file", type=click.Path(dir_okay=False), help="A command's captured stderr")
 @click.option("--witness", "witness_path", help="A gate witness JSON file")
-@click.option("--attempt", type=click.IntRange(min=1), default=1, show_default=True)
+@attempt_option
 @json_option
 def harness_policy_classify(
     policy_path: str | None,
@@ -101,7 +112,11 @@ def harness_policy_classify(
     witness_path: str | None,
     attempt: int,
 ) -> Reply:
-    """Classify a failed command's output (and witness), then decide as `decide` does."""
+    """Classify a failed command's output (and witness), then decide as `decide` does.
+
+    \b
+    premath harness-policy classify --witness witness.json --json
+    """
     from premath.harness.retry import classify_files, decide
     from premath.harness.retry_documents import classify_document
 
@@ -125,19 +140,31 @@ def _escalate_text(document: dict[str, Any]) -> str:
 @harness_policy.command("escalate")
 @policy_option
 @click.option("--failure-class", "failure_classes", multiple=True, help="Failure class, in order")
-@click.option("--attempt", type=click.IntRange(min=1), default=1, show_default=True)
+@attempt_option
 @click.option(
     "--issue-id",
     help="Issue to escalate [default: PREMATH_ACTIVE_ISSUE_ID, PREMATH_ISSUE_ID, the harness "
     "session's issue, else the only ready issue]",
 )
-@click.option("--issues", "issues_path", default=DEFAULT_ISSUES_PATH, show_default=True)
+@click.option(
+    "--issues",
+    "--issues-path",
+    "issues_path",
+    default=DEFAULT_ISSUES_PATH,
+    show_default=True,
+    callback=discovered_default,
+    help="Issue memory the escalation writes to",
+)
 @click.option("--scope", default="required", show_default=True, help="Escalation scope label")
 @click.option("--witness-ref", default="", help="Witness the failure came from")
 @json_option
 @pass_app
 def harness_policy_escalate(app: AppContext, /, **options: Any) -> Reply:
-    """Decide on failure classes; once retries are spent, apply the escalation to the issue."""
+    """Decide on failure classes; once retries are spent, apply the escalation to the issue.
+
+    \b
+    premath harness-policy escalate --failure-class check_failed --attempt 3 --json
+    """
     from premath.harness.escalation import escalate_on_policy
     from premath.harness.retry_documents import escalate_document
 

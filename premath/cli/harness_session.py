@@ -4,13 +4,13 @@ from typing import Any
 
 import click
 
-from premath.cli._options import json_option, path_option
+from premath.cli._options import discovered_default, json_option, path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH, SESSION_STATES
 
 SESSION_PATH = ".premath/harness_session.json"
 LEDGER_PATH = ".premath/harness_feature_ledger.json"
-session_path_option = path_option(SESSION_PATH, "Harness-session artifact path")
+session_path_option = path_option(SESSION_PATH, "Harness-session artifact path", "--session-path")
 
 
 def _lines(title: str, rows: list[tuple[str, Any]]) -> str:
@@ -55,7 +55,11 @@ def harness_session() -> None:
 @session_path_option
 @json_option
 def harness_session_read(path: str) -> Reply:
-    """Show the session handoff so an agent can resume where the last one stopped."""
+    """Show the session handoff so an agent can resume where the last one stopped.
+
+    \b
+    premath harness-session read --json
+    """
     from premath.harness.session import read_session_document
 
     return Reply(
@@ -81,8 +85,11 @@ def harness_session_read(path: str) -> Reply:
 @click.option("--lineage-ref", multiple=True, help="Site lineage references (ctx/cover/refinement)")
 @click.option(
     "--issues",
+    "--issues-path",
+    "issues",
     default=DEFAULT_ISSUES_PATH,
     show_default=True,
+    callback=discovered_default,
     help="Optional issues JSONL path for snapshot reference derivation",
 )
 @json_option
@@ -100,7 +107,11 @@ def harness_session_write(
     lineage_ref: tuple[str, ...],
     issues: str,
 ) -> Reply:
-    """Create or update the session handoff (sessionId and startedAt are kept on update)."""
+    """Create or update the session handoff (sessionId and startedAt are kept on update).
+
+    \b
+    premath harness-session write --state active --issue-id bd-7 --summary "start" --json
+    """
     from premath.harness.session import write_session
 
     session = write_session(
@@ -131,7 +142,11 @@ def harness_session_write(
 )
 @json_option
 def harness_session_bootstrap(path: str, feature_ledger: str) -> Reply:
-    """Project how the next agent should pick up: resume or attach, next issue and feature."""
+    """Project how the next agent should pick up: resume or attach, next issue and feature.
+
+    \b
+    premath harness-session bootstrap --json
+    """
     from premath.harness.session import bootstrap_session
 
     return Reply(bootstrap_session(path, feature_ledger), text=bootstrap_text)

@@ -8,7 +8,9 @@ from premath.cli._options import json_option, path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 
 TRAJECTORY_PATH = ".premath/harness_trajectory.jsonl"
-trajectory_path_option = path_option(TRAJECTORY_PATH, "Harness trajectory JSONL path")
+trajectory_path_option = path_option(
+    TRAJECTORY_PATH, "Harness trajectory JSONL path", "--trajectory-path"
+)
 
 if TYPE_CHECKING:  # generic from click 8.5 on; the runtime class is not subscriptable before
     _IntType = click.ParamType[int, Any]
@@ -115,7 +117,11 @@ def harness_trajectory_append(app: AppContext, /, path: str, **fields: Any) -> R
 )
 @json_option
 def harness_trajectory_query(path: str, mode: str, limit: int) -> Reply:
-    """Show the latest, failed or retry-needed steps, newest first, with counts over all rows."""
+    """Show the latest, failed or retry-needed steps, newest first, with counts over all rows.
+
+    \b
+    premath harness-trajectory query --mode failed --limit 20 --json
+    """
     from premath.harness.trajectory import query_trajectory
 
     return Reply(query_trajectory(path, mode, limit), text=query_text)  # type: ignore[arg-type]

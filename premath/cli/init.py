@@ -16,6 +16,9 @@ def init(app: AppContext, /, root: str) -> Reply:
     \b
     A beads store is read row by row: kept rows are rewritten in premath's form, and the
     report lists what was dropped. An existing issues file is never touched.
+
+    \b
+    premath init . --json
     """
     from premath.issues.event_documents import init_document, init_text
     from premath.issues.init_layout import init_layout

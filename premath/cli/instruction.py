@@ -17,7 +17,11 @@ from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand
 @click.option("--repo-root", default=".", show_default=True, help="Repository root")
 @json_option
 def instruction_check(instruction: str, repo_root: str) -> Reply:
-    """Validate an instruction envelope: schema, policy binding, classification, proposal."""
+    """Validate an instruction envelope: schema, policy binding, classification, proposal.
+
+    \b
+    premath instruction-check --instruction instructions/change.json --json
+    """
     from functools import partial
 
     from premath.harness.instruction.envelope import check_envelope, check_text
@@ -40,7 +44,11 @@ def instruction_witness(
     pre_execution_reason: str | None,
     repo_root: str,
 ) -> Reply:
-    """Build the `ci.instruction.v1` witness of an instruction run."""
+    """Build the `ci.instruction.v1` witness of an instruction run.
+
+    \b
+    premath instruction-witness --instruction instructions/change.json --runtime runtime.json --json
+    """
     from premath.harness.instruction.witness import instruction_witness as build
     from premath.harness.instruction.witness import witness_text
 
@@ -69,6 +77,9 @@ def instruction_run(
 
     Exit 0 when accepted (or --allow-failure), 1 when rejected, 2 when the envelope is invalid
     (a pre-execution reject witness is still written).
+
+    \b
+    premath instruction-run --instruction instructions/change.json --json
     """
     import os
 

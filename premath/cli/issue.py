@@ -3,7 +3,6 @@
 import io
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -143,7 +142,9 @@ def read_notes_file(source: str) -> str:
                 return stdin.read()
             finally:
                 stdin.detach()
-        return Path(source).read_text(encoding="utf-8")
+        from premath.store.files import read_bounded_text
+
+        return read_bounded_text(source)
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "stream did not contain valid UTF-8"
         raise IoFailure(f"failed to read notes file `{source}`: {reason or exc}") from None
@@ -187,12 +188,18 @@ def new_issue_options(*, status: bool) -> Callable[[F], F]:
 @json_option
 @pass_app
 def issue_add(app: AppContext, /, title: str, issues: str, **fields: Any) -> Reply:
-    """Add an issue (creates the issues file when missing)."""
+    """Add an issue (creates the issues file when missing).
+
+    \b
+    premath issue add "Fix it" --description $'Acceptance:\\n- parses\\nVerification: `pytest -q`'
+    """
     from premath.issues.documents import issue_document
+    from premath.issues.lifecycle import input_warnings
     from premath.issues.memory import add_issue
 
     row = add_issue(issues, title, now=app.clock.now(), timeout_s=app.lock_timeout(), **fields)
-    return Reply(issue_document("issue.add", issues, row), text=added_text)
+    warnings = input_warnings(title=title, status=fields["status"])
+    return Reply(issue_document("issue.add", issues, row), text=added_text, warnings=warnings)
 
 
 @issue.command("list")
@@ -202,7 +209,11 @@ def issue_add(app: AppContext, /, title: str, issues: str, **fields: Any) -> Rep
 @json_option
 @pass_app
 def issue_list(app: AppContext, status: str | None, assignee: str | None, issues: str) -> Reply:
-    """List issues in id order."""
+    """List issues in id order.
+
+    \b
+    premath issue list --status open --json
+    """
     from premath.issues.documents import list_document
     from premath.issues.memory import list_issues
 
@@ -215,7 +226,11 @@ def issue_list(app: AppContext, status: str | None, assignee: str | None, issues
 @json_option
 @pass_app
 def issue_ready(app: AppContext, issues: str) -> Reply:
-    """List open issues whose blocking dependencies are all closed."""
+    """List open issues whose blocking dependencies are all closed.
+
+    \b
+    premath issue ready --json
+    """
     from premath.issues.documents import ready_document
     from premath.issues.memory import ready
 
@@ -227,7 +242,11 @@ def issue_ready(app: AppContext, issues: str) -> Reply:
 @json_option
 @pass_app
 def issue_blocked(app: AppContext, issues: str) -> Reply:
-    """List issues that are manually blocked or wait on an unclosed blocker."""
+    """List issues that are manually blocked or wait on an unclosed blocker.
+
+    \b
+    premath issue blocked --json
+    """
     from premath.issues.documents import blocked_document
     from premath.issues.memory import blocked
 
@@ -246,7 +265,11 @@ def issue_blocked(app: AppContext, issues: str) -> Reply:
 @json_option
 @pass_app
 def issue_check(app: AppContext, note_warn_threshold: int, issues: str) -> Reply:
-    """Check the issue graph contract (acceptance, verification command); exit 1 when rejected."""
+    """Check the issue graph contract (acceptance, verification command); exit 1 when rejected.
+
+    \b
+    premath issue check --json
+    """
     from premath.issues.documents import check_document
     from premath.issues.memory import check
 
@@ -254,6 +277,56 @@ def issue_check(app: AppContext, note_warn_threshold: int, issues: str) -> Reply
     return Reply(
         check_document(issues, report), text=check_text, exit_code=0 if report.accepted else 1
     )
+
+
+def show_text(document: dict[str, Any]) -> str:
+    issue = document["issue"]
+    lease = issue["lease"]
+    rows: list[tuple[str, Any]] = [
+        ("Issue", f"{issue['id']} [{issue['status']} p{issue['priority']} {issue['issueType']}]"),
+        ("Title", issue["title"]),
+        ("Assignee", issue["assignee"] or "-"),
+        (
+            "Lease",
+            "none"
+            if lease is None
+            else f"{lease['leaseId']} (owner {lease['owner']}, {lease['state']}, "
+            f"expires {lease['expiresAt']})",
+        ),
+        ("Path", document["issuesPath"]),
+    ]
+    items = [
+        f"depends on {dep['dependsOnId']} ({dep['type']}, "
+        f"{dep['status'] if dep['status'] is not None else 'missing'})"
+        for dep in issue["dependencies"]
+    ]
+    text = lines_text("premath issue show", rows, items)
+    for label, key in (
+        ("Description", "description"),
+        ("Acceptance criteria", "acceptanceCriteria"),
+        ("Notes", "notes"),
+    ):
+        if issue[key]:
+            text += f"\n{label}:\n{issue[key].rstrip()}"
+    return text
+
+
+@issue.command("show")
+@click.argument("issue_id", metavar="ID")
+@issues_option
+@json_option
+@pass_app
+def issue_show(app: AppContext, issue_id: str, issues: str) -> Reply:
+    """Show one issue whole: description, notes, dependencies with their states, lease.
+
+    \b
+    premath issue show bd-1 --json
+    """
+    from premath.issues.memory import read_store
+    from premath.issues.show import show_document
+
+    now = app.clock.now()
+    return Reply(show_document(issues, read_store(issues, now), issue_id, now), text=show_text)
 
 
 @issue.command("update")
@@ -278,7 +351,11 @@ def issue_update(
     issues: str,
     **fields: Any,
 ) -> Reply:
-    """Update fields of an issue."""
+    """Update fields of an issue.
+
+    \b
+    premath issue update bd-1 --status closed --json
+    """
     from premath.issues.documents import issue_document
     from premath.issues.memory import update_issue
 
@@ -286,10 +363,13 @@ def issue_update(
         raise click.UsageError("the argument '--notes' cannot be used with '--notes-file'")
     if notes_file is not None:
         notes = read_notes_file(notes_file)
+    from premath.issues.lifecycle import input_warnings
+
     row = update_issue(
         issues, issue_id, now=app.clock.now(), timeout_s=app.lock_timeout(), notes=notes, **fields
     )
-    return Reply(issue_document("issue.update", issues, row), text=updated_text)
+    warnings = input_warnings(title=fields["title"], status=fields["status"])
+    return Reply(issue_document("issue.update", issues, row), text=updated_text, warnings=warnings)
 
 
 @issue.command("claim")
@@ -299,7 +379,11 @@ def issue_update(
 @json_option
 @pass_app
 def issue_claim(app: AppContext, issue_id: str, assignee: str, issues: str) -> Reply:
-    """Claim one issue with a lease (TTL 3600 s); readiness is not checked."""
+    """Claim one issue with a lease (TTL 3600 s); readiness is not checked.
+
+    \b
+    premath issue claim bd-1 --assignee w1 --json
+    """
     from premath.issues.documents import claim_document
     from premath.issues.memory import claim
 
@@ -323,6 +407,9 @@ def issue_claim_next(
 
     \b
     Also reclaims an in_progress issue whose lease expired (a dead worker's).
+
+    \b
+    premath issue claim-next --assignee w1 --json
     """
     from premath.issues.documents import claim_next_document
     from premath.issues.memory import claim_next
@@ -356,7 +443,11 @@ def issue_lease_renew(
     lease_expires_at: str | None,
     issues: str,
 ) -> Reply:
-    """Extend your active lease on an issue (only its holder may)."""
+    """Extend your active lease on an issue (only its holder may).
+
+    \b
+    premath issue lease-renew bd-1 --assignee w1 --lease-id lease1_bd-1_w1 --json
+    """
     from premath.issues.documents import lease_change_document
     from premath.issues.memory import renew_lease
 
@@ -384,7 +475,11 @@ def issue_lease_renew(
 def issue_lease_release(
     app: AppContext, issue_id: str, assignee: str, lease_id: str | None, issues: str
 ) -> Reply:
-    """Give your active lease up; the issue is open and unassigned again."""
+    """Give your active lease up; the issue is open and unassigned again.
+
+    \b
+    premath issue lease-release bd-1 --assignee w1 --json
+    """
     from premath.issues.documents import lease_change_document
     from premath.issues.memory import release_lease
 
@@ -400,7 +495,11 @@ def issue_lease_release(
 @json_option
 @pass_app
 def issue_lease_projection(app: AppContext, issues: str) -> Reply:
-    """List stale and contended leases."""
+    """List stale and contended leases.
+
+    \b
+    premath issue lease-projection --json
+    """
     from premath.issues.documents import lease_projection_document
     from premath.issues.memory import lease_projection
 
@@ -418,7 +517,11 @@ def issue_lease_projection(app: AppContext, issues: str) -> Reply:
 def issue_discover(
     app: AppContext, /, parent_id: str, title: str, issues: str, **fields: Any
 ) -> Reply:
-    """Add an issue found while working on PARENT, linked to it (discovered-from)."""
+    """Add an issue found while working on PARENT, linked to it (discovered-from).
+
+    \b
+    premath issue discover bd-1 "Flaky fixture" --json
+    """
     from premath.issues.documents import discovered_document
     from premath.issues.memory import discover_issue
 
@@ -436,7 +539,11 @@ def issue_discover(
 @json_option
 @pass_app
 def issue_migrate_events(app: AppContext, /, issues: str, events: str) -> Reply:
-    """Write the store as an issue.event.v1 log and check that it replays to the same store."""
+    """Write the store as an issue.event.v1 log and check that it replays to the same store.
+
+    \b
+    premath issue migrate-events --json
+    """
     from premath.issues.event_documents import migrate_document, migrate_text
     from premath.issues.events import migrate_events
 
@@ -453,7 +560,11 @@ def issue_migrate_events(app: AppContext, /, issues: str, events: str) -> Reply:
 @json_option
 @pass_app
 def issue_replay_events(app: AppContext, /, events: str, issues: str, cache: str | None) -> Reply:
-    """Rebuild or verify the issues file from the event log (rewritten only when it differs)."""
+    """Rebuild or verify the issues file from the event log (rewritten only when it differs).
+
+    \b
+    premath issue replay-events --json
+    """
     from premath.issues.event_documents import replay_document, replay_text
     from premath.issues.events import replay_events
 
@@ -473,7 +584,11 @@ def issue_replay_events(app: AppContext, /, events: str, issues: str, cache: str
 @json_option
 @pass_app
 def issue_backend_status(app: AppContext, /, issues: str, repo: str, projection: str) -> Reply:
-    """Report the issue store, its query projection and the jj state (read-only, exit 0)."""
+    """Report the issue store, its query projection and the jj state (read-only, exit 0).
+
+    \b
+    premath issue backend-status --json
+    """
     from premath.issues.backend_status import backend_status
     from premath.issues.event_documents import backend_status_document, backend_status_text
 

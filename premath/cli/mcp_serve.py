@@ -52,6 +52,9 @@ def mcp_serve(
     """Serve the issue and dependency tools over MCP (stdio, newline-delimited JSON-RPC).
 
     With --json, a start-up error is also printed as a JSON error document on stdout.
+
+    \b
+    premath mcp-serve --issues .premath/issues.jsonl
     """
     lines = [
         "premath mcp-serve",

@@ -17,9 +17,25 @@ from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand
     help="Control-plane contract [default: specs/premath/draft/CONTROL-PLANE-CONTRACT.json, "
     "else the copy shipped with premath]",
 )
-@click.option("--trajectory-path", default=".premath/harness_trajectory.jsonl", show_default=True)
-@click.option("--step-prefix", default="scheme_eval", show_default=True)
-@click.option("--max-calls", type=click.IntRange(min=0), default=32, show_default=True)
+@click.option(
+    "--trajectory-path",
+    default=".premath/harness_trajectory.jsonl",
+    show_default=True,
+    help="Trajectory the calls are recorded in",
+)
+@click.option(
+    "--step-prefix",
+    default="scheme_eval",
+    show_default=True,
+    help="Prefix of the recorded step ids",
+)
+@click.option(
+    "--max-calls",
+    type=click.IntRange(min=0),
+    default=32,
+    show_default=True,
+    help="Most host-action calls the program may make",
+)
 @click.option("--issue-id", help="Issue id bound to every call (overrides the program's)")
 @click.option("--policy-digest", help="Policy digest bound to every call")
 @click.option("--instruction-ref", help="Instruction ref bound to every call")
@@ -38,7 +54,11 @@ def scheme_eval(
     instruction_ref: str | None,
     capability_claims: tuple[str, ...],
 ) -> Reply:
-    """Evaluate a program of host-action calls under the control-plane allowlist."""
+    """Evaluate a program of host-action calls under the control-plane allowlist.
+
+    \b
+    premath scheme-eval --program program.json --json
+    """
     from premath.harness.host.contract import resolve_contract_path
     from premath.harness.host.evaluate import EvalOptions, evaluate_program, result_text
     from premath.harness.host.program import Bindings

@@ -65,7 +65,11 @@ def transport_dispatch(app: AppContext, action: str, payload: str) -> Reply:
 @click.command("transport-check", cls=StrictCommand, context_settings=CONTEXT_SETTINGS)
 @json_option
 def transport_check() -> Reply:
-    """Check the transport action registry (routes and digests); exit 1 when rejected."""
+    """Check the transport action registry (routes and digests); exit 1 when rejected.
+
+    \b
+    premath transport-check --json
+    """
     from premath.transport.registry import check_report
 
     report = check_report()

@@ -1,11 +1,18 @@
-"""Loading one harness artifact with the reference's error wording, as our error classes."""
+"""Loading and saving one harness artifact with the reference's error wording, as our errors."""
 
 from collections.abc import Callable
 from typing import Any
 
 from premath.errors import ArtifactInvalid, IoFailure, NotFound
 from premath.models.serde import SchemaViolation
-from premath.store.documents import DocumentMalformed, DocumentUnreadable, read_document
+from premath.store.atomic import write_atomic
+from premath.store.canonical import document_bytes
+from premath.store.documents import (
+    DocumentMalformed,
+    DocumentUnreadable,
+    os_error_text,
+    read_document,
+)
 
 
 def load_artifact(
@@ -34,3 +41,12 @@ def load_artifact(
         raise ArtifactInvalid(f"{parse_prefix}{exc}") from exc
     except ValueError as exc:
         raise ArtifactInvalid(f"{invalid_prefix}{exc}") from exc
+
+
+def save_artifact(path: str, document: dict[str, Any], *, write_prefix: str) -> None:
+    """Write `document` atomically; an OS failure (full disk, ...) is IoFailure after the
+    reference's `write_prefix` (`failed to write harness session artifact <path>: `)."""
+    try:
+        write_atomic(path, document_bytes(document))
+    except OSError as exc:
+        raise IoFailure(f"{write_prefix}{os_error_text(exc)}") from None

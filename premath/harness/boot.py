@@ -127,6 +127,11 @@ def boot_report(
         if witness.scoped and (issue_id := witness.bound_issue()) is not None
     )
     classes = sorted({finding["class"] for finding in findings})
+    target = _next_target(issues, handoff, ready_ids, witness_bound)
+    if target["issueId"] in issues:
+        from premath.issues.show import issue_detail
+
+        target["issue"] = issue_detail(issues, target["issueId"], now)
     return {
         "action": "harness.boot",
         "schema": BOOT_SCHEMA,
@@ -142,7 +147,7 @@ def boot_report(
         "handoff": handoff,
         "readyCount": len(ready_ids),
         "readyIssueIds": ready_ids[:20],
-        "nextTarget": _next_target(issues, handoff, ready_ids, witness_bound),
+        "nextTarget": target,
         "startup": startup,
     }
 

@@ -15,7 +15,8 @@ from typing import Any
 
 from premath.harness.retry import failure_classes_from_output, known_failure_classes
 from premath.models.retry_policy import RetryPolicy
-from premath.runner.process import ProcessOutcome, allowlisted_env, run_bounded
+from premath.runner.interrupts import raise_if_stopped
+from premath.runner.process import ProcessOutcome, allowlisted_env, passed_env, run_bounded
 
 SHELL = "sh"
 # `sh` exits 127 when the program is not found and 126 when it cannot be executed.
@@ -53,13 +54,13 @@ class CommandRun:
             "stdoutBytes": outcome.stdout_bytes,
             "stderrBytes": outcome.stderr_bytes,
             "truncated": self.truncated,
+            **({"leftoverDescendants": n} if (n := outcome.leftover_descendants) else {}),
         }
 
 
 def command_env(context: Mapping[str, str], pass_env: Sequence[str]) -> dict[str, str]:
     """The allowlist, the user's named variables, then the step's context over both."""
-    env = allowlisted_env()
-    env.update({name: os.environ[name] for name in pass_env if name in os.environ})
+    env = allowlisted_env(passed_env(pass_env))
     env.update(context)
     return env
 
@@ -75,6 +76,7 @@ def run_command(
     log_dir: str,
 ) -> CommandRun:
     """Run one command to completion or its deadline; its output goes to `<log_dir>/<name>.*`."""
+    raise_if_stopped()  # a worker asked to stop starts no new command, even if it swallowed it
     Path(log_dir).mkdir(parents=True, exist_ok=True)
     stdout_path = os.path.join(log_dir, f"{name}.stdout")
     stderr_path = os.path.join(log_dir, f"{name}.stderr")
@@ -86,6 +88,7 @@ def run_command(
         stdout_path=stdout_path,
         stderr_path=stderr_path,
         output_cap=output_cap,
+        group_ticket=os.path.join(log_dir, f"{name}.group"),
     )
     return CommandRun(name, command, outcome, stdout_path, stderr_path)
 

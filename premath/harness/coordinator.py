@@ -6,12 +6,24 @@ worker` process (spawned through `premath.runner.process`) with its own session 
 (D5-11) and the shared trajectory; issue memory's lock keeps their claims apart. Each round
 starts only while issues are ready and the active dependency graph has no cycle; a round runs
 min(ready, worktrees) workers (D5-13).
+
+Interrupts (divergence D16-5): SIGINT or SIGTERM sets one event that every running worker's
+`run_bounded` watches, so all workers get SIGTERM at once (and SIGKILL after the grace); each
+worker ends its command's process group and gives its lease back; then the coordinator releases
+any lease its workers still hold, and reports `stoppedReason: "interrupted"` with exit 1.
+
+Progress (D16-6): each worker's stderr lines are reported as they land in its log, prefixed by
+the worker id; with `heartbeat_s` (a terminal) a quiet worker is reported alive with its elapsed
+time. Logs go to a folder per run, so earlier runs' logs stay.
 """
 
+import glob
 import os
-import sys
+import signal
+import threading
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -19,35 +31,61 @@ from typing import Any
 
 import orjson
 
-from premath.errors import InvalidUsage
-from premath.harness.loop_config import per_worker_path
-from premath.runner.process import ProcessOutcome, allowlisted_env, run_bounded
+from premath.errors import InvalidUsage, PremathError
+from premath.harness.loop_config import WorkerSettings
+from premath.runner.interrupts import on_stop_signals
+from premath.runner.process import (
+    ProcessOutcome,
+    allowlisted_env,
+    reap_group_ticket,
+    run_bounded,
+    signal_group_ticket,
+)
+from premath.timefmt import session_stamp
 
 COORDINATOR_REPORT_KIND = "premath.harness.coordinator_loop.v1"
 Report = Callable[[str], None]
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerSpec:
+    """One worker process of a round: what its command line must say."""
+
+    worker_id: str
+    worktree: str
+    max_steps: int
+    continue_on_failure: bool
+    settings: WorkerSettings
+    """The loop's settings with this worker's own session and ledger."""
+
+
+WorkerCommand = Callable[[WorkerSpec], list[str]]
+"""Builds a worker's argv; the face that parsed the options owns their spelling."""
+
+
+@dataclass(frozen=True, slots=True)
 class CoordinatorConfig:
-    repo_root: str
-    issues_path: str
-    session_path: str
-    ledger_path: str
-    trajectory_path: str
+    settings: WorkerSettings
     worktrees: tuple[str, ...]
+    worker_command: WorkerCommand
     rounds: int = 1
     worker_prefix: str = "worker"
     max_steps_per_worker: int = 1
     max_parallel: int | None = None
     continue_on_failure: bool = False
-    worker_options: tuple[str, ...] = ()
-    """Options passed through to every worker (commands, TTL, mode, policy...)."""
-    pass_env: tuple[str, ...] = ()
     worker_timeout_s: float | None = None
+    heartbeat_s: float | None = None
+    """Report a quiet worker alive every this many seconds (on a terminal); None: never."""
+
+    def __post_init__(self) -> None:
+        prefix = self.worker_prefix.strip()
+        if not prefix or "/" in prefix:
+            raise InvalidUsage("--worker-prefix must be non-empty and contain no '/'")
+        object.__setattr__(self, "worker_prefix", prefix)
 
     @property
-    def log_dir(self) -> str:
-        return os.path.join(os.path.dirname(self.trajectory_path), "harness_steps", "coordinator")
+    def log_root(self) -> str:
+        return os.path.join(self.settings.paths.steps_dir, "coordinator")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +94,6 @@ class WorkerRun:
     worktree: str
     exit_code: int
     document: dict[str, Any] | None
-    stderr_lines: tuple[str, ...]
 
     def to_document(self) -> dict[str, Any]:
         document = self.document or {}
@@ -75,6 +112,8 @@ class CoordinatorReport:
     rounds: list[dict[str, Any]] = field(default_factory=list)
     exit_code: int = 0
     stopped_reason: str = ""
+    log_dir: str = ""
+    released_lease_issue_ids: list[str] = field(default_factory=list)
 
     def to_document(self) -> dict[str, Any]:
         runs = [run for round_ in self.rounds for run in round_["workers"]]
@@ -86,6 +125,8 @@ class CoordinatorReport:
             "failedCount": sum(len(run["failedIssueIds"]) for run in runs),
             "stoppedReason": self.stopped_reason,
             "exitCode": self.exit_code,
+            "logDir": self.log_dir,
+            "releasedLeaseIssueIds": self.released_lease_issue_ids,
             "rounds": self.rounds,
         }
 
@@ -124,50 +165,60 @@ def _worker_env(pass_env: Sequence[str]) -> dict[str, str]:
     return env
 
 
-def worker_argv(cfg: CoordinatorConfig, worker_id: str, worktree: str) -> list[str]:
-    argv = [
-        sys.executable,
-        "-m",
-        "premath",
-        "harness-loop",
-        "worker",
-        "--repo-root",
-        cfg.repo_root,
-        "--worktree-root",
-        worktree,
-        "--issues-path",
-        cfg.issues_path,
-        "--session-path",
-        per_worker_path(cfg.session_path, worker_id),
-        "--feature-ledger-path",
-        per_worker_path(cfg.ledger_path, worker_id),
-        "--trajectory-path",
-        cfg.trajectory_path,
-        "--worker-id",
-        worker_id,
-        "--max-steps",
-        str(cfg.max_steps_per_worker),
-        *cfg.worker_options,
-    ]
-    for name in cfg.pass_env:
-        argv += ["--pass-env", name]
-    if cfg.continue_on_failure:
-        argv.append("--continue-on-failure")
-    return [*argv, "--json"]
+class _LogFollower:
+    """Reports a worker's stderr lines as they land in its log file, prefixed by its id."""
+
+    def __init__(self, worker_id: str, path: Path, report: Report) -> None:
+        self.worker_id, self.path, self.report = worker_id, path, report
+        self.offset, self.pending = 0, b""
+        self.started = self.last_line = time.monotonic()
+
+    def poll(self, heartbeat_s: float | None) -> None:
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+        except OSError:
+            data = b""
+        self.offset += len(data)
+        *lines, self.pending = (self.pending + data).split(b"\n")
+        for line in lines:
+            self._emit(line)
+        now = time.monotonic()
+        if heartbeat_s is not None and now - self.last_line >= heartbeat_s:
+            self.report(f"[{self.worker_id}] still running ({now - self.started:.0f}s elapsed)")
+            self.last_line = now
+
+    def finish(self) -> None:
+        self.poll(None)
+        if self.pending:
+            self._emit(self.pending)
+            self.pending = b""
+
+    def _emit(self, raw: bytes) -> None:
+        line = raw.decode("utf-8", errors="replace").rstrip("\r")
+        self.last_line = time.monotonic()
+        tagged = line.startswith(f"[worker:{self.worker_id}]")
+        self.report(line if tagged else f"[{self.worker_id}] {line}")
 
 
-def _run_worker(cfg: CoordinatorConfig, round_no: int, worker_id: str, worktree: str) -> WorkerRun:
-    log_dir = Path(cfg.log_dir) / f"round-{round_no}"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    stdout_path, stderr_path = log_dir / f"{worker_id}.stdout", log_dir / f"{worker_id}.stderr"
+def _run_worker(
+    cfg: CoordinatorConfig, spec: WorkerSpec, log_dir: Path, stop: threading.Event
+) -> WorkerRun:
+    stdout_path, stderr_path = (
+        log_dir / f"{spec.worker_id}.stdout",
+        log_dir / f"{spec.worker_id}.stderr",
+    )
     outcome: ProcessOutcome = run_bounded(
-        worker_argv(cfg, worker_id, worktree),
-        cwd=cfg.repo_root,
-        env=_worker_env(cfg.pass_env),
+        cfg.worker_command(spec),
+        cwd=cfg.settings.paths.repo_root,
+        env=_worker_env(cfg.settings.pass_env),
         timeout_s=cfg.worker_timeout_s,
         stdout_path=stdout_path,
         stderr_path=stderr_path,
         output_cap=64 * 1024 * 1024,
+        cancel=stop,
+        group_ticket=log_dir / f"{spec.worker_id}.group",
     )
     document: dict[str, Any] | None = None
     try:
@@ -183,11 +234,78 @@ def _run_worker(cfg: CoordinatorConfig, round_no: int, worker_id: str, worktree:
         exit_code = 1
         reason = outcome.spawn_error or f"worker process ended with {outcome.status}"
         document = {**(document or {}), "error": {"code": "internal_error", "message": reason}}
+    return WorkerRun(spec.worker_id, spec.worktree, exit_code, document)
+
+
+def _run_dir(log_root: str, now: datetime) -> Path:
+    """A new folder per coordinator run: earlier runs' logs are kept."""
+    base = Path(log_root) / session_stamp(now)
+    candidate, n = base, 1
+    while True:
+        try:
+            candidate.mkdir(parents=True)
+            return candidate
+        except FileExistsError:
+            n += 1
+            candidate = base.with_name(f"{base.name}-{n}")
+
+
+def _run_round(
+    cfg: CoordinatorConfig,
+    specs: list[WorkerSpec],
+    log_dir: Path,
+    stop: threading.Event,
+    report: Report,
+) -> list[WorkerRun]:
+    log_dir.mkdir(parents=True, exist_ok=True)
+    followers = [
+        _LogFollower(spec.worker_id, log_dir / f"{spec.worker_id}.stderr", report) for spec in specs
+    ]
+    limit = cfg.max_parallel or len(cfg.worktrees)
+    with ThreadPoolExecutor(max_workers=max(1, min(limit, len(specs)))) as pool:
+        futures: list[Future[WorkerRun]] = [
+            pool.submit(_run_worker, cfg, spec, log_dir, stop) for spec in specs
+        ]
+        pending = set(futures)
+        while pending:
+            _, pending = wait(pending, timeout=0.1)
+            for follower in followers:
+                follower.poll(cfg.heartbeat_s)
+    for follower in followers:
+        follower.finish()
+    return [future.result() for future in futures]
+
+
+def release_held_leases(
+    settings: WorkerSettings, worker_ids: Sequence[str], now: datetime, timeout_s: float
+) -> list[str]:
+    """Give back every lease these workers still hold (after an interrupt); issue ids released."""
+    from premath.issues.memory import read_store, release_lease
+
     try:
-        stderr_lines = tuple(stderr_path.read_text(errors="replace").splitlines())
-    except OSError:
-        stderr_lines = ()
-    return WorkerRun(worker_id, worktree, exit_code, document, stderr_lines)
+        rows = read_store(settings.paths.issues, now)
+    except PremathError:
+        return []
+    released = []
+    for issue_id, row in sorted(rows.items()):
+        lease = row.get("lease")
+        owner = lease["owner"] if lease is not None else None
+        if owner is None or owner not in worker_ids:
+            continue
+        try:
+            release_lease(settings.paths.issues, issue_id, owner, now=now, timeout_s=timeout_s)
+        except PremathError:
+            continue
+        released.append(issue_id)
+    return released
+
+
+def _reap_orphaned_commands(steps_dir: str, worker_ids: Sequence[str]) -> None:
+    """Kill the command groups of workers that were killed before they could (their group
+    tickets outlive them; a finished command's ticket is already gone)."""
+    for worker_id in worker_ids:
+        for ticket in Path(steps_dir).glob(f"{glob.escape(worker_id)}.*/attempt-*/*.group"):
+            reap_group_ticket(ticket)
 
 
 def run_coordinator(
@@ -195,117 +313,84 @@ def run_coordinator(
     *,
     now: Callable[[], datetime],
     report: Report = lambda _line: None,
+    lock_timeout_s: float = 10.0,
 ) -> CoordinatorReport:
+    """Rounds until nothing is ready, a worker fails, the rounds run out, or an interrupt."""
+    stop = threading.Event()
     result = CoordinatorReport()
-    limit = cfg.max_parallel or len(cfg.worktrees)
+    run_dir = _run_dir(cfg.log_root, now())
+    result.log_dir = str(run_dir)
+    report(f"[coordinator] worker logs: {run_dir}")
+    started: list[str] = []
+
+    def interrupted() -> None:
+        """At once, from the signal handler: every running worker gets SIGTERM now, before it
+        can close another issue; `stop` then keeps new rounds from starting."""
+        stop.set()
+        for ticket in run_dir.glob("round-*/*.group"):
+            signal_group_ticket(ticket, signal.SIGTERM)
+
+    with on_stop_signals(interrupted):
+        _rounds(cfg, result, run_dir, stop, started, now, report)
+        if stop.is_set():
+            result.exit_code, result.stopped_reason = 1, "interrupted"
+            _reap_orphaned_commands(cfg.settings.paths.steps_dir, started)
+            result.released_lease_issue_ids = release_held_leases(
+                cfg.settings, started, now(), lock_timeout_s
+            )
+            report(
+                "[coordinator] interrupted: workers stopped, leases given back "
+                f"({', '.join(result.released_lease_issue_ids) or 'none left held'})"
+            )
+    return result
+
+
+def _rounds(
+    cfg: CoordinatorConfig,
+    result: CoordinatorReport,
+    run_dir: Path,
+    stop: threading.Event,
+    started: list[str],
+    now: Callable[[], datetime],
+    report: Report,
+) -> None:
     for round_no in range(1, cfg.rounds + 1):
-        cycle = active_cycle(cfg.issues_path, now())
+        if stop.is_set():
+            return
+        cycle = active_cycle(cfg.settings.paths.issues, now())
         if cycle is not None:
             report(f"[coordinator] dependency cycle in the active scope: {' -> '.join(cycle)}")
             result.exit_code, result.stopped_reason = 1, "dependency_cycle"
-            return result
-        ready = ready_count(cfg.issues_path, now())
+            return
+        ready = ready_count(cfg.settings.paths.issues, now())
         report(f"[coordinator] round={round_no} ready={ready}")
         if ready == 0:
             result.stopped_reason = "no_ready_issue"
-            return result
+            return
         slots = list(enumerate(cfg.worktrees, start=1))[: max(1, min(ready, len(cfg.worktrees)))]
-        with ThreadPoolExecutor(max_workers=max(1, min(limit, len(slots)))) as pool:
-            futures = [
-                pool.submit(_run_worker, cfg, round_no, f"{cfg.worker_prefix}.{k}", worktree)
-                for k, worktree in slots
-            ]
-            runs = [future.result() for future in futures]
-        for run in runs:
-            for line in run.stderr_lines:
-                report(line)
+        specs = []
+        for k, worktree in slots:
+            worker_id = f"{cfg.worker_prefix}.{k}"
+            specs.append(
+                WorkerSpec(
+                    worker_id=worker_id,
+                    worktree=worktree,
+                    max_steps=cfg.max_steps_per_worker,
+                    continue_on_failure=cfg.continue_on_failure,
+                    settings=cfg.settings.for_worker(worker_id),
+                )
+            )
+            started.append(worker_id)
+        runs = _run_round(cfg, specs, run_dir / f"round-{round_no}", stop, report)
         result.rounds.append(
             {"round": round_no, "ready": ready, "workers": [run.to_document() for run in runs]}
         )
+        if stop.is_set():
+            return
         failing = [run.exit_code for run in runs if run.exit_code != 0]
         if failing:
             result.exit_code = max(failing)
             if not cfg.continue_on_failure:
                 result.stopped_reason = "worker_failed"
-                return result
+                return
     result.stopped_reason = "rounds_exhausted"
-    return result
-
-
-_PASSED_THROUGH = (
-    ("lease_ttl_seconds", "--lease-ttl-seconds"),
-    ("work_cmd", "--work-cmd"),
-    ("verify_cmd", "--verify-cmd"),
-    ("verify_witness", "--verify-witness"),
-    ("witness_ref_prefix", "--witness-ref-prefix"),
-    ("mutation_mode", "--mutation-mode"),
-    ("override_reason", "--override-reason"),
-    ("policy_path", "--policy"),
-    ("command_timeout_seconds", "--command-timeout-seconds"),
-    ("output_cap_bytes", "--output-cap-bytes"),
-    ("backoff_scale", "--backoff-scale"),
-)
-
-
-def build_coordinator_config(
-    options: dict[str, Any], env_worktrees: str | None
-) -> CoordinatorConfig:
-    """Check everything a worker would refuse (exit 2) once, before any process starts."""
-    from premath.harness.loop_config import (
-        DEFAULT_VERIFY_CMD,
-        DEFAULT_WITNESS_PREFIX,
-        DEFAULT_WORK_CMD,
-        VERIFY_CMD_ENV,
-        WITNESS_PREFIX_ENV,
-        WORK_CMD_ENV,
-        LoopPaths,
-        env_or,
-        make_worker_config,
-    )
-
-    worktrees = resolve_worktrees(options["worktrees"], env_worktrees)
-    prefix = options["worker_prefix"].strip()
-    if not prefix or "/" in prefix:
-        raise InvalidUsage("--worker-prefix must be non-empty and contain no '/'")
-    resolved = dict(options)
-    resolved["work_cmd"] = env_or(options["work_cmd"], WORK_CMD_ENV, DEFAULT_WORK_CMD)
-    resolved["verify_cmd"] = env_or(options["verify_cmd"], VERIFY_CMD_ENV, DEFAULT_VERIFY_CMD)
-    resolved["witness_ref_prefix"] = env_or(
-        options["witness_ref_prefix"], WITNESS_PREFIX_ENV, DEFAULT_WITNESS_PREFIX
-    )
-    if options["policy_path"]:
-        resolved["policy_path"] = os.path.abspath(options["policy_path"])
-    paths = LoopPaths.from_options(options)
-    make_worker_config(
-        worker_id=f"{prefix}.1",
-        repo_root=paths.repo_root,
-        worktree=worktrees[0],
-        work_cmd=resolved["work_cmd"],
-        verify_cmd=resolved["verify_cmd"],
-        mutation_mode=options["mutation_mode"],
-        override_reason=options["override_reason"],
-        policy_path=options["policy_path"],
-        lease_ttl_s=options["lease_ttl_seconds"],
-        command_timeout_s=options["command_timeout_seconds"],
-    )
-    passed: list[str] = []
-    for key, flag in _PASSED_THROUGH:
-        value = resolved.get(key)
-        if value is not None and value != "":
-            passed += [flag, str(value)]
-    return CoordinatorConfig(
-        repo_root=paths.repo_root,
-        issues_path=paths.issues,
-        session_path=paths.session,
-        ledger_path=paths.ledger,
-        trajectory_path=paths.trajectory,
-        worktrees=worktrees,
-        rounds=options["rounds"],
-        worker_prefix=prefix,
-        max_steps_per_worker=options["max_steps_per_worker"],
-        max_parallel=options["max_parallel"],
-        continue_on_failure=options["continue_on_failure"],
-        worker_options=tuple(passed),
-        pass_env=tuple(options["pass_env"]),
-        worker_timeout_s=options.get("worker_timeout_seconds"),
-    )

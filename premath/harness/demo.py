@@ -14,7 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from premath.models.vocabulary import DEFAULT_ISSUES_PATH
+from premath.errors import InvalidUsage
+from premath.harness.coordinator import WorkerCommand
 
 SAMPLE_ISSUES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("demo-1", "Parse the configuration file", ()),
@@ -68,49 +69,69 @@ def write_sample_issues(issues_path: str, now: datetime, timeout_s: float) -> in
     return len(SAMPLE_ISSUES)
 
 
-def run_demo(now: Callable[[], datetime], lock_timeout_s: float) -> dict[str, Any]:
-    """Run the sample coordinator in a temporary folder; return its summary and the KPI."""
+def run_demo(
+    now: Callable[[], datetime],
+    lock_timeout_s: float,
+    worker_command: WorkerCommand,
+    keep: str | None = None,
+) -> dict[str, Any]:
+    """Run the sample coordinator in a temporary folder (or `keep`, left in place afterwards);
+    return its summary and the KPI."""
+    if keep is None:
+        with tempfile.TemporaryDirectory(prefix="premath-demo-") as folder:
+            return _run_in(Path(folder), now, lock_timeout_s, worker_command, kept=False)
+    kept = Path(keep)
+    if kept.exists() and any(kept.iterdir()):
+        raise InvalidUsage(f"--keep {keep}: the folder must be new or empty")
+    kept.mkdir(parents=True, exist_ok=True)
+    return _run_in(kept.resolve(), now, lock_timeout_s, worker_command, kept=True)
+
+
+def _run_in(
+    root: Path,
+    now: Callable[[], datetime],
+    lock_timeout_s: float,
+    worker_command: WorkerCommand,
+    *,
+    kept: bool,
+) -> dict[str, Any]:
     from premath.harness.coordinator import CoordinatorConfig, run_coordinator
     from premath.harness.kpi import kpi_report
+    from premath.harness.loop_config import LoopPaths, WorkerSettings
     from premath.issues.memory import check
 
     python = shlex.quote(sys.executable)
     lines: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="premath-demo-") as folder:
-        root = Path(folder)
-        issues = str(root / DEFAULT_ISSUES_PATH)
-        count = write_sample_issues(issues, now(), lock_timeout_s)
-        worktrees = []
-        for name in ("w1", "w2"):
-            (root / name).mkdir()
-            worktrees.append(str(root / name))
-        work_cmd = f"{python} -c {shlex.quote(WORK_SNIPPET)}"
-        verify_cmd = f"{python} -c {shlex.quote(VERIFY_SNIPPET)}"
-        cfg = CoordinatorConfig(
-            repo_root=folder,
-            issues_path=issues,
-            session_path=str(root / ".premath" / "harness_session.json"),
-            ledger_path=str(root / ".premath" / "harness_feature_ledger.json"),
-            trajectory_path=str(root / ".premath" / "harness_trajectory.jsonl"),
-            worktrees=tuple(worktrees),
-            rounds=len(SAMPLE_ISSUES),
-            worker_prefix="worker",
-            max_steps_per_worker=len(SAMPLE_ISSUES),
-            worker_options=("--work-cmd", work_cmd, "--verify-cmd", verify_cmd),
-        )
-        outcome = run_coordinator(cfg, now=now, report=lines.append)
-        kpi = kpi_report(
-            trajectory_path=cfg.trajectory_path,
-            session_path=cfg.session_path,
-            issues_path=issues,
-        )
-        graph = check(issues, now=now(), note_warn_threshold=2000)
+    paths = LoopPaths.resolve(str(root))
+    count = write_sample_issues(paths.issues, now(), lock_timeout_s)
+    worktrees = []
+    for name in ("w1", "w2"):
+        (root / name).mkdir()
+        worktrees.append(str(root / name))
+    settings = WorkerSettings(
+        paths=paths,
+        work_cmd=f"{python} -c {shlex.quote(WORK_SNIPPET)}",
+        verify_cmd=f"{python} -c {shlex.quote(VERIFY_SNIPPET)}",
+    )
+    cfg = CoordinatorConfig(
+        settings=settings,
+        worktrees=tuple(worktrees),
+        worker_command=worker_command,
+        rounds=len(SAMPLE_ISSUES),
+        max_steps_per_worker=len(SAMPLE_ISSUES),
+    )
+    outcome = run_coordinator(cfg, now=now, report=lines.append, lock_timeout_s=lock_timeout_s)
+    kpi = kpi_report(
+        trajectory_path=paths.trajectory, session_path=paths.session, issues_path=paths.issues
+    )
+    graph = check(paths.issues, now=now(), note_warn_threshold=2000)
     coordinator = outcome.to_document()
     coordinator.pop("rounds")
     return {
         "action": "demo",
         "sampleIssueCount": count,
         "workerCount": len(worktrees),
+        "folder": str(root) if kept else None,
         "coordinator": coordinator,
         "issueCheck": "accepted" if graph.accepted else "rejected",
         "progress": lines,
@@ -118,15 +139,58 @@ def run_demo(now: Callable[[], datetime], lock_timeout_s: float) -> dict[str, An
     }
 
 
-def demo_text(document: dict[str, Any]) -> str:
+_INTERNAL_LINES = (" override policy ", "[coordinator] worker logs: ")
+
+
+def demo_text(document: dict[str, Any], verbose: bool = False) -> str:
+    """What happened, in words; the KPI explained; what to try next (divergence-free: ours)."""
     from premath.harness.kpi import kpi_text
 
-    coordinator = document["coordinator"]
-    head = [
-        f"premath demo: {document['workerCount']} workers, {document['sampleIssueCount']} sample "
-        f"issues, in a temporary folder",
-        *document["progress"],
-        f"[coordinator] rounds={coordinator['roundCount']} closed={coordinator['closedCount']} "
-        f"failed={coordinator['failedCount']}; issue check: {document['issueCheck']}",
+    coordinator, kpi = document["coordinator"], document["kpi"]
+    ratios, counts = kpi["ratios"], kpi["counts"]
+    progress = [
+        line
+        for line in document["progress"]
+        if verbose or not any(marker in line for marker in _INTERNAL_LINES)
     ]
-    return "\n".join([*head, kpi_text(document["kpi"])])
+    where = f"in {document['folder']} (kept)" if document["folder"] else "in a temporary folder"
+    lines = [
+        f"premath demo: {document['sampleIssueCount']} sample issues with dependencies, "
+        f"{document['workerCount']} workers running in parallel, {where}.",
+        "Each worker claims a ready issue under a lease, runs a work command and a verify "
+        "command, passes the join gate, then closes the issue; blocked issues wait for their "
+        "blockers.",
+        "",
+        *progress,
+        "",
+        f"Result: {coordinator['closedCount']} of {document['sampleIssueCount']} issues closed, "
+        f"{coordinator['failedCount']} failed, in {coordinator['roundCount']} rounds "
+        f"(stopped: {coordinator['stoppedReason']}); the issue graph check says "
+        f"{document['issueCheck']}.",
+        "",
+        kpi_text(kpi),
+        "",
+        "What the KPI numbers mean:",
+        f"  rows={counts['windowRows']} steps recorded in the trajectory, "
+        f"completed={counts['completedRows']} of them closed their issue, "
+        f"workers={counts['activeWorkers']} distinct workers.",
+        f"  pass_rate={ratios['gatePassRate']}: the share of steps that passed verification "
+        "and the gate.",
+        f"  throughput_per_worker_day={ratios['throughputPerWorkerPerDay']}: issues closed per "
+        "worker per day of the window.",
+        f"  kpi={ratios['kpi']}: throughput per worker-day times the pass rate; at or above "
+        f"target={kpi['thresholds']['targetKpi']} the decision is pass, below "
+        f"rollback={kpi['thresholds']['rollbackKpi']} rollback, in between watch "
+        f"(here: {kpi['decision']['state']}).",
+        "",
+        "Try it in your own repository:",
+        '  premath issue add "Fix the parser" --description $\'Acceptance:\\n- parses\\n'
+        "Verification: `pytest -q`'",
+        "  premath harness step --worker-id me --work-cmd 'your fix command' --json",
+        "  premath harness-loop coordinator --worktree . --rounds 5 --work-cmd '...'",
+    ]
+    if document["folder"]:
+        lines.append(f"The demo's files are in {document['folder']} (.premath/ holds the record).")
+    elif not verbose:
+        lines.append("Run `premath demo -v` for every line, `--keep DIR` to keep the files.")
+    return "\n".join(lines)

@@ -11,13 +11,13 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from premath.errors import InputInvalid
 from premath.harness.refs import stable_hash
 from premath.harness.retry import PolicyDecision, decide
 from premath.models.retry_policy import RetryDecision, RetryPolicy
+from premath.store.files import read_bounded
 
 ESCALATION_TITLE_PREFIX = "[HarnessEscalation]"
 ACTIVE_ISSUE_ENV_KEYS = ("PREMATH_ACTIVE_ISSUE_ID", "PREMATH_ISSUE_ID")
@@ -128,8 +128,8 @@ def resolve_active_issue(
         import orjson
 
         try:
-            session = orjson.loads(Path(path).read_bytes())
-        except OSError as exc:
+            session = orjson.loads(read_bounded(path))
+        except (OSError, InputInvalid) as exc:
             raise EscalationError("escalation_session_read_failed", f"{path}: {exc}") from exc
         except orjson.JSONDecodeError as exc:
             raise EscalationError("escalation_session_invalid", f"{path}: {exc}") from exc

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from premath.errors import InputInvalid
-from premath.harness.artifact_io import load_artifact
+from premath.harness.artifact_io import load_artifact, save_artifact
 from premath.models.feature_ledger import (
     CHECK_KIND,
     FEATURE_STATUSES,
@@ -19,8 +19,6 @@ from premath.models.feature_ledger import (
     parse_ledger,
     row_in_field_order,
 )
-from premath.store.atomic import write_atomic
-from premath.store.canonical import document_bytes
 from premath.store.locks import artifact_lock
 from premath.text import clean_optional, normalize_refs, rust_trim
 from premath.timefmt import format_seconds_z
@@ -278,7 +276,7 @@ def write_feature(
                 f"refusing to write harness feature ledger {path}: the result would be rejected "
                 f"by `harness-feature check` ({classes}); fix the ledger or the row, then retry"
             )
-        write_atomic(path, document_bytes(ledger))
+        save_artifact(path, ledger, write_prefix=f"failed to write harness feature ledger {path}: ")
     return {
         "action": "harness-feature.write",
         "featureId": wanted_id,

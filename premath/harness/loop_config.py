@@ -5,14 +5,15 @@ paths or reads the environment itself. specs/harness-loop.md "Options".
 """
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from premath.harness.lane import MutationAuthority
+from premath.errors import InvalidUsage
+from premath.harness.lane import MutationAuthority, resolve_mutation_authority
 from premath.models.retry_policy import RetryPolicy
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
+from premath.runner.process import passed_env
 
 DEFAULT_SESSION_PATH = ".premath/harness_session.json"
 DEFAULT_LEDGER_PATH = ".premath/harness_feature_ledger.json"
@@ -69,16 +70,10 @@ class LoopPaths:
             join_witness_dir=os.path.join(premath_dir, "join-witnesses"),
         )
 
-    @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> "LoopPaths":
-        """From the memory-path options every loop command shares (`--repo-root`, ...)."""
-        return cls.resolve(
-            options["repo_root"],
-            issues=options["issues_path"],
-            session=options["session_path"],
-            ledger=options["feature_ledger_path"],
-            trajectory=options["trajectory_path"],
-        )
+    def relative(self, path: str) -> str:
+        """`path` as committed artifacts name it (divergence D16-7): relative to the repository
+        root and `/`-separated, so the same run committed from two machines is the same bytes."""
+        return Path(os.path.relpath(path, self.repo_root)).as_posix()
 
     def for_worker(self, worker_id: str) -> "LoopPaths":
         """Session and ledger of one worker among many (D5-11: the reference's workers shared
@@ -97,6 +92,66 @@ def per_worker_path(path: str, worker_id: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    """What every worker of one loop shares, checked when built: a refused value is a usage
+    error (exit 2) before any step or worker process starts. Environment fallbacks
+    (`PREMATH_WORK_CMD`, ...) are resolved here, so a coordinator hands its workers final values.
+    """
+
+    paths: LoopPaths
+    work_cmd: str | None = None
+    verify_cmd: str | None = None
+    """None: each issue's own `Verification:` commands, else `DEFAULT_VERIFY_CMD`."""
+    verify_witness: str | None = None
+    """A witness file the verify command writes (relative to the worktree), classified too."""
+    witness_prefix: str | None = None
+    mutation_mode: str = ""
+    override_reason: str = ""
+    policy_path: str | None = None
+    lease_ttl_s: int = 3600
+    command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S
+    output_cap: int = DEFAULT_OUTPUT_CAP
+    backoff_scale: float = 1.0
+    pass_env: tuple[str, ...] = ()
+    host_action_transport: str | None = None
+    """`mcp`: lease recovery after a failure goes through the transport dispatch (D5-12)."""
+    authority: MutationAuthority = field(init=False)
+    policy: RetryPolicy = field(init=False)
+
+    def __post_init__(self) -> None:
+        from premath.harness.retry import load_retry_policy
+        from premath.issues.leases import MAX_TTL_SECONDS, MIN_TTL_SECONDS
+
+        if not MIN_TTL_SECONDS <= self.lease_ttl_s <= MAX_TTL_SECONDS:
+            raise InvalidUsage(
+                f"--lease-ttl-seconds must be in range [{MIN_TTL_SECONDS}, {MAX_TTL_SECONDS}] "
+                f"(got {self.lease_ttl_s})"
+            )
+        if self.command_timeout_s <= 0:
+            raise InvalidUsage("--command-timeout-seconds must be > 0")
+        passed_env(self.pass_env)  # refuses PREMATH_* names now, not at the first step
+        policy_path = os.path.abspath(self.policy_path) if self.policy_path else None
+        resolved: dict[str, Any] = {
+            "work_cmd": env_or(self.work_cmd, WORK_CMD_ENV, DEFAULT_WORK_CMD),
+            "verify_cmd": self.verify_cmd or os.environ.get(VERIFY_CMD_ENV) or None,
+            "verify_witness": self.verify_witness or None,
+            "witness_prefix": env_or(
+                self.witness_prefix, WITNESS_PREFIX_ENV, DEFAULT_WITNESS_PREFIX
+            ),
+            "policy_path": policy_path,
+            "pass_env": tuple(self.pass_env),
+            "authority": resolve_mutation_authority(self.mutation_mode, self.override_reason),
+            "policy": load_retry_policy(policy_path),
+        }
+        for name, value in resolved.items():
+            object.__setattr__(self, name, value)
+
+    def for_worker(self, worker_id: str) -> "WorkerSettings":
+        """The same settings with this worker's own session and ledger (D5-11)."""
+        return replace(self, paths=self.paths.for_worker(worker_id))
+
+
+@dataclass(frozen=True, slots=True)
 class WorkerConfig:
     worker_id: str
     worktree: str
@@ -105,7 +160,8 @@ class WorkerConfig:
     policy: RetryPolicy
     work_cmd: str | None
     """None: the agent did the work itself (`harness complete`); only verify runs."""
-    verify_cmd: str
+    verify_cmd: str | None
+    """None: each issue's own `Verification:` commands, else `DEFAULT_VERIFY_CMD`."""
     verify_witness: str | None = None
     """A witness file the verify command writes (relative to the worktree), classified too."""
     witness_prefix: str = DEFAULT_WITNESS_PREFIX
@@ -126,6 +182,50 @@ def env_or(value: str | None, env_name: str, default: str) -> str:
     return os.environ.get(env_name) or default
 
 
+def checked_worker_id(worker_id: str) -> str:
+    """A worker id names files (`harness_session.<id>.json`): non-empty, no path separators."""
+    cleaned = worker_id.strip()
+    if not cleaned:
+        raise InvalidUsage(f"--worker-id is required (or set {WORKER_ID_ENV})")
+    if any(ch in cleaned for ch in "/\\") or cleaned in (".", ".."):
+        raise InvalidUsage(f"--worker-id must not contain path separators (got {worker_id!r})")
+    return cleaned
+
+
+def worker_config(
+    settings: WorkerSettings,
+    *,
+    worker_id: str,
+    worktree: str = ".",
+    lock_timeout_s: float = 10.0,
+    agent_did_work: bool = False,
+) -> WorkerConfig:
+    """One worker's config from the loop's settings: its id and worktree checked (exit 2)."""
+    cleaned = checked_worker_id(worker_id)
+    worktree_abs = os.path.abspath(worktree)
+    if not os.path.isdir(worktree_abs):
+        raise InvalidUsage(f"worktree is not a directory: {worktree_abs}")
+    assert settings.witness_prefix is not None  # resolved when the settings were built
+    return WorkerConfig(
+        worker_id=cleaned,
+        worktree=worktree_abs,
+        paths=settings.paths,
+        authority=settings.authority,
+        policy=settings.policy,
+        work_cmd=None if agent_did_work else settings.work_cmd,
+        verify_cmd=settings.verify_cmd,
+        verify_witness=settings.verify_witness,
+        witness_prefix=settings.witness_prefix,
+        lease_ttl_s=settings.lease_ttl_s,
+        command_timeout_s=settings.command_timeout_s,
+        output_cap=settings.output_cap,
+        backoff_scale=settings.backoff_scale,
+        lock_timeout_s=lock_timeout_s,
+        pass_env=settings.pass_env,
+        host_action_transport=settings.host_action_transport,
+    )
+
+
 def make_worker_config(
     *,
     worker_id: str,
@@ -135,64 +235,23 @@ def make_worker_config(
     session_path: str = DEFAULT_SESSION_PATH,
     ledger_path: str = DEFAULT_LEDGER_PATH,
     trajectory_path: str = DEFAULT_TRAJECTORY_PATH,
-    work_cmd: str | None = None,
-    verify_cmd: str | None = None,
-    verify_witness: str | None = None,
-    witness_prefix: str | None = None,
-    mutation_mode: str | None = None,
-    override_reason: str | None = None,
-    policy_path: str | None = None,
-    lease_ttl_s: int = 3600,
-    command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S,
-    output_cap: int = DEFAULT_OUTPUT_CAP,
-    backoff_scale: float = 1.0,
     lock_timeout_s: float = 10.0,
-    pass_env: tuple[str, ...] = (),
     agent_did_work: bool = False,
-    host_action_transport: str | None = None,
+    **settings: Any,
 ) -> WorkerConfig:
-    """Check the options the reference checks before any step (exit 2) and resolve the rest."""
-    from premath.errors import InvalidUsage
-    from premath.harness.lane import resolve_mutation_authority
-    from premath.harness.retry import load_retry_policy
-    from premath.issues.leases import MAX_TTL_SECONDS, MIN_TTL_SECONDS
-
-    cleaned = worker_id.strip()
-    if not cleaned:
-        raise InvalidUsage(f"--worker-id is required (or set {WORKER_ID_ENV})")
-    if any(ch in cleaned for ch in "/\\") or cleaned in (".", ".."):
-        raise InvalidUsage(f"--worker-id must not contain path separators (got {worker_id!r})")
-    if not MIN_TTL_SECONDS <= lease_ttl_s <= MAX_TTL_SECONDS:
-        raise InvalidUsage(
-            f"--lease-ttl-seconds must be in range [{MIN_TTL_SECONDS}, {MAX_TTL_SECONDS}] "
-            f"(got {lease_ttl_s})"
-        )
-    if command_timeout_s <= 0:
-        raise InvalidUsage("--command-timeout-seconds must be > 0")
-    worktree_abs = os.path.abspath(worktree)
-    if not os.path.isdir(worktree_abs):
-        raise InvalidUsage(f"worktree is not a directory: {worktree_abs}")
-    return WorkerConfig(
-        worker_id=cleaned,
-        worktree=worktree_abs,
-        paths=LoopPaths.resolve(
-            repo_root,
-            issues=issues_path,
-            session=session_path,
-            ledger=ledger_path,
-            trajectory=trajectory_path,
-        ),
-        authority=resolve_mutation_authority(mutation_mode, override_reason),
-        policy=load_retry_policy(policy_path),
-        work_cmd=None if agent_did_work else env_or(work_cmd, WORK_CMD_ENV, DEFAULT_WORK_CMD),
-        verify_cmd=env_or(verify_cmd, VERIFY_CMD_ENV, DEFAULT_VERIFY_CMD),
-        verify_witness=verify_witness or None,
-        witness_prefix=env_or(witness_prefix, WITNESS_PREFIX_ENV, DEFAULT_WITNESS_PREFIX),
-        lease_ttl_s=lease_ttl_s,
-        command_timeout_s=command_timeout_s,
-        output_cap=output_cap,
-        backoff_scale=backoff_scale,
+    """A worker config from plain keywords (library callers and tests); `settings` are
+    `WorkerSettings` fields."""
+    paths = LoopPaths.resolve(
+        repo_root,
+        issues=issues_path,
+        session=session_path,
+        ledger=ledger_path,
+        trajectory=trajectory_path,
+    )
+    return worker_config(
+        WorkerSettings(paths=paths, **settings),
+        worker_id=worker_id,
+        worktree=worktree,
         lock_timeout_s=lock_timeout_s,
-        pass_env=pass_env,
-        host_action_transport=host_action_transport,
+        agent_did_work=agent_did_work,
     )

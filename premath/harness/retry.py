@@ -31,6 +31,7 @@ from premath.models.retry_policy import (
     RetryRule,
 )
 from premath.store.canonical import digest_input
+from premath.store.files import read_bounded
 
 DEFAULT_POLICY_PATH = "policies/control/harness-retry-policy-v1.json"
 BUILTIN_POLICY_PATH = (
@@ -181,7 +182,9 @@ def load_retry_policy(path: str | None = None) -> RetryPolicy:
     """The policy at `path` (see `resolve_policy_path`), checked."""
     resolved = resolve_policy_path(path)
     try:
-        data = Path(resolved).read_bytes()
+        data = read_bounded(resolved)
+    except InputInvalid as exc:
+        raise RetryPolicyInvalid("retry_policy_io_error", exc.message) from None
     except FileNotFoundError as exc:
         raise RetryPolicyInvalid(
             "retry_policy_missing", f"retry policy not found: {resolved}"
@@ -249,10 +252,10 @@ def failure_classes_from_witness_payload(payload: Any) -> tuple[str, ...]:
 
 def failure_classes_from_witness_path(path: str | os.PathLike[str]) -> tuple[str, ...]:
     try:
-        data = Path(path).read_bytes()
+        data = read_bounded(path)
     except FileNotFoundError:
         return ("pipeline_missing_witness",)
-    except OSError:
+    except (OSError, InputInvalid):
         return ("pipeline_witness_io_error",)
     try:
         payload = orjson.loads(data)

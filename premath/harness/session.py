@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from premath.harness.artifact_io import load_artifact
+from premath.harness.artifact_io import load_artifact, save_artifact
 from premath.models.session import (
     BOOTSTRAP_KIND,
     SESSION_KIND,
@@ -16,8 +16,6 @@ from premath.models.session import (
     parse_session,
 )
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
-from premath.store.atomic import write_atomic
-from premath.store.canonical import document_bytes
 from premath.store.locks import artifact_lock
 from premath.text import clean_optional, id_token, normalize_refs, rust_trim
 from premath.timefmt import format_seconds_z, session_stamp
@@ -60,8 +58,12 @@ def write_session(
     witness_refs: tuple[str, ...] = (),
     lineage_refs: tuple[str, ...] = (),
     issues_path: str = DEFAULT_ISSUES_PATH,
+    recorded_issues_path: str | None = None,
 ) -> dict[str, Any]:
     """Create or update the session and return it as written.
+
+    The snapshot ref is taken of the store at `issues_path`; the session names it as
+    `recorded_issues_path` when given (the loop's repository-relative form, D16-7).
 
     A `None` text option or an empty ref tuple means "not given": the existing value is kept
     verbatim. A given blank text clears the field; a given ref list replaces the old one
@@ -80,7 +82,9 @@ def write_session(
             "startedAt": existing.get("startedAt", stamp),
             "updatedAt": stamp,
             "stoppedAt": stamp if state == "stopped" else None,
-            "issuesPath": resolved_issues_path,
+            "issuesPath": resolved_issues_path
+            if recorded_issues_path is None
+            else recorded_issues_path,
             "issuesSnapshotRef": issues_snapshot_ref(resolved_issues_path),
         }
         for name, given in (("issueId", issue_id), ("summary", summary), ("nextStep", next_step)):
@@ -97,7 +101,9 @@ def write_session(
             or generate_session_id(now, fields["issueId"])
         )
         session = in_field_order(fields)
-        write_atomic(path, document_bytes(session))
+        save_artifact(
+            path, session, write_prefix=f"failed to write harness session artifact {path}: "
+        )
     return session
 
 

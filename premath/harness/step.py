@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from premath.clock import Clock
-from premath.errors import InputInvalid, LeaseRefused, NotFound, PremathError
+from premath.errors import InputInvalid, Interrupted, LeaseRefused, NotFound, PremathError
 from premath.harness.commands import CommandRun, command_env, failure_classes_of, run_command
 from premath.harness.escalation import EscalationResult, escalate
 from premath.harness.feature_ledger import load_ledger, read_prefix, write_feature
@@ -42,7 +42,7 @@ from premath.harness.join.check import evaluate_join_check
 from premath.harness.join.mutation_ready import mutation_ready
 from premath.harness.join.step_evidence import join_check_input
 from premath.harness.join.witness import join_witness_path, write_join_witness
-from premath.harness.loop_config import WorkerConfig
+from premath.harness.loop_config import DEFAULT_VERIFY_CMD, WorkerConfig
 from premath.harness.refs import lineage_refs, policy_ref, step_id, witness_ref
 from premath.harness.retry import (
     backoff_delay_s,
@@ -77,6 +77,10 @@ class Claim:
     policy_ref: str
     started_at: str
     summary: str
+    issue: dict[str, Any] = field(default_factory=dict)
+    """The claimed issue whole (`issue show`'s item): the agent reads its work here."""
+    verify_cmd: str = DEFAULT_VERIFY_CMD
+    """`--verify-cmd`, else the issue's own verification commands, else the default."""
 
 
 @dataclass(slots=True)
@@ -155,16 +159,39 @@ class StepReport:
         }
 
 
+def claimed_issue(cfg: WorkerConfig, issue_id: str, now: datetime) -> dict[str, Any]:
+    """The claimed issue as `issue show` prints it ({} if it vanished since the claim)."""
+    from premath.issues.memory import read_store
+    from premath.issues.show import issue_detail
+
+    try:
+        return issue_detail(read_store(cfg.paths.issues, now), issue_id, now)
+    except NotFound:
+        return {}
+
+
+def verify_command(cfg: WorkerConfig, issue: dict[str, Any]) -> str:
+    """`--verify-cmd`; else the issue's own `Verification:` commands, all of them (divergence
+    D16-1: the reference always ran `mise run ci-check`); else that default."""
+    from premath.issues.check import verification_commands
+
+    if cfg.verify_cmd is not None:
+        return cfg.verify_cmd
+    own = verification_commands(issue.get("description", ""))
+    return " && ".join(own) if own else DEFAULT_VERIFY_CMD
+
+
 def _claim(
     cfg: WorkerConfig, issue_id: str, lease_id: str | None, index: int, now: datetime
 ) -> Claim:
     authority = cfg.authority
+    paths = cfg.paths
     refs = lineage_refs(
         issue_id,
         cfg.worker_id,
-        repo_root=cfg.paths.repo_root,
-        issues_path=cfg.paths.issues,
-        worktree=cfg.worktree,
+        repo_root=".",
+        issues_path=paths.relative(paths.issues),
+        worktree=paths.relative(cfg.worktree),
         mutation_mode=authority.mode,
         active_epoch=authority.active_epoch,
         support_until=authority.support_until,
@@ -179,8 +206,10 @@ def _claim(
         step_index=index,
     )
     summary = (
-        f"worker={cfg.worker_id} claimed={issue_id} worktree={cfg.worktree} {authority.describe()}"
+        f"worker={cfg.worker_id} claimed={issue_id} worktree={paths.relative(cfg.worktree)} "
+        f"{authority.describe()}"
     )
+    issue = claimed_issue(cfg, issue_id, now)
     return Claim(
         issue_id=issue_id,
         lease_id=lease_id,
@@ -190,6 +219,8 @@ def _claim(
         policy_ref=audit,
         started_at=format_seconds_z(now),
         summary=summary,
+        issue=issue,
+        verify_cmd=verify_command(cfg, issue),
     )
 
 
@@ -226,8 +257,10 @@ def claim_for_agent(cfg: WorkerConfig, step_index: int, clock: Clock) -> dict[st
         lineageRefs=list(claim.lineage_refs),
         policyRef=claim.policy_ref,
         sessionPath=cfg.paths.session,
+        issue=claim.issue,
+        verifyCmd=claim.verify_cmd,
         nextStep=f"do the work on {claim.issue_id}, then: premath harness complete "
-        f"--worker-id {cfg.worker_id} --issue-id {claim.issue_id} --verify-cmd '...'",
+        f"--worker-id {cfg.worker_id} --issue-id {claim.issue_id}",
     )
     return document
 
@@ -281,6 +314,7 @@ def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
         next_step=NEXT_STEP_ACTIVE,
         lineage_refs=claim.lineage_refs,
         issues_path=paths.issues,
+        recorded_issues_path=paths.relative(paths.issues),
     )
     write_feature(
         paths.ledger,
@@ -288,7 +322,7 @@ def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
         status="in_progress",
         issue_id=claim.issue_id,
         summary=claim.summary,
-        session_ref=paths.session,
+        session_ref=paths.relative(paths.session),
         now=now,
         lock_timeout_s=cfg.lock_timeout_s,
     )
@@ -314,7 +348,7 @@ def _run_commands(cfg: WorkerConfig, claim: Claim, attempt: int, clock: Clock) -
         "PREMATH_REPO_ROOT": cfg.paths.repo_root,
     }
     env = command_env(context, cfg.pass_env)
-    commands = [("work", cfg.work_cmd), ("verify", cfg.verify_cmd)]
+    commands = [("work", cfg.work_cmd), ("verify", claim.verify_cmd)]
     with lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.lease_ttl_s / 3):
         return [
             run_command(
@@ -377,12 +411,13 @@ def _gate(
         runs=typed,
         mutation_policy_digest=claim.policy_ref,
         governance_policy_digest=cfg.policy.policy_digest,
-        session_refs=[cfg.paths.session],
-        trajectory_refs=[cfg.paths.trajectory],
+        session_refs=[cfg.paths.relative(cfg.paths.session)],
+        trajectory_refs=[cfg.paths.relative(cfg.paths.trajectory)],
     )
     result = evaluate_join_check(join_input)
     witness_path = write_join_witness(join_witness_path(result, cfg.paths.join_witness_dir), result)
     ready, ready_classes = mutation_ready(result, claim.policy_ref, witness_ref=witness_path)
+    witness_path = cfg.paths.relative(witness_path)
     return Attempt(
         number=number,
         runs=runs,
@@ -409,6 +444,8 @@ def _renew(cfg: WorkerConfig, claim: Claim, now: datetime) -> bool:
             timeout_s=cfg.lock_timeout_s,
             ttl_seconds=cfg.lease_ttl_s,
         )
+    except Interrupted:
+        raise
     except PremathError:
         return False
     return True
@@ -519,7 +556,7 @@ def _escalate(
         witness_ref=witness,
         now=now,
         timeout_s=cfg.lock_timeout_s,
-        verify_command=cfg.verify_cmd,
+        verify_command=claim.verify_cmd,
         holder=(cfg.worker_id, claim.lease_id),
     )
 
@@ -603,7 +640,8 @@ def _finish_failed(
 
 
 def _step_witness_path(cfg: WorkerConfig, claim: Claim) -> str:
-    return os.path.join(step_dir(cfg, claim), "step.json")
+    """The step witness as artifacts name it: relative to the repository root (D16-7)."""
+    return cfg.paths.relative(os.path.join(step_dir(cfg, claim), "step.json"))
 
 
 def _finish(
@@ -634,7 +672,7 @@ def _finish(
         transport_refs=transport_refs,
     )
     if report.step_witness_ref is not None:
-        _write_step_witness(report, report.step_witness_ref)
+        _write_step_witness(report, os.path.join(cfg.paths.repo_root, report.step_witness_ref))
     _record(cfg, report, clock.now())
     return report
 
@@ -715,7 +753,7 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         status=feature_status,
         issue_id=claim.issue_id,
         summary=feature_summary,
-        session_ref=cfg.paths.session,
+        session_ref=cfg.paths.relative(cfg.paths.session),
         verification_refs=(outcome_ref, handoff.lease_ref, *report.transport_refs),
         now=now,
         lock_timeout_s=cfg.lock_timeout_s,
@@ -731,6 +769,7 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         witness_refs=step_refs,
         lineage_refs=claim.lineage_refs,
         issues_path=cfg.paths.issues,
+        recorded_issues_path=cfg.paths.relative(cfg.paths.issues),
     )
 
 

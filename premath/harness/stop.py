@@ -117,6 +117,7 @@ def stop_worker(
         next_step=chosen_next,
         witness_refs=(handoff.lease_ref,),
         issues_path=paths.issues,
+        recorded_issues_path=paths.relative(paths.issues),
     )
     return {
         "action": "harness.stop",

@@ -12,9 +12,9 @@ one pass (a property test compares them). Fork only from a single-threaded proce
 cannot run or dies, this process scans the second half itself.
 """
 
+import functools
 import os
 import pickle
-import signal
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,7 +32,8 @@ from premath.models.trajectory import (
     step_order_fields,
 )
 from premath.store.documents import os_error_text
-from premath.store.forked_check import may_fork
+from premath.store.files import open_regular
+from premath.store.forked_check import forked_answer, may_fork
 from premath.store.jsonl import JsonlLine
 from premath.text import rust_trim
 
@@ -234,55 +235,35 @@ def _scan_second_half(
         raise _io_error(path, exc) from None
 
 
-def _run_child(
-    write_end: int, path: str, mode: QueryMode, limit: int, split: int, lines_before: int
-) -> None:
-    """The forked child: scan the second half, send the Selection (or our error), exit at once."""
-    status = 0
+def _second_half_payload(
+    path: str, mode: QueryMode, limit: int, split: int, lines_before: int
+) -> bytes:
+    """The forked child's answer: the second half's Selection, or our error, pickled."""
     try:
-        try:
-            outcome: Selection | PremathError = _scan_second_half(
-                path, mode, limit, split, lines_before
-            )
-        except PremathError as exc:
-            outcome = exc
-        with os.fdopen(write_end, "wb") as pipe:
-            pipe.write(pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL))
-    except BaseException:  # noqa: BLE001 - nothing may escape a forked child; the parent rescans
-        status = 1
-    finally:
-        os._exit(status)
+        outcome: Selection | PremathError = _scan_second_half(
+            path, mode, limit, split, lines_before
+        )
+    except PremathError as exc:
+        outcome = exc
+    return pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _select_in_two(
     path: str, mode: QueryMode, limit: int, split: int, lines_before: int
 ) -> Selection:
-    read_end, write_end = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(read_end)
-        os.close(write_end)
-        return _scan_whole(path, mode, limit)
-    if pid == 0:
-        os.close(read_end)
-        _run_child(write_end, path, mode, limit, split, lines_before)
-    os.close(write_end)
-    try:
-        with open(path, "rb") as handle:
-            first = _scan(path, islice(handle, lines_before), 1, mode, limit)
-    except BaseException:
-        os.kill(pid, signal.SIGKILL)
-        os.close(read_end)
-        os.waitpid(pid, 0)
-        raise
-    with os.fdopen(read_end, "rb") as pipe:
-        payload = pipe.read()
-    _, status = os.waitpid(pid, 0)
-    if status != 0 or not payload:
-        second: Selection | PremathError = _scan_second_half(path, mode, limit, split, lines_before)
+    with forked_answer(
+        functools.partial(_second_half_payload, path, mode, limit, split, lines_before)
+    ) as answer:
+        try:
+            with open_regular(path) as handle:
+                first = _scan(path, islice(handle, lines_before), 1, mode, limit)
+        except OSError as exc:
+            raise _io_error(path, exc) from None
+        payload = answer()
+    if payload:
+        second: Selection | PremathError = pickle.loads(payload)  # our own child's bytes
     else:
-        second = pickle.loads(payload)  # our own child's bytes, over a pipe only we hold
+        second = _scan_second_half(path, mode, limit, split, lines_before)
     if isinstance(second, PremathError):
         raise second
     return first.merged(second, limit)

@@ -6,6 +6,7 @@ way the report's exit code is 1 when any step failed (D5-10: the reference said 
 as a trajectory row of class `failed_runtime_error` and then raised, so the CLI prints it.
 """
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -83,6 +84,9 @@ def run_worker(
     report: Report = lambda _line: None,
     first_step_index: int = 1,
 ) -> WorkerReport:
+    from premath.store.gitignore import ensure_gitignore
+
+    ensure_gitignore(os.path.dirname(cfg.paths.steps_dir))
     with interrupts_as_errors():
         return _steps(cfg, max_steps, continue_on_failure, clock, sleep, report, first_step_index)
 
@@ -102,7 +106,8 @@ def run_one_step(
     if not outcome.steps:
         return {"action": "harness.step", "stepId": None, "claimed": False}, outcome.exit_code
     (step,) = outcome.steps
-    return {"action": "harness.step", "claimed": True, **step.to_document()}, outcome.exit_code
+    document = {"action": "harness.step", "claimed": True, **step.to_document()}
+    return {**document, "issue": step.claim.issue}, outcome.exit_code
 
 
 def _steps(

@@ -4,6 +4,7 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from premath.models.vocabulary import KNOWN_STATUSES
 from premath.store.issues_file import IssueMap
 from premath.text import rust_trim
 
@@ -14,6 +15,8 @@ EPIC_MISMATCH = "issue_graph.issue_type.epic_mismatch"
 ACCEPTANCE_MISSING = "issue_graph.acceptance.missing"
 VERIFICATION_MISSING = "issue_graph.verification_command.missing"
 NOTES_LARGE = "issue_graph.notes.large"
+STATUS_UNKNOWN = "issue_graph.status.unknown"
+TITLE_BLANK = "issue_graph.title.blank"
 
 # The reference's own patterns (crates/premath-bd/src/issue_graph.rs), case-insensitive.
 _ACCEPTANCE = re.compile(r"^\s*acceptance(?:\s+criteria)?\s*:", re.IGNORECASE | re.MULTILINE)
@@ -32,6 +35,34 @@ def has_acceptance(description: str) -> bool:
 def has_verification_command(text: str) -> bool:
     """A command line (optional bullet and backticks) or an inline backticked command."""
     return _COMMAND_LINE.search(text) is not None or _COMMAND_SPAN.search(text) is not None
+
+
+_VERIFICATION_HEADING = re.compile(
+    r"^\s*verification(?:\s+commands?)?\s*:(.*)$", re.IGNORECASE | re.MULTILINE
+)
+_SECTION_END = re.compile(r"^\s*$|^\s*[A-Z][A-Za-z ]*:\s*$|^\s*[A-Z][A-Za-z ]*:\s")
+
+
+def verification_commands(description: str) -> list[str]:
+    """The commands of the description's `Verification:` section, as `issue check` finds them.
+
+    The section is the heading line's rest plus the lines below it up to a blank line or the
+    next `Heading:`; a command is a backticked span or a whole line (bullet and backticks
+    dropped) that starts with one of the command words `issue check` knows.
+    """
+    commands: list[str] = []
+    for heading in _VERIFICATION_HEADING.finditer(description):
+        section = [heading.group(1)]
+        for line in description[heading.end() :].splitlines()[1:]:
+            if _SECTION_END.match(line):
+                break
+            section.append(line)
+        for line in section:
+            spans = [span.strip("`") for span in _COMMAND_SPAN.findall(line)]
+            if not spans and _COMMAND_LINE.fullmatch(line):
+                spans = [line.strip().lstrip("-*").strip().strip("`").strip()]
+            commands.extend(span.strip() for span in spans if span.strip())
+    return list(dict.fromkeys(commands))
 
 
 class Finding(NamedTuple):
@@ -89,6 +120,18 @@ def check_issues(issues: IssueMap, note_warn_threshold: int) -> CheckReport:
                         "active issue must include at least one verification command",
                     )
                 )
+        # Ours (divergence D16-2): stored as given, as the reference does, but worth a look.
+        if row["status"] not in KNOWN_STATUSES:
+            warnings.append(
+                Finding(
+                    issue_id,
+                    STATUS_UNKNOWN,
+                    f"status {row['status']!r} is not one of {', '.join(KNOWN_STATUSES)}; "
+                    "the issue is neither ready nor closed",
+                )
+            )
+        if not row["title"].strip():
+            warnings.append(Finding(issue_id, TITLE_BLANK, "the title is blank"))
         notes_length = len(row.get("notes", ""))
         if notes_length > note_warn_threshold:
             warnings.append(

@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from premath.errors import ArtifactInvalid, Conflict, IoFailure, NotFound
@@ -26,6 +27,7 @@ from premath.models.issue_event import (
     upsert_event,
 )
 from premath.models.issue_row import FIELD_ORDER, DependencyRow, dependency_sort_key
+from premath.store.atomic import sweep_orphan_temps
 from premath.store.documents import os_error_text
 from premath.store.events_file import (
     EventLogInvalid,
@@ -43,7 +45,6 @@ from premath.store.issues_file import (
     canonical_line,
     load_issues,
     lock_path,
-    remove_orphaned_temp_files,
     write_issues,
 )
 from premath.store.locks import hold_marker
@@ -308,7 +309,7 @@ def replay_events(
             equivalent = difference is None
         if equivalent is not True:
             write_issues(issues_path, replay.issues)
-        remove_orphaned_temp_files(issues_path)
+        sweep_orphan_temps(Path(issues_path))
     write_replay_cache(
         cache_path,
         ReplayCacheEntry(

@@ -12,6 +12,7 @@ from premath.models.issue_row import (
     RowInvalid,
     normalize_issue_type,
 )
+from premath.models.vocabulary import KNOWN_STATUSES
 from premath.store.issues_file import IssueMap
 from premath.text import rust_trim
 
@@ -45,6 +46,19 @@ def set_text(row: IssueRow, field: str, value: str) -> None:
         put_field(row, field, value)
     else:
         row.pop(field, None)  # type: ignore[misc]
+
+
+def input_warnings(*, title: str | None = None, status: str | None = None) -> list[str]:
+    """What is stored as given but probably wrong: an unknown status, a blank title."""
+    warnings = []
+    if status is not None and status not in KNOWN_STATUSES:
+        warnings.append(
+            f"status {status!r} is not one of {', '.join(KNOWN_STATUSES)}: stored as given, but "
+            "premath treats it as none of them (not ready, not closed)"
+        )
+    if title is not None and not title.strip():
+        warnings.append("the title is blank: stored as given; give the issue a title")
+    return warnings
 
 
 def set_status(row: IssueRow, status: str, now_text: str) -> None:

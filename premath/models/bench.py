@@ -180,6 +180,11 @@ class HarnessProcess(OwnedModel):
     stdout_bytes: int | None = Field(None, description="Bytes written, dropped ones included.")
     stderr_bytes: int | None = Field(None, description="Bytes written, dropped ones included.")
     output_truncated: bool | None = Field(None, description="More than --output-cap was written.")
+    leftover_descendants: int | None = Field(
+        None,
+        exclude_if=lambda count: not count,
+        description="Processes the harness left running outside its group (ended by premath).",
+    )
 
 
 class ToolCounts(OwnedModel):
@@ -250,4 +255,8 @@ class RunMetadata(OwnedModel):
     pass_env: list[str] = Field(description="Names listed with --pass-env.")
     pass_env_missing: list[str] = Field(
         description="Listed names that were not set, so the harness ran without them."
+    )
+    policy_digest: str = Field(
+        description="sha256 of raw/policy.json as the run started; `bench tool` refuses every "
+        "call once the file no longer has this digest."
     )

@@ -237,7 +237,10 @@ def decode_input(data: bytes) -> Any:
     The stdlib parser keeps each object's repeated keys visible (last value wins, as serde's
     `Value` does inside `payload`/`rawError`; struct fields check `duplicates`).
     """
-    return json.loads(data, object_pairs_hook=_object_with_duplicates, parse_int=_serde_integer)
+    try:
+        return json.loads(data, object_pairs_hook=_object_with_duplicates, parse_int=_serde_integer)
+    except RecursionError:
+        raise SchemaViolation("recursion limit exceeded") from None
 
 
 def _string(value: Any) -> str:

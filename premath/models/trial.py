@@ -73,6 +73,12 @@ class TrialRecord(BaseModel):
     finished_at: str = Field(description="UTC, YYYY-MM-DDTHH:MM:SSZ.")
     stdout_truncated: bool = False
     stderr_truncated: bool = False
+    leftover_descendants: int = Field(
+        0,
+        ge=0,
+        exclude_if=lambda count: count == 0,
+        description="Processes the harness left running outside its group (ended by premath).",
+    )
 
     @property
     def slot(self) -> tuple[str, str, int]:

@@ -31,3 +31,6 @@ LeaseState = Literal[
 ]
 """An issue's lease as the loop sees it (specs/harness-loop.md "Lease states"): `lease_state`
 of issue memory gives the last three for any row, the loop's handoff all of them."""
+
+KNOWN_STATUSES = ("open", "in_progress", "blocked", "closed")
+"""Issue statuses that carry meaning; the stored field is free-form, as in the reference."""

@@ -16,8 +16,13 @@ import orjson
 
 from premath.errors import InputInvalid, NotFound
 from premath.store.canonical import digest_input
+from premath.store.files import ReadCap, read_bounded
 
-MAX_TASK_BYTES = 64 * 1024 * 1024
+TASK_CAP = ReadCap("PREMATH_MAX_TASK_BYTES", 64 * 1024 * 1024)
+"""One task: a line of the dataset, or the file `premath run` is given."""
+MAX_TASK_BYTES = TASK_CAP.default
+DATASET_CAP = ReadCap("PREMATH_MAX_DATASET_BYTES", 1 << 30)
+"""A whole dataset file (`dataset.path`)."""
 _MAX_LISTED = 10
 
 
@@ -45,7 +50,7 @@ def load_tasks(path: str | os.PathLike[str], limit: int | None = None) -> list[T
     """Every task of `path` (the first `limit`), or one error listing each bad line."""
     source = Path(path)
     try:
-        data = source.read_bytes()
+        data = read_bounded(source, DATASET_CAP)
     except FileNotFoundError:
         raise NotFound(
             f"dataset {source} does not exist; dataset.path is relative to the experiment file"

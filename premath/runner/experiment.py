@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from premath.errors import InputInvalid, NotFound
 from premath.store.canonical import digest_input
+from premath.store.files import ReadCap, read_bounded
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
     from premath.models.experiment import ExperimentSpec
 
-MAX_EXPERIMENT_BYTES = 1024 * 1024
+EXPERIMENT_CAP = ReadCap("PREMATH_MAX_EXPERIMENT_BYTES", 1024 * 1024)
 _DIGEST_PREFIX = "exp1_"
 
 
@@ -165,9 +166,14 @@ def parse_experiment(data: bytes, source: Path) -> "ExperimentSpec":
     from pydantic import ValidationError
 
     from premath.models.experiment import ExperimentSpec
+    from premath.runner.plain_yaml import PlainYamlError, load_plain_yaml
 
     try:
-        raw = yaml.safe_load(data)
+        raw = load_plain_yaml(data)
+    except PlainYamlError as exc:
+        raise InputInvalid(
+            f"{source}: not valid YAML at line {exc.line}, column {exc.column}: {exc.problem}"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -192,10 +198,7 @@ def parse_experiment(data: bytes, source: Path) -> "ExperimentSpec":
 def load_experiment(path: str | os.PathLike[str]) -> LoadedExperiment:
     source = Path(path).absolute()
     try:
-        size = source.stat().st_size
-        if size > MAX_EXPERIMENT_BYTES:
-            raise InputInvalid(f"{source}: {size} bytes is too large for an experiment file")
-        data = source.read_bytes()
+        data = read_bounded(source, EXPERIMENT_CAP)
     except FileNotFoundError:
         raise NotFound(f"experiment file {path} does not exist") from None
     except IsADirectoryError:

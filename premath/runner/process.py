@@ -16,7 +16,9 @@ API (specs/runner.md "Processes"):
   `extra_env` is overlaid last, for callers that pass a ready base.
 - The child leads its own process group. At the deadline the group gets SIGTERM, then SIGKILL
   after `grace_s`. When the leader exits (for any reason) whatever is left of its group is killed
-  too, so grandchildren never outlive the call.
+  too, and so is every descendant that left the group (`setsid`, a double fork): premath is the
+  subreaper of what it starts (`runner/descendants.py`), so nothing the call started outlives
+  it; `leftover_descendants` counts those still running when the leader exited.
 - stdout and stderr go to their files up to `output_cap` bytes each; the rest is read, counted
   and dropped (`*_truncated`). A path of None counts without writing. The last `tail_bytes` of
   each stream are kept in the outcome for messages. Child output never reaches our streams.
@@ -52,6 +54,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
+from premath.runner.descendants import (
+    OBSERVE_EVERY_S,
+    CallTree,
+    become_subreaper,
+    call_in_flight,
+    register_leader,
+)
+from premath.runner.interrupts import InterruptHold
+from premath.store.owners import process_start_time
+
 ProcessStatus = Literal["ok", "exit_nonzero", "timeout", "cancelled", "spawn_failed", "oom_killed"]
 """`ok`: exit code 0. `exit_nonzero`: any other exit, or death by a signal we did not send.
 `timeout`: the deadline passed and we ended the group. `cancelled`: the caller's `cancel` event
@@ -67,6 +79,21 @@ DEFAULT_GRACE_S = 2.0
 _READ_CHUNK = 1 << 16
 _POLL_S = 0.005
 _CANCEL_POLL_S = 0.05
+
+
+def passed_env(names: Sequence[str], *, flag: str = "--pass-env") -> dict[str, str]:
+    """The values of the variables a user names (`--pass-env`) that are set in our environment;
+    PREMATH_* and AGENTLAB_* names are refused (InvalidUsage), as `run --env` refuses them:
+    premath's own settings never reach a harness."""
+    if not names:
+        return {}
+    from premath.errors import InvalidUsage
+    from premath.models.experiment import RUNNER_ENV_PREFIXES
+
+    for name in names:
+        if name.upper().startswith(RUNNER_ENV_PREFIXES):
+            raise InvalidUsage(f"{flag} {name}: PREMATH_* and AGENTLAB_* are never passed on")
+    return {name: os.environ[name] for name in names if name in os.environ}
 
 
 def allowlisted_env(
@@ -116,6 +143,9 @@ class ProcessOutcome:
     spawn_error: str | None = None
     limits_applied: tuple[str, ...] = ()
     """Names of the `ResourceLimits` fields the OS accepted."""
+    leftover_descendants: int = 0
+    """Descendants outside the leader's process group still running when it exited (a daemon,
+    a `setsid` grandchild); we ended them."""
 
 
 def spawn_failed(reason: str, duration_s: float = 0.0) -> ProcessOutcome:
@@ -140,7 +170,12 @@ class _Sink:
     """One output stream: a capped file (or none), a byte count and a tail."""
 
     def __init__(self, path: Path | None, cap: int, tail_bytes: int) -> None:
-        self._file: BinaryIO | None = open(path, "wb") if path is not None else None  # noqa: SIM115 - closed in close()
+        # Unbuffered: a log is readable while the child runs (the coordinator streams it).
+        self._file: BinaryIO | None = (
+            open(path, "wb", buffering=0)  # noqa: SIM115 - closed in close()
+            if path is not None
+            else None
+        )
         self._cap = cap
         self._tail_bytes = tail_bytes
         self.total = 0
@@ -278,9 +313,32 @@ def run_bounded(
     child_env.update(extra_env or {})
     out = _Sink(Path(stdout_path) if stdout_path is not None else None, output_cap, tail_bytes)
     err = _Sink(Path(stderr_path) if stderr_path is not None else None, output_cap, tail_bytes)
+    become_subreaper()
+    with call_in_flight() as leader_slot:
+        return _run_in_flight(
+            argv, cwd, child_env, timeout_s, out, err, grace_s, stdin, limits, cancel,
+            group_ticket, leader_slot,
+        )  # fmt: skip
+
+
+def _run_in_flight(
+    argv: Sequence[str],
+    cwd: str | os.PathLike[str],
+    child_env: dict[str, str],
+    timeout_s: float | None,
+    out: "_Sink",
+    err: "_Sink",
+    grace_s: float,
+    stdin: bytes | None,
+    limits: ResourceLimits | None,
+    cancel: threading.Event | None,
+    group_ticket: str | os.PathLike[str] | None,
+    leader_slot: list[int],
+) -> ProcessOutcome:
     started = time.monotonic()
     launch = _behind_prlimit(argv, cwd, child_env, limits)
     spawn_argv, preset_limits = launch if launch is not None else (list(argv), ())
+    hold = InterruptHold()
     try:
         proc = subprocess.Popen(
             spawn_argv,
@@ -295,21 +353,31 @@ def run_bounded(
     except (OSError, ValueError) as exc:
         out.close()
         err.close()
+        hold.release()
         reason = getattr(exc, "strerror", None) or str(exc)
         return spawn_failed(
             f"cannot start {argv[0] if argv else '(empty command)'}: {reason}",
             duration_s=time.monotonic() - started,
         )
+    except BaseException:
+        hold.release()
+        raise
+    register_leader(leader_slot, proc.pid)
+    tree = CallTree(proc.pid)
     ticket = Path(group_ticket) if group_ticket is not None else None
     try:
+        hold.release()  # a stop signal that came during the spawn is raised here: group killed
         if ticket is not None:
             _write_ticket(ticket, proc.pid)
         applied = preset_limits or _apply_limits(proc.pid, limits)
-        ended_by_us = _supervise(proc, out, err, stdin, started, timeout_s, grace_s, cancel)
+        ended_by_us, leftover = _supervise(
+            proc, out, err, stdin, started, timeout_s, grace_s, cancel, tree
+        )
         returncode = proc.wait()
         duration = time.monotonic() - started
     except BaseException:  # Ctrl-C in the caller's thread, or a bug of ours: never orphan it
         _signal_group(proc.pid, signal.SIGKILL)
+        tree.end_remaining()
         proc.wait()
         raise
     finally:
@@ -333,6 +401,7 @@ def run_bounded(
         stderr_tail=bytes(err.tail).decode("utf-8", errors="replace"),
         pid=proc.pid,
         limits_applied=applied,
+        leftover_descendants=leftover,
     )
 
 
@@ -345,12 +414,15 @@ def _supervise(
     timeout_s: float | None,
     grace_s: float,
     cancel: threading.Event | None,
-) -> Literal["timeout", "cancelled"] | None:
+    tree: CallTree,
+) -> tuple[Literal["timeout", "cancelled"] | None, int]:
     """Drain the pipes, enforce the deadline and `cancel` until the leader has exited.
 
-    Returns why we ended the group ("timeout" or "cancelled"), or None if it ended by itself.
+    Returns why we ended the group ("timeout" or "cancelled", None if it ended by itself) and
+    how many descendants outside the group were still running when the leader exited.
 
-    On return the leader is a zombie (not yet reaped) and the rest of its group has been killed.
+    On return the leader is a zombie (not yet reaped) and the rest of its group, and every
+    descendant that left it, has been killed.
     """
     assert proc.stdout is not None
     assert proc.stderr is not None
@@ -373,6 +445,8 @@ def _supervise(
     drain_until: float | None = None
     ended_by_us: Literal["timeout", "cancelled"] | None = None
     leader_done = False
+    leftover = 0
+    observe_at = started + OBSERVE_EVERY_S
     try:
         while sinks or not leader_done:
             now = time.monotonic()
@@ -388,9 +462,13 @@ def _supervise(
                 if kill_at is not None and now >= kill_at:
                     _signal_group(proc.pid, signal.SIGKILL)
                     kill_at = None
+                if now >= observe_at:
+                    tree.observe()
+                    observe_at = now + OBSERVE_EVERY_S
                 if _leader_exited(proc.pid):
                     leader_done = True
                     _signal_group(proc.pid, signal.SIGKILL)
+                    leftover = tree.end_remaining()
                     drain_until = time.monotonic() + grace_s
                     if pidfd is not None:
                         selector.unregister(pidfd)
@@ -408,6 +486,8 @@ def _supervise(
                 poll = _POLL_S if pidfd is None else _CANCEL_POLL_S if cancel is not None else None
                 if poll is not None:
                     wait = poll if wait is None else min(wait, poll)
+                until_observe = max(0.0, observe_at - now)
+                wait = until_observe if wait is None else min(wait, until_observe)
             for key, _ in selector.select(wait):
                 fd = key.fd
                 if fd == pidfd:
@@ -435,7 +515,7 @@ def _supervise(
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
-    return ended_by_us
+    return ended_by_us, leftover
 
 
 def _feed(fd: int, pending: memoryview) -> memoryview:
@@ -449,40 +529,35 @@ def _feed(fd: int, pending: memoryview) -> memoryview:
     return pending[written:]
 
 
-def process_start_time(pid: int) -> str | None:
-    """The kernel's start time of `pid` (clock ticks since boot, Linux), or None if unknown."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[-1].split()
-    return fields[19] if len(fields) > 19 else None
-
-
 def _write_ticket(path: Path, pid: int) -> None:
     path.write_text(f"{pid} {process_start_time(pid) or '-'}\n", encoding="ascii")
 
 
-def reap_group_ticket(path: str | os.PathLike[str]) -> bool:
-    """Kill the group a dead caller's `group_ticket` names, if its leader still runs; remove it.
-
-    True when a group was signalled. Nothing is signalled without a start time (not Linux).
-    """
-    ticket = Path(path)
+def signal_group_ticket(path: str | os.PathLike[str], signum: int) -> bool:
+    """Send `signum` to the group a `group_ticket` names, if its leader is still the process
+    that wrote it. True when a group was signalled; nothing without a start time (not Linux)."""
     try:
-        pid_text, start = ticket.read_text(encoding="ascii").split()
+        pid_text, start = Path(path).read_text(encoding="ascii").split()
         pid = int(pid_text)
     except (OSError, ValueError):
-        ticket.unlink(missing_ok=True)
         return False
-    killed = False
     now_start = process_start_time(pid) if start != "-" and pid > 0 else "unknown"
     # Same leader: its group is ours. No process with that pid but a group with that id: the
     # leader died and left members, and Linux never reuses a pid still naming a group, so that
     # group is ours too. A different process under the pid: not ours, leave it alone.
     if now_start == start or now_start is None:
         with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
-            killed = True
-    ticket.unlink(missing_ok=True)
-    return killed
+            os.killpg(pid, signum)
+            return True
+    return False
+
+
+def reap_group_ticket(path: str | os.PathLike[str]) -> bool:
+    """Kill the group a dead caller's `group_ticket` names, if its leader still runs; remove it.
+
+    True when a group was signalled.
+    """
+    try:
+        return signal_group_ticket(path, signal.SIGKILL)
+    finally:
+        Path(path).unlink(missing_ok=True)

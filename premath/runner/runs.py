@@ -6,10 +6,7 @@ dataset and works from any working directory. Facts are append-only: `trials.jso
 row per attempt; the latest row of a (variant, task, replication) slot is its result.
 """
 
-import contextlib
 import os
-import signal
-import threading
 from collections.abc import Iterator
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -44,6 +41,7 @@ from premath.runner.experiment import (
     spec_from_resolved,
     variant_plans,
 )
+from premath.runner.interrupts import stop_signals_raise
 from premath.runner.paths import DEFAULT_RUNS_DIR, RunPaths, safe_token, stale_tickets
 from premath.runner.progress import Progress
 from premath.runner.schedule import Slot, build_schedule
@@ -304,21 +302,9 @@ def _invocation(state: RunState, plan: VariantPlan, label: str) -> Invocation:
     )
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def _as_keyboard_interrupt(_signal_name: str) -> BaseException:
     """SIGTERM (CI cancel, `timeout`) stops a run like Ctrl-C: children end, none are orphaned."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    return KeyboardInterrupt()
 
 
 def summarise(state: RunState, ran: int, action: str) -> dict[str, Any]:
@@ -444,7 +430,10 @@ def execute_run(
         plans = state.plans
         progress.start()
         futures: list[Future[TrialRecord | None]] = []
-        with _sigterm_as_interrupt(), ThreadPoolExecutor(max_workers=workers) as pool:
+        with (
+            stop_signals_raise(_as_keyboard_interrupt),
+            ThreadPoolExecutor(max_workers=workers) as pool,
+        ):
             try:
                 for slot, first_attempt in pending:
                     invocation = _invocation(

@@ -15,11 +15,12 @@ import orjson
 from premath.errors import Conflict, InputInvalid, NotFound
 from premath.models.experiment import ENV_NAME, RUNNER_ENV_PREFIXES
 from premath.models.trial import ExecutorName
-from premath.runner.dataset import MAX_TASK_BYTES
+from premath.runner.dataset import TASK_CAP
 from premath.runner.executors import DockerExecutor, Executor, Invocation, LocalExecutor
 from premath.runner.paths import DEFAULT_RUNS_DIR, AttemptPaths
 from premath.runner.results import judge
 from premath.runner.trial import write_task_file
+from premath.store.files import read_bounded
 from premath.timefmt import session_stamp
 
 
@@ -36,11 +37,8 @@ def parse_env(pairs: Sequence[str]) -> tuple[tuple[str, str], ...]:
 
 
 def _read_task(task_path: str) -> bytes:
-    path = Path(task_path)
     try:
-        if path.stat().st_size > MAX_TASK_BYTES:
-            raise InputInvalid(f"{task_path} is over {MAX_TASK_BYTES} bytes")
-        data = path.read_bytes()
+        data = read_bounded(task_path, TASK_CAP)
     except FileNotFoundError:
         raise NotFound(f"task file {task_path} does not exist") from None
     except OSError as exc:
@@ -136,4 +134,10 @@ def run_single(
         "stdout_path": os.fspath(paths.stdout_file),
         "stderr_path": os.fspath(paths.stderr_file),
         "stderr_tail": process.stderr_tail[-1000:],
+        **_leftovers(process.leftover_descendants),
     }
+
+
+def _leftovers(count: int) -> dict[str, int]:
+    """Said only when the harness left processes running (we ended them)."""
+    return {"leftover_descendants": count} if count else {}

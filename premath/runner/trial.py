@@ -23,6 +23,7 @@ from premath.runner.results import DEFAULT_RESULT_CAP, Verdict, judge
 from premath.runner.schedule import Slot
 from premath.runner.trial_steps import END_ACTION, START_ACTION, STARTED_CLASS, trial_step_line
 from premath.store.canonical import row_bytes
+from premath.store.files import write_all
 from premath.store.jsonl import append_line
 from premath.timefmt import format_seconds_z
 
@@ -72,9 +73,7 @@ def write_task_file(path: Path, payload: bytes) -> None:
     is abandoned and the next attempt writes a new one from the run's tasks.jsonl."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
     try:
-        view = memoryview(payload + b"\n")
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, payload + b"\n")
     finally:
         os.close(fd)
 
@@ -173,6 +172,7 @@ def run_slot(
             finished_at=finished,
             stdout_truncated=process.stdout_truncated,
             stderr_truncated=process.stderr_truncated,
+            leftover_descendants=process.leftover_descendants,
         )
         _append(
             context.paths.trials_log,

@@ -5,7 +5,9 @@ atomic) and is created with O_EXCL and mode 0o666, so the umask gives the same f
 reference's plain `fs::write`. The folder is fsynced after the rename so the new name survives a
 power cut. The temp file is unlinked on any exception; a SIGKILL between create and rename can
 still leave one, so its name carries the writer's pid and the next write sweeps those of dead
-writers: users commit `.premath/`, and stray files would show up in `git status`.
+writers (ours, `.<name>.tmp.<pid>.<ns>`, and the reference's issues-file temps,
+`<name>.tmp.<pid>.<ns>`): users commit `.premath/`, and stray files would show up in
+`git status`.
 """
 
 import os
@@ -13,7 +15,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from premath.clock import epoch_ns
-from premath.store.locks import pid_alive
+from premath.store.files import write_all
+from premath.store.owners import pid_alive
 
 
 def fsync_directory(directory: Path) -> None:
@@ -29,18 +32,20 @@ def _temp_prefix(target: Path) -> str:
 
 
 def sweep_orphan_temps(target: Path) -> None:
-    """Remove temp files of `target` left by writers that no longer run."""
-    prefix = _temp_prefix(target)
+    """Remove temp files of `target` (ours and the reference's) left by writers that no longer
+    run; only names whose pid part is a number, never our own pid."""
+    ours = _temp_prefix(target)
+    theirs = ours[1:]
     try:
-        entries = list(os.scandir(target.parent))
+        entries = os.listdir(target.parent)
     except OSError:
         return
-    for entry in entries:
-        if not entry.name.startswith(prefix):
+    for name in entries:
+        if not name.startswith((ours, theirs)):
             continue
-        pid_text = entry.name[len(prefix) :].split(".", 1)[0]
-        if pid_text.isdigit() and not pid_alive(int(pid_text)):
-            Path(entry.path).unlink(missing_ok=True)
+        pid_text = name[len(ours if name.startswith(ours) else theirs) :].partition(".")[0]
+        if pid_text.isdigit() and int(pid_text) != os.getpid() and not pid_alive(int(pid_text)):
+            (target.parent / name).unlink(missing_ok=True)
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
@@ -67,9 +72,7 @@ def write_atomic_chunks(
     try:
         try:
             for chunk in chunks:
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(fd, view) :]
+                write_all(fd, chunk)
             os.fsync(fd)
         finally:
             os.close(fd)

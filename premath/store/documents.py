@@ -6,6 +6,8 @@ from typing import Any
 
 import orjson
 
+from premath.store.files import read_bounded
+
 
 class DocumentUnreadable(Exception):
     """The file could not be read; `missing` tells a user-fixable absence from other failures."""
@@ -44,8 +46,7 @@ def read_document(path: str | os.PathLike[str], *, refuse_duplicates: bool = Tru
     `refuse_duplicates=False` reads as serde reads an untyped `Value`: the last one wins.
     """
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_bounded(path)
     except OSError as exc:
         raise DocumentUnreadable(os_error_text(exc), isinstance(exc, FileNotFoundError)) from exc
     try:
@@ -55,4 +56,7 @@ def read_document(path: str | os.PathLike[str], *, refuse_duplicates: bool = Tru
         raise DocumentMalformed(reason) from exc
     if not refuse_duplicates:
         return document
-    return json.loads(data, object_pairs_hook=_refuse_duplicate_keys)
+    try:
+        return json.loads(data, object_pairs_hook=_refuse_duplicate_keys)
+    except RecursionError:
+        raise DocumentMalformed("recursion limit exceeded") from None

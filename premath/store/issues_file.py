@@ -4,8 +4,9 @@ Bytes (specs/issue-memory.md "Store format"): one compact row per line in the re
 order, the file sorted by id and rewritten whole and atomically. A mutation holds
 `<issues path>.lock`, a marker created exclusively with `pid=`/`utc=` lines and removed on
 release, the protocol the Rust tool uses, so both can work on one store at once. Ours breaks a
-marker whose pid is dead on this host and waits up to a configurable timeout (the reference gives
-up after about half a second and never recovers a stale marker). Readers take no lock: the
+marker only when its owner is provably ours and dead (`store/locks.py`) and waits up to a
+configurable timeout (the reference gives up after about half a second and never recovers a
+stale marker). Readers take no lock: the
 rename shows them the old file or the new one.
 """
 
@@ -20,12 +21,11 @@ import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
 
 import orjson
 
-from premath.errors import ArtifactInvalid, IoFailure, NotFound
+from premath.errors import ArtifactInvalid, InputInvalid, IoFailure, NotFound
 from premath.models.issue_row import (
     TEXT_STORED,
     TEXT_STORED_BUT_TIMES,
@@ -43,6 +43,7 @@ from premath.models.issue_row import (
 from premath.store import stored_scan
 from premath.store.atomic import write_atomic
 from premath.store.canonical import row_bytes, with_serde_floats
+from premath.store.files import STORE_CAP, read_bounded
 from premath.store.forked_check import check_in_parallel
 from premath.store.locks import hold_marker
 from premath.text import rust_trim_line
@@ -395,7 +396,7 @@ def _decode_one_by_one(
 
 def _read_bytes(path: str) -> bytes:
     try:
-        return Path(path).read_bytes()
+        return read_bounded(path, STORE_CAP)
     except FileNotFoundError:
         raise NotFound(f"issues file not found: {path}") from None
     except OSError as exc:
@@ -525,7 +526,6 @@ def _mutate_locked(
             drained = _drained_lines(loaded.issues)
             del loaded
             _write(path, b"".join(drained))
-            remove_orphaned_temp_files(path)
             return value
         if lines is None:
             data = encode_store(loaded.issues)
@@ -536,7 +536,6 @@ def _mutate_locked(
         else:
             _write(path, b"\n".join(lines))
         lines.pop()
-        remove_orphaned_temp_files(path)
         if warm is not None:
             warm.keep(path, _Loaded(loaded.issues, lines))
     elif warm is not None and os.path.exists(path):
@@ -584,12 +583,13 @@ def _edit_slim(
 ) -> tuple[IssueRow | None] | None:
     """`edit_chosen_row` by the slim scan; None when the file does not qualify."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
     try:
         status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode) or status.st_size < SLIM_STORE_BYTES:
+        size = status.st_size
+        if not stat.S_ISREG(status.st_mode) or not SLIM_STORE_BYTES <= size <= STORE_CAP.bytes():
             return None
         scan = stored_scan.scan_stored(fd)
         if scan is None:
@@ -605,7 +605,6 @@ def _edit_slim(
             stored_scan.rewrite_line(path, fd, scan, issue_id, encode_row(row))
         except OSError as exc:
             raise IoFailure(f"failed to write issues file {path}: {exc.strerror or exc}") from None
-        remove_orphaned_temp_files(path)
         return (row,)
     finally:
         os.close(fd)
@@ -674,8 +673,8 @@ def _with_stored_lines(loaded: _Loaded, path: str) -> _Loaded:
     if loaded.stored_lines is not None:
         return loaded
     try:
-        data = Path(path).read_bytes()
-    except OSError:
+        data = read_bounded(path, STORE_CAP)
+    except (OSError, InputInvalid):
         return loaded
     if encode_store(loaded.issues) != data:
         return loaded
@@ -693,8 +692,8 @@ def _refreshed(old: _Loaded, path: str, identity: FileIdentity | None) -> _Loade
     if old.stored_lines is None or identity is None:
         return None
     try:
-        data = Path(path).read_bytes()
-    except OSError:
+        data = read_bounded(path, STORE_CAP)
+    except (OSError, InputInvalid):
         return None
     if file_identity(path) != identity or not data.endswith(b"\n") or b"\0" in data:
         return None
@@ -716,38 +715,6 @@ def _refreshed(old: _Loaded, path: str, identity: FileIdentity | None) -> _Loade
     except (orjson.JSONDecodeError, NotStored):
         return None
     return _Loaded(issues, lines) if stamps_are_stored(stamps) else None
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
-def remove_orphaned_temp_files(path: str) -> None:
-    """Delete temp files of writers that died before their rename (ours and the reference's).
-
-    Ours are `.<name>.tmp.<pid>.<ns>`, the reference's `<name>.tmp.<pid>.<ns>`; only files whose
-    pid is no longer alive on this host are removed, and only while the store lock is held.
-    """
-    target = Path(path)
-    name = target.name
-    try:
-        entries = os.listdir(target.parent)
-    except OSError:
-        return
-    for entry in entries:
-        stem = entry[1:] if entry.startswith(f".{name}.tmp.") else entry
-        if not stem.startswith(f"{name}.tmp."):
-            continue
-        pid_text = stem[len(name) + 5 :].partition(".")[0]
-        if pid_text.isdigit() and int(pid_text) != os.getpid() and not _pid_alive(int(pid_text)):
-            with contextlib.suppress(OSError):
-                (target.parent / entry).unlink()
 
 
 def require_store_file(path: str) -> None:

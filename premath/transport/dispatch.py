@@ -128,9 +128,7 @@ def _lease_action(
         **_bound(route, "accepted", []),
         "issuesPath": path,
         "changed": outcome.changed,
-        "leaseProjection": projection_fields(
-            leases.lease_projection(outcome.issues, outcome.now_ns)
-        ),
+        "leaseProjection": projection_fields(outcome.projection),
     }
     if outcome.row is not None:
         document["issue"] = lease_issue_view(outcome.row, outcome.now_ns)

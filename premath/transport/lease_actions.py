@@ -57,11 +57,12 @@ class Rejected(Exception):
 @dataclass(frozen=True)
 class LeaseOutcome:
     """An accepted lease action: the row after it (None: claim-next found nothing), whether the
-    store changed, and the store it was decided on (for the lease projection)."""
+    store changed, and the lease projection of the store it was decided on (taken inside the
+    mutation: the store may free its rows once the file is written)."""
 
     row: IssueRow | None
     changed: bool
-    issues: IssueMap
+    projection: leases.LeaseProjection
     now_ns: int
 
 
@@ -118,7 +119,8 @@ def _run(
         changed = row is not None and (target is None or before != row)
         if changed and row is not None and call.on_change is not None:
             call.on_change(row)
-        outcome = LeaseOutcome(row, changed, issues, epoch_nanos(call.now))
+        now_ns = epoch_nanos(call.now)
+        outcome = LeaseOutcome(row, changed, leases.lease_projection(issues, now_ns), now_ns)
         return outcome, (row["id"],) if changed and row is not None else ()
 
     try:

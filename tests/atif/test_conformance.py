@@ -18,6 +18,7 @@ def _verdicts() -> dict[str, dict[str, object]]:
 
 
 VERDICTS = _verdicts()
+ABSENT = ["<corpus absent>"]  # one case that skips with the reason, rather than an empty set
 _UNION_TAG = re.compile(r"\.(str|list\[[^\]]*\]+)(?=\.|$)")
 _DOCUMENT_RULE_PLACE = re.compile(r"^(steps\[\d+\]\.step_id|subagent_trajectories\[\d+\])")
 _LINK_STEP = re.compile(r"not found in step (\d+)'s tool_calls")
@@ -53,14 +54,14 @@ def test_corpus_is_complete():
     assert sum(1 for v in VERDICTS.values() if v["valid"]) == 33
 
 
-@pytest.mark.parametrize("name", sorted(VERDICTS))
+@pytest.mark.parametrize("name", sorted(VERDICTS) or ABSENT)
 def test_verdict_agrees_with_harbor(name):
     require_shared(ATIF_CORPUS)
     report = validate_file(ATIF_CORPUS / name)
     assert report.valid is VERDICTS[name]["valid"], report.errors
 
 
-@pytest.mark.parametrize("name", sorted(n for n, v in VERDICTS.items() if not v["valid"]))
+@pytest.mark.parametrize("name", sorted(n for n, v in VERDICTS.items() if not v["valid"]) or ABSENT)
 def test_error_names_harbors_location(name):
     require_shared(ATIF_CORPUS)
     ours = [error.location for error in validate_file(ATIF_CORPUS / name).errors]

@@ -1,5 +1,8 @@
 """Deny-rule matching: argv prefixes (with the program's basename) and globs."""
 
+import shlex
+import shutil
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -96,3 +99,50 @@ def test_plain_reader_agrees_with_the_model(document):
             (r.argv_prefix, r.glob, r.reason) for r in plain
         ]
         assert [r.describe() for r in model.deny] == [r.describe() for r in plain]
+
+
+EXAMPLE = parse_deny_rules(
+    {
+        "version": 1,
+        "deny": [
+            {"argv_prefix": ["rm", "-rf"], "reason": "no recursive deletes in benchmark runs"},
+            {"glob": "*git push*", "reason": "never publish from a benchmark container"},
+            {"glob": "*shutdown*", "reason": "the task container is shared with the verifier"},
+        ],
+    }
+)  # tools/terminal-bench/configs/deny.example.json
+
+RESPELLED_RM = [
+    "rm -fr /", "rm -r -f /", "rm -f -r /", "rm --recursive --force /", "rm --force --recursive /",
+    "rm -R -f /", "rm -rfv /", "rm -v -rf /", "rm -rf -- /", "/bin/rm -rf /", "/usr/bin/rm -fr /",
+    "env rm -rf /", "env -i rm -rf /", "env FOO=1 rm -rf /", "env -u HOME rm -r -f /",
+    "nice rm -rf /", "nice -n 5 rm -fr /", "timeout 5 rm -rf /", "timeout -s KILL 5 rm -rf /",
+    "xargs rm -rf", "xargs -0 -n 1 rm -fr", "nohup rm -rf /", "command rm -rf /",
+    "env nice timeout 5 rm -rf /", "sh -c 'rm -rf /'", "bash -c 'rm --recursive --force /'",
+    "bash -lc 'cd /tmp && rm -fr x'", "sh -c 'true; env rm -rf /'",
+]  # fmt: skip
+RESPELLED_GIT_PUSH = [
+    "git -C . push", "git -c a=b push origin main", "git --git-dir=.git push", "env git push",
+    "sh -c 'git -C /repo push --force'", "/usr/bin/git -C . push",
+]  # fmt: skip
+ALLOWED = ["rm -i x", "rm -r x", "rm -f x", "echo 'rm -rf /'", "git status", "git -C . pull",
+           "ls -rf", "env FOO=1 ls", "sh -c 'echo rm'"]  # fmt: skip
+
+
+@pytest.mark.parametrize("line", RESPELLED_RM + RESPELLED_GIT_PUSH)
+def test_respelled_commands_are_denied_by_the_example_policy(line):
+    found = matching_rule(EXAMPLE, shlex.split(line))
+    assert found is not None, line
+    assert found[0] == (0 if line in RESPELLED_RM else 1)
+
+
+@pytest.mark.parametrize("line", ALLOWED)
+def test_commands_the_rules_do_not_name_pass(line):
+    assert matching_rule(EXAMPLE, shlex.split(line)) is None
+
+
+def test_a_symlink_to_rm_is_rm(tmp_path):
+    rm = shutil.which("rm")
+    assert rm is not None
+    (tmp_path / "del").symlink_to(rm)
+    assert matching_rule(EXAMPLE, [str(tmp_path / "del"), "-rf", "/"]) is not None

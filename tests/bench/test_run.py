@@ -92,6 +92,7 @@ def test_sample_run_leaves_four_valid_artifacts(cli_run, workdir, workspace):
         "session_id",
         "pass_env",
         "pass_env_missing",
+        "policy_digest",
     ]
     assert metadata["timestamp_utc"] == "2026-03-01T10:00:00Z"
     assert metadata["dataset_id"] == "premath-sample@1"
@@ -386,3 +387,13 @@ def test_rows_left_in_out_trajectory_jsonl_become_steps(cli_run, workdir, harnes
     ]
     assert trajectory["notes"] == "premath skipped 2 event(s) it could not use"
     assert trajectory["final_metrics"]["total_prompt_tokens"] == 4
+
+
+def test_pass_env_refuses_premath_names_before_anything_runs(cli_run, workdir, harness):
+    result = bench(
+        cli_run, "--instruction", "x", "--command", harness("ok"),
+        "--pass-env", "PREMATH_LOCK_TIMEOUT_SECONDS", "--json",
+    )  # fmt: skip
+    assert (result.exit_code, result.json["error"]["code"]) == (2, "usage_error")
+    assert "PREMATH_* and AGENTLAB_* are never passed on" in result.json["error"]["message"]
+    assert not (workdir / ".premath").exists()

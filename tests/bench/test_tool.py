@@ -5,6 +5,7 @@ import pytest
 
 from premath.bench.events import read_events
 from premath.bench.paths import BenchRunPaths
+from premath.bench.policy import policy_digest
 from premath.bench.run import create_run_folder
 from premath.store.atomic import write_atomic
 
@@ -13,9 +14,12 @@ from premath.store.atomic import write_atomic
 def live(workdir):
     """A run folder as `bench run` leaves it while the harness runs: events and policy."""
     paths = create_run_folder(workdir / "run")
-    policy = {"version": 1, "deny": [{"argv_prefix": ["rm"], "reason": "no deletes"}]}
-    write_atomic(paths.policy, orjson.dumps(policy))
-    paths.events.write_bytes(b'{"kind":"run.started","at":"2026-03-01T10:00:00.000Z"}\n')
+    policy = orjson.dumps({"version": 1, "deny": [{"argv_prefix": ["rm"], "reason": "no deletes"}]})
+    write_atomic(paths.policy, policy)
+    started = {"kind": "run.started", "at": "2026-03-01T10:00:00.000Z"}
+    paths.events.write_bytes(
+        orjson.dumps({**started, "policy_digest": policy_digest(policy)}) + b"\n"
+    )
     return paths
 
 
@@ -177,3 +181,29 @@ def test_tool_calls_stay_off_pydantic(live, workdir):
         check=False,
     )
     assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr
+
+
+def test_a_rewritten_policy_is_refused_and_nothing_runs(cli_run, live, workdir):
+    """The harness may write raw/policy.json; the run pinned its digest at start."""
+    (workdir / "precious").write_text("x")
+    write_atomic(live.policy, orjson.dumps({"version": 1, "deny": []}))
+    result = cli_run("bench", "tool", "--run-dir", "run", "--json", "--", "rm", "precious")
+    assert result.exit_code == 1
+    assert result.json["error"]["code"] == "policy_denied"
+    assert "is not the one the run started with" in result.json["error"]["message"]
+    assert (workdir / "precious").exists()
+    assert kinds(live) == ["run.started"]
+
+
+def test_a_missing_tools_folder_is_created(cli_run, live):
+    live.tools_dir.rmdir()
+    result = cli_run("bench", "tool", "--run-dir", "run", "--json", "--", "echo", "hi")
+    assert (result.exit_code, result.json["stdout"]) == (0, "hi\n")
+
+
+def test_respelled_deny_commands_are_refused_through_the_cli(cli_run, live, workdir):
+    (workdir / "precious").write_text("x")
+    for argv in (["env", "rm", "precious"], ["sh", "-c", "rm precious"], ["nice", "rm", "x"]):
+        result = cli_run("bench", "tool", "--run-dir", "run", "--json", "--", *argv)
+        assert result.json["error"]["code"] == "policy_denied", argv
+    assert (workdir / "precious").exists()

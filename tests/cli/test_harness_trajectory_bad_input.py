@@ -4,6 +4,8 @@ import os
 
 import pytest
 
+from tests.support.markers import marker_of
+
 GOOD = (
     b'{"schema":1,"stepKind":"premath.harness.step.v1","stepId":"s1","action":"a",'
     b'"resultClass":"ok","finishedAt":"2026-02-22T00:00:01Z"}\n'
@@ -103,7 +105,7 @@ def test_a_torn_last_line_is_skipped_and_reported(cli_run, workdir, tail):
     assert (outcome.json["totalCount"], outcome.json["items"][0]["stepId"]) == (1, "s1")
     assert outcome.stderr == (
         "warning: t.jsonl:2: skipped an incomplete last line (a writer was interrupted); "
-        "the file is left as it is\n"
+        "the next append moves it to a quarantine file\n"
     )
     assert snapshot(workdir) == before
 
@@ -220,7 +222,7 @@ def test_a_busy_lock_is_a_clear_error_and_the_file_is_untouched(cli_run, workdir
 
 
 def test_a_lock_left_by_a_dead_process_is_recovered(cli_run, workdir):
-    (workdir / "t.jsonl.lock").write_text("pid=999999999\nutc=2026-02-22T00:00:00Z\n")
+    (workdir / "t.jsonl.lock").write_text(marker_of(999999999))
     outcome = cli_run(
         "harness-trajectory", "append", "--path", "t.jsonl", "--step-id", "s1", "--action", "a",
         "--result-class", "ok", "--finished-at", "2026-02-22T00:00:01Z",

@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from tests.support.cli import run_premath
+from tests.support.markers import marker_of
 
 STAMP = "2026-02-22T00:00:00Z"
 ISSUES = ".premath/issues.jsonl"
@@ -434,7 +435,7 @@ def test_a_live_lock_past_the_timeout_is_lock_busy(cli_run, workdir):
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
         lock = workdir / f"{ISSUES}.lock"
-        lock.write_text(f"pid={holder.pid}\nutc=2026-03-01T10:00:00Z\n")
+        lock.write_text(marker_of(holder.pid))
         out = cli_run("issue", "claim-next", "--assignee", "w", "--json")
     finally:
         holder.kill()
@@ -453,7 +454,7 @@ def test_a_lock_left_by_a_dead_process_is_broken_and_reported(cli_run, workdir):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     lock = workdir / f"{ISSUES}.lock"
-    lock.write_text(f"pid={dead.pid}\nutc=2026-03-01T10:00:00Z\n")
+    lock.write_text(marker_of(dead.pid))
     out = cli_run("issue", "claim-next", "--assignee", "w", "--json")
     assert out.exit_code == 0, out.stderr
     assert out.json["issue"]["id"] == "bd-1"

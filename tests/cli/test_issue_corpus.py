@@ -3,7 +3,7 @@
 from tests.support.corpus import assert_corpus
 
 DIVERGENT = {
-    "issue.add.explicit-and-errors": "D1-1",
+    "issue.add.explicit-and-errors": "D16-2",  # D1-1, and a warning for `--status weird`
     "issue.blocked.missing-file": "D1-1",
     "issue.check.missing-file": "D1-1",
     "issue.claim-next.errors": "D1-1",
@@ -13,6 +13,7 @@ DIVERGENT = {
     "issue.migrate-events.errors": "D1-1",
     "issue.replay-events.cache-miss": "D3-7",  # our behaviour: tests/issues/test_events.py
     "issue.ready.errors-and-empty": "D1-1",
+    "issue.update.close-releases-lease": "D16-2",  # a warning for `--status IN_PROGRESS`
 }
 
 

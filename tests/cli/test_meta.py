@@ -1,6 +1,7 @@
 """Every command documents itself, speaks JSON, and hot commands stay off heavy imports."""
 
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -58,6 +59,56 @@ HOT_COMMANDS = [
 def test_hot_commands_do_not_import_heavy_modules(tmp_path, argv):
     _, modules = heavy_imports_of(argv, tmp_path)
     assert modules == []
+
+
+def _command(path: tuple[str, ...]) -> click.Command:
+    ctx = click.Context(cli)
+    command: click.Command | None = cli
+    for name in path:
+        assert isinstance(command, click.Group)
+        command = command.get_command(ctx, name)
+    assert command is not None
+    return command
+
+
+@pytest.mark.parametrize("path", LEAVES, ids=" ".join)
+def test_every_option_has_help_and_the_command_an_example_that_parses(path):
+    command = _command(path)
+    undocumented = [
+        param.opts[0]
+        for param in command.params
+        if isinstance(param, click.Option) and not param.hidden and not param.help
+    ]
+    assert undocumented == []
+    prefix = "premath " + " ".join(path)
+    help_text = (command.help or "").replace("\\\n", " ")  # join continued lines
+    examples = [line.strip() for line in help_text.splitlines() if line.strip().startswith(prefix)]
+    assert len(examples) >= 1, f"no `{prefix} ...` example in the help"
+    example = examples[0].split(" > ")[0].replace("$'", "'")
+    args = shlex.split(example)[1 + len(path) :]
+    command.make_context(prefix, args, resilient_parsing=False).close()
+
+
+# Divergence D16-8: one concept, both groups' spellings (the reference's shown first).
+ALIASES = [
+    (("issue", "ready"), "--issues", "--issues-path"),
+    (("dep", "diagnostics"), "--issues", "--issues-path"),
+    (("harness-loop", "worker"), "--issues-path", "--issues"),
+    (("harness-loop", "worker"), "--command-timeout-seconds", "--timeout"),
+    (("harness-loop", "worker"), "--output-cap-bytes", "--output-cap"),
+    (("harness-session", "read"), "--path", "--session-path"),
+    (("harness-feature", "read"), "--path", "--feature-ledger-path"),
+    (("harness-trajectory", "query"), "--path", "--trajectory-path"),
+    (("harness-kpi",), "--trajectory-path", "--path"),
+    (("harness-kpi",), "--issues-path", "--issues"),
+]
+
+
+@pytest.mark.parametrize(("path", "first", "alias"), ALIASES, ids=lambda v: str(v))
+def test_both_spellings_name_one_option_the_reference_s_first(path, first, alias):
+    options = [p for p in _command(path).params if isinstance(p, click.Option)]
+    (option,) = [p for p in options if alias in p.opts]
+    assert option.opts[:2] == [first, alias]
 
 
 ERROR_CODES = get_args(ErrorCode)

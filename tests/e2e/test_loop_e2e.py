@@ -225,7 +225,8 @@ def test_worker_past_its_deadline_stops_its_command_and_gives_the_lease_back(tmp
         "failed_runtime_error",
         ["error://interrupted"],
     )
-    log = (tmp_path / ".premath/harness_steps/coordinator/round-1/worker.1.stderr").read_text()
+    (run_dir,) = (tmp_path / ".premath/harness_steps/coordinator").iterdir()
+    log = (run_dir / "round-1" / "worker.1.stderr").read_text()
     assert "error: worker stopped by SIGTERM; its claimed lease was given back" in log
 
 

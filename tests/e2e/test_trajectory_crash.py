@@ -12,6 +12,7 @@ import orjson
 
 from premath.harness.trajectory import append_step, query_trajectory
 from tests.support.cli import run_premath
+from tests.support.markers import marker_of
 
 NOW = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 FORK = multiprocessing.get_context("fork")
@@ -58,7 +59,7 @@ def test_writers_killed_at_random_moments_leave_whole_rows_and_a_recoverable_loc
 
     assert writing_generations >= 3  # writers got to write before being killed
     assert locks_left > 0  # some kills hit a writer holding the lock...
-    lock.write_text("pid=999999999\nutc=2026-03-01T10:00:00Z\n")  # ...and one surely did
+    lock.write_text(marker_of(999999999))  # ...and one surely did
     outcome = run_premath(
         "harness-trajectory", "append", "--path", "t.jsonl", "--step-id", "after",
         "--action", "a", "--result-class", "ok", "--json", cwd=tmp_path,

@@ -2,7 +2,7 @@
 
 import orjson
 
-from tests.harness.loop_support import make_issues
+from tests.harness.loop_support import ACCEPTABLE, make_issues
 
 
 def test_boot_on_a_fresh_store_targets_the_first_ready_issue(cli_run, workdir):
@@ -15,7 +15,9 @@ def test_boot_on_a_fresh_store_targets_the_first_ready_issue(cli_run, workdir):
     assert report["memoryRoots"]["sessionExists"] is False
     assert report["integrity"] == {"graphScope": "active", "hasCycle": False, "cyclePath": None}
     assert (report["readyCount"], report["readyIssueIds"]) == (1, ["bd-2"])
+    issue = report["nextTarget"].pop("issue")
     assert report["nextTarget"] == {"issueId": "bd-2", "source": "ready", "featureId": None}
+    assert (issue["id"], issue["description"], issue["notes"]) == ("bd-2", ACCEPTABLE, "")
     assert report["handoff"] is None
     assert report["issuesSnapshotRef"].startswith("iss1_")
 
@@ -25,6 +27,7 @@ def test_boot_resumes_the_claimed_issue_from_the_handoff(cli_run, workdir):
     claimed = cli_run("harness", "claim", "--worker-id", "me", "--json")
     assert (claimed.exit_code, claimed.json["issueId"]) == (0, "bd-1")
     report = cli_run("harness", "boot", "--json").json
+    assert report["nextTarget"].pop("issue")["lease"]["owner"] == "me"
     assert report["nextTarget"] == {"issueId": "bd-1", "source": "resume", "featureId": "bd-1"}
     assert report["handoff"]["mode"] == "attach"
 

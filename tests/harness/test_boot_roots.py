@@ -64,6 +64,7 @@ def test_a_scoped_accepted_witness_bound_to_a_ready_issue_is_the_next_target(cli
     make_issues(workdir, ["bd-1", "bd-2"])
     write_witness(workdir, "20260301T000000Z-work-bd-2", scope={"kind": "issue", "target": "bd-2"})
     report = cli_run("harness", "boot", "--json").json
+    assert report["nextTarget"].pop("issue")["id"] == "bd-2"  # D16-3: the target issue whole
     assert report["nextTarget"] == {
         "issueId": "bd-2",
         "source": "instruction_witness",

@@ -82,5 +82,24 @@ def test_demo_drains_the_sample_issues_and_passes_the_kpi(cli_run):
     assert set(counts["workerIds"]) <= {"worker.1", "worker.2"}
     assert counts["activeWorkers"] == len(counts["workerIds"]) >= 1
     text = cli_run("demo")
-    assert text.stdout.splitlines()[0].startswith("premath demo: 2 workers, 6 sample issues")
+    assert text.stdout.splitlines()[0].startswith("premath demo: 6 sample issues")
     assert "[harness-kpi] deterministic throughput benchmark" in text.stdout
+    assert "What the KPI numbers mean:" in text.stdout
+    assert "override policy" not in text.stdout
+    assert text.stdout.rstrip().splitlines()[-4:-1] == [
+        '  premath issue add "Fix the parser" --description $\'Acceptance:\\n- parses\\n'
+        "Verification: `pytest -q`'",
+        "  premath harness step --worker-id me --work-cmd 'your fix command' --json",
+        "  premath harness-loop coordinator --worktree . --rounds 5 --work-cmd '...'",
+    ]
+    assert "override policy" in cli_run("demo", "-v").stdout
+
+
+def test_demo_keeps_its_folder(cli_run, tmp_path):
+    kept = tmp_path / "demo"
+    result = cli_run("demo", "--keep", str(kept))
+    assert result.exit_code == 0, result.stderr
+    assert (kept / ".premath" / "issues.jsonl").is_file()
+    assert f"The demo's files are in {kept}" in result.stdout
+    refused = cli_run("demo", "--keep", str(kept), "--json")
+    assert (refused.exit_code, refused.json["error"]["code"]) == (2, "usage_error")

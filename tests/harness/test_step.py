@@ -320,7 +320,5 @@ def test_issue_ids_cannot_steer_log_paths_out_of_the_steps_folder(tmp_path):
     make_issues(tmp_path, ["../../escape"])
     report = run_step(worker_config(tmp_path, verify_cmd="exit 1"), 1, CLOCK)
     assert report is not None
-    assert report.step_witness_ref == str(
-        tmp_path / ".premath" / "harness_steps" / "w1..._.._escape.1" / "step.json"
-    )
+    assert report.step_witness_ref == ".premath/harness_steps/w1..._.._escape.1/step.json"
     assert not (tmp_path.parent / "escape.1").exists()

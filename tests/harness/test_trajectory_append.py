@@ -6,6 +6,7 @@ import pytest
 
 from premath.errors import InputInvalid, InvalidUsage, IoFailure, LockBusy
 from premath.harness.trajectory import append_step
+from tests.support.markers import REFERENCE_MARKER, marker_of
 
 NOW = datetime(2026, 3, 1, 10, 0, 59, 999999, tzinfo=UTC)
 
@@ -76,11 +77,21 @@ def test_an_unwritable_path_is_an_io_failure_and_releases_the_lock(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"]
 
 
-def test_a_breaker_left_by_a_dead_process_makes_appends_wait_not_spin(tmp_path):
-    """A stale lock whose breaker's owner died: honour the timeout rather than spin (locks.py)."""
-    dead = "pid=999999999\nutc=2026-03-01T10:00:00Z\n"
-    (tmp_path / "t.jsonl.lock").write_text(dead)
-    (tmp_path / "t.jsonl.lock.break").write_text(dead)  # fresh: ages out after a few seconds
+def test_a_breaker_left_by_a_dead_process_is_broken_too(tmp_path):
+    """A stale lock whose breaker's owner died: both markers are provably dead (locks.py)."""
+    (tmp_path / "t.jsonl.lock").write_text(marker_of(999999999))
+    (tmp_path / "t.jsonl.lock.break").write_text(marker_of(999999998))
+    append_step(
+        tmp_path / "t.jsonl", step_id="s", action="a", result_class="ok", now=NOW,
+        lock_timeout=2,
+    )  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.jsonl"]
+
+
+def test_a_breaker_that_cannot_be_judged_makes_appends_wait_not_spin(tmp_path):
+    """A breaker in the reference's format may belong to a live writer elsewhere: wait, refuse."""
+    (tmp_path / "t.jsonl.lock").write_text(marker_of(999999999))
+    (tmp_path / "t.jsonl.lock.break").write_text(REFERENCE_MARKER.format(pid=999999999))
     with pytest.raises(LockBusy):
         append_step(
             tmp_path / "t.jsonl", step_id="s", action="a", result_class="ok", now=NOW,

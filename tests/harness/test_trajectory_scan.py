@@ -94,7 +94,7 @@ def test_an_error_in_the_second_half_names_its_line_in_the_file(forks, monkeypat
 
 def test_a_child_that_dies_is_replaced_by_a_scan_here(forks, monkeypatch, tmp_path):
     monkeypatch.setattr(trajectory_scan, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(trajectory_scan, "_run_child", lambda *args: os._exit(3))
+    monkeypatch.setattr(trajectory_scan, "_second_half_payload", lambda *args: os._exit(3))
     path = tmp_path / "t.jsonl"
     path.write_bytes(b"\n".join(row(n, n, "timeout" if n % 2 else "ok") for n in range(100)))
     selection = select_rows(str(path), "failed", 2)

@@ -9,6 +9,7 @@ import pytest
 
 from premath.errors import LockBusy
 from premath.store.locks import hold_marker
+from tests.support.markers import marker_of
 
 FORK = multiprocessing.get_context("fork")
 
@@ -61,7 +62,7 @@ def test_marker_of_a_dead_process_is_recovered_and_reported(tmp_path):
     dead = FORK.Process(target=lambda: None)
     dead.start()
     dead.join()
-    marker.write_text(f"pid={dead.pid}\nutc=2026-01-01T00:00:00Z\n")
+    marker.write_text(marker_of(dead.pid))
     reports: list[str] = []
     with hold_marker(marker, timeout_s=1, report=reports.append):
         assert marker.read_text().startswith(f"pid={os.getpid()}")
@@ -85,7 +86,7 @@ def test_racing_recoverers_never_break_a_live_lock(tmp_path):
     dead = FORK.Process(target=lambda: None)
     dead.start()
     dead.join()
-    Path(marker).write_text(f"pid={dead.pid}\n")
+    Path(marker).write_text(marker_of(dead.pid))
     barrier = FORK.Barrier(6)
     workers = [
         FORK.Process(target=_count_in_lock, args=(marker, str(counter), 50, barrier))

@@ -34,6 +34,7 @@ def require_shared(path: Path) -> Path:
 
 @cache
 def _diffrun() -> ModuleType:
+    require_shared(CLI_CORPUS / "diffrun.py")
     spec = importlib.util.spec_from_file_location("diffrun", CLI_CORPUS / "diffrun.py")
     assert spec is not None
     assert spec.loader is not None
@@ -61,8 +62,9 @@ def _without_json_errors(actual: dict[str, Any], golden: dict[str, Any]) -> dict
 
 def run_scenario(name: str) -> dict[str, Any]:
     """Run one scenario: its golden, our record, and the first difference (raw and sans D1-1)."""
+    scenario_path = require_shared(CLI_CORPUS / "scenarios" / f"{name}.json")
     diffrun = _diffrun()
-    scenario = diffrun.load_scenario(require_shared(CLI_CORPUS / "scenarios") / f"{name}.json")
+    scenario = diffrun.load_scenario(scenario_path)
     golden = orjson.loads((CLI_CORPUS / "golden" / f"{name}.json").read_bytes())
     os.environ.setdefault("PYTHONPATH", str(REPO_ROOT))
     actual = diffrun.run_scenario(scenario, [sys.executable, "-m", "premath"])

@@ -27,6 +27,7 @@ from premath.models.join_check import (
 )
 from premath.models.serde import SchemaViolation
 from premath.store.documents import os_error_text
+from premath.store.files import read_bounded
 from premath.text import clean_optional, normalize_refs
 
 Row = dict[str, Any]
@@ -298,8 +299,7 @@ def _parse_bytes(path: str, data: bytes) -> Row:
 def run_join_check(path: str) -> Row:
     """Read, parse and evaluate the input file at `path` (the CLI's one call)."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_bounded(path)
     except OSError as exc:
         raise _invalid(f"failed to read input {path}: {os_error_text(exc)}") from None
     return _evaluate(_parse_bytes(path, data))

@@ -1,0 +1,103 @@
+"""Soak: 16 writers mutating one 20,000-issue store at once, through the real CLI.
+
+Each writer runs `issue update <its own ids> --notes ...` back to back; every call takes the
+store's lock, so the calls queue. Printed: the worst call (wait included) against the bound the
+lock should keep, writers x one solo call, and the calls that failed (`lock_busy` or any other
+error). With PREMATH_REFERENCE_BIN the same soak runs the reference on a copy of the store.
+"""
+
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from benchmarks._measure import PREMATH, Row, ms, verdict
+from benchmarks.bench_issues import generate_store
+
+_TIMEOUT_ENV = {"PREMATH_LOCK_TIMEOUT_SECONDS": "60"}
+
+
+def _call(argv: list[str], cwd: Path) -> tuple[float, bool]:
+    start = time.perf_counter()
+    proc = subprocess.run(
+        argv, cwd=cwd, capture_output=True, check=False, env={**os.environ, **_TIMEOUT_ENV}
+    )
+    return time.perf_counter() - start, proc.returncode == 0
+
+
+def _argv(program: list[str], store: Path, issue: int) -> list[str]:
+    return [*program, "issue", "update", f"bd-{issue}", "--notes", f"soak {issue}",
+            "--issues", str(store), "--json"]  # fmt: skip
+
+
+def soak(
+    program: list[str], store: Path, writers: int, calls: int
+) -> tuple[float, list[float], int]:
+    """(median solo call, every call's seconds under contention, failed calls)."""
+    solo = statistics.median(_call(_argv(program, store, 1), store.parent)[0] for _ in range(3))
+    durations: list[float] = []
+    failed = 0
+    guard = threading.Lock()
+    barrier = threading.Barrier(writers)
+
+    def writer(index: int) -> None:
+        nonlocal failed
+        barrier.wait()
+        for call in range(calls):
+            elapsed, ok = _call(_argv(program, store, 2 + index * calls + call), store.parent)
+            with guard:
+                durations.append(elapsed)
+                failed += not ok
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return solo, durations, failed
+
+
+def _rows(name: str, program: list[str], source: Path, writers: int, calls: int) -> list[Row]:
+    with tempfile.TemporaryDirectory() as folder:
+        store = Path(folder) / "issues.jsonl"
+        shutil.copyfile(source, store)
+        solo, durations, failed = soak(program, store, writers, calls)
+    worst, bound = max(durations), writers * solo
+    size = f"{source.stem.rsplit('-', 1)[1]} issues, "
+    size += f"{writers} writers x {calls} calls"
+    return [
+        Row(
+            measure=f"{name} lock soak: worst call (wait included)",
+            size=size,
+            ours=f"{ms(worst)} (median {ms(statistics.median(durations))})",
+            baseline=f"{ms(bound)} ({writers} x solo call {ms(solo)})",
+            ratio=f"{worst / bound:.2f}x",
+            target="<= 1.0x",
+            verdict=verdict(worst <= bound),
+        ),
+        Row(
+            measure=f"{name} lock soak: failed calls",
+            size=size,
+            ours=f"{failed} of {len(durations)}",
+            baseline="-",
+            ratio="-",
+            target="0",
+            verdict=verdict(failed == 0),
+        ),
+    ]
+
+
+def rows(quick: bool) -> list[Row]:
+    count, writers, calls = (2_000, 4, 3) if quick else (20_000, 16, 20)
+    source = Path(tempfile.gettempdir()) / f"premath-soak-{count}.jsonl"
+    if not source.exists():
+        source.write_bytes(generate_store(count))
+    result = _rows("premath", list(PREMATH), source, writers, calls)
+    reference = os.environ.get("PREMATH_REFERENCE_BIN")
+    if reference:
+        result += _rows("reference", [reference], source, writers, calls)
+    return result

@@ -1,0 +1,99 @@
+"""Whole-file I/O that hostile paths cannot stall: regular files only, bounded reads, full writes.
+
+A path we read may name `/dev/zero` (endless bytes), a FIFO (a read that never returns) or a
+file far larger than any artifact. Every read here opens without blocking, refuses anything but
+a regular file, and reads at most `cap + 1` bytes, so a file over its cap is a clear error
+rather than a MemoryError. Caps are named settings (`ReadCaps`), overridable by environment
+variable for the rare legitimate giant.
+"""
+
+import errno
+import os
+import stat
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from premath.errors import InputInvalid, InvalidUsage
+
+_MIB = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class ReadCap:
+    """One named size cap: `default` bytes unless the environment variable `env` says otherwise."""
+
+    env: str
+    default: int
+
+    def bytes(self) -> int:
+        raw = os.environ.get(self.env, "").strip()
+        if not raw:
+            return self.default
+        if not raw.isdigit() or int(raw) <= 0:
+            raise InvalidUsage(f"{self.env} must be a positive number of bytes, got {raw!r}")
+        return int(raw)
+
+
+DOCUMENT_CAP = ReadCap("PREMATH_MAX_DOCUMENT_BYTES", 64 * _MIB)
+"""JSON/YAML documents: session, ledger, policy, join-check input, ATIF, experiment files, notes."""
+STORE_CAP = ReadCap("PREMATH_MAX_STORE_BYTES", 4096 * _MIB)
+"""The issues file, read whole."""
+LINE_CAP = ReadCap("PREMATH_MAX_LINE_BYTES", 64 * _MIB)
+"""One line of a streamed JSONL file (trajectory, dataset, trials)."""
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open `path` for reading if it is a regular file; never blocks on a FIFO or device.
+
+    A directory raises IsADirectoryError, as reading it would; anything else InputInvalid."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):  # as reading it would fail: callers word this OSError already
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+        if not stat.S_ISREG(mode):
+            raise InputInvalid(
+                f"{os.fspath(path)} is not a regular file ({_kind(mode)}); give the path of a file"
+            )
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a file"
+
+
+def read_bounded(path: str | os.PathLike[str], cap: ReadCap = DOCUMENT_CAP) -> bytes:
+    """The bytes of regular file `path`, refused past `cap` (reads at most cap + 1 bytes).
+
+    OSError (missing, unreadable) propagates for the caller to name; InputInvalid otherwise.
+    """
+    limit = cap.bytes()
+    with open_regular(path) as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise InputInvalid(
+            f"{os.fspath(path)} is larger than {limit} bytes; raise {cap.env} if it is meant to be"
+        )
+    return data
+
+
+def read_bounded_text(path: str | os.PathLike[str], cap: ReadCap = DOCUMENT_CAP) -> str:
+    """`read_bounded` decoded as UTF-8 (UnicodeDecodeError propagates)."""
+    return read_bounded(path, cap).decode("utf-8")
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write every byte of `data` to `fd` (a short write is continued; errors propagate)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]

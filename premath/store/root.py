@@ -1,0 +1,63 @@
+"""Which project a command works on: the nearest folder above holding `.premath/`.
+
+Divergence D16-4: the reference resolves its default paths (`.premath/issues.jsonl`, ...)
+against the working folder only, so a command run in a subfolder silently starts a second
+`.premath/`. Ours walks up from the working folder to the nearest folder holding `.premath/`,
+stopping after the git root (a folder holding `.git`) or at the filesystem root; `PREMATH_DIR`
+(the `.premath` folder itself) overrides the walk; an explicit path flag always wins. With no
+`.premath/` anywhere above, the working folder is the root, as before.
+
+The root is returned relative to the working folder (`.` when it is the working folder), so
+default paths, and the documents that echo them, stay exactly the reference's at the root.
+"""
+
+import os
+
+from premath.errors import InvalidUsage
+
+PREMATH_FOLDER = ".premath"
+PREMATH_DIR_ENV = "PREMATH_DIR"
+
+
+def _from_env(value: str) -> str:
+    folder = os.path.normpath(value)
+    if not os.path.isdir(folder):
+        raise InvalidUsage(
+            f"{PREMATH_DIR_ENV}={value} is not a folder: point it at an existing .premath "
+            "folder, or unset it"
+        )
+    if os.path.basename(os.path.abspath(folder)) != PREMATH_FOLDER:
+        raise InvalidUsage(
+            f"{PREMATH_DIR_ENV}={value} must name a folder called {PREMATH_FOLDER} (the project "
+            "root is its parent)"
+        )
+    return os.path.relpath(os.path.dirname(os.path.abspath(folder)))
+
+
+def discover_root(start: str | None = None) -> str:
+    """The project root for default paths, relative to the working folder; see module doc."""
+    env_value = os.environ.get(PREMATH_DIR_ENV)
+    if env_value:
+        return _from_env(env_value)
+    here = os.path.abspath(start or os.curdir)
+    cwd = os.path.abspath(os.curdir)
+    folder = here
+    while True:
+        marker = os.path.join(folder, PREMATH_FOLDER)
+        if os.path.isdir(marker):
+            return os.path.relpath(folder, cwd)
+        if os.path.lexists(marker):
+            raise InvalidUsage(
+                f"{marker} is not a folder: premath keeps its state in a .premath folder; "
+                "move that file away or pass explicit paths"
+            )
+        parent = os.path.dirname(folder)
+        if parent == folder or os.path.exists(os.path.join(folder, ".git")):
+            return os.path.relpath(here, cwd)
+        folder = parent
+
+
+def rebase(default_path: str) -> str:
+    """A default path (`.premath/...`) under the discovered root."""
+    root = discover_root()
+    return default_path if root == os.curdir else os.path.join(root, default_path)

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The README's tour, top to bottom, in an empty folder: every command must succeed.
+# tests/test_readme_tour.py keeps this file and the README's tour blocks in sync (same commands,
+# same order); the lines marked `# setup` are this script's own, not the README's.
+#
+#   tools/readme-tour.sh            # uses `premath` from PATH (e.g. the project's .venv)
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+tour="$(mktemp -d "${TMPDIR:-/tmp}/premath-tour.XXXXXX")"  # setup
+trap 'rm -rf "$tour"' EXIT                                   # setup
+cp -r "$repo/examples" "$repo/tools" "$tour/"                # setup
+cd "$tour"                                                   # setup
+export PS4='+ tour: '                                        # setup
+set -x                                                       # setup
+
+# Harness artifacts
+premath harness-session write --state active --issue-id bd-7 --summary "start" --json
+premath harness-session bootstrap --json
+premath harness-feature write --feature-id feat.a --status in_progress --issue-id bd-7
+premath harness-feature next --json
+premath harness-feature write --feature-id feat.a --status completed --issue-id bd-7 --verification-ref 'test://feat.a'
+premath harness-feature check --require-closure
+premath harness-trajectory append --step-id s1 --action run.check --result-class completed
+premath harness-trajectory query --mode failed --limit 20 --json
+
+# Issue memory
+premath issue add "Fix parser" --description $'Acceptance:\n- parses\nVerification: `python3 parser.py`'
+premath issue add "Document parser" --description $'Acceptance:\n- documented\nVerification: `sh -c "test -s NOTES.md"`'
+premath dep add bd-2 bd-1 --type blocks
+premath issue ready --json
+premath issue show bd-1
+premath issue claim-next --assignee w1 --json
+premath issue lease-renew bd-1 --assignee w1 --lease-id lease1_bd-1_w1 --json
+premath issue update bd-1 --status closed
+premath issue check
+premath dep diagnostics --graph-scope full --json
+
+# The harness loop
+premath harness boot --json
+premath harness step --worker-id me --work-cmd 'echo notes > NOTES.md' --json
+premath harness stop --worker-id me --json
+premath issue add "Tidy up" --description $'Acceptance:\n- tidy\nVerification: `sh -c true`'
+premath harness-loop worker --worker-id w1 --max-steps 5 --work-cmd 'true'
+premath issue add "Tidy more" --description $'Acceptance:\n- tidy\nVerification: `sh -c true`'
+premath harness-loop coordinator --worktree . --rounds 10 --work-cmd 'true'
+premath harness-kpi --json
+premath harness-policy decide --failure-class gate_timeout --attempt 2 --json
+
+# Harness runs and experiments
+echo '{"id": "t1", "a": 2, "b": 3, "op": "+", "expected": 5}' > task.json
+premath run --command "python3 examples/clean_harness/harness.py" --arg --strategy --arg careful task.json
+premath experiment validate examples/clean_harness/experiment.yaml
+premath experiment run examples/clean_harness/experiment.yaml --run-id demo --concurrency 4
+premath experiment run examples/clean_harness/experiment.yaml --run-id gate --fail-on-error-rate 0.1
+premath experiment resume demo --rerun-errors
+premath experiment report demo --html demo.html
+premath schema experiment
+
+# Headless benchmark runs
+premath bench run --task tools/terminal-bench/sample/task.json --command "python3 tools/terminal-bench/sample/harness.py" --policy tools/terminal-bench/configs/deny.example.json --run-dir bench-run --json
+premath atif validate bench-run/atif/trajectory.json
+premath atif export bench-run --out trajectory.json
