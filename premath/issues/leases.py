@@ -320,18 +320,33 @@ def claim_next_issue(
     lease_id: str | None = None,
 ) -> IssueRow | None:
     """`issue claim-next`: the best candidate by priority, then natural id order (D3-2)."""
+    row = claim_choice(issues, assignee, now_ns)
+    if row is not None:
+        grant_claim(row, assignee, now_ns=now_ns, expiry_ns=expiry_ns, lease_id=lease_id)
+    return row
+
+
+def claim_choice(issues: IssueMap, assignee: str, now_ns: int) -> IssueRow | None:
+    """The row claim-next takes: the best candidate by priority, then natural id order.
+
+    Reads only `stored_scan.SLIM_FIELDS` of claimable rows and the status of the others."""
     candidates = claim_candidates(issues, assignee, now_ns)
     if not candidates:
         return None
     best_priority = min(row["priority"] for row in candidates)
-    row = min(
+    return min(
         (row for row in candidates if row["priority"] == best_priority),
         key=lambda row: (natural_key(row["id"]), row["id"]),
     )
+
+
+def grant_claim(
+    row: IssueRow, assignee: str, *, now_ns: int, expiry_ns: int, lease_id: str | None
+) -> None:
+    """Claim the chosen row for `assignee`: a stale lease dropped, the new one granted."""
     now_text = format_autosi_z(now_ns)
     _drop_stale_lease(row, assignee, now_ns, now_text)
     _grant(row, assignee, now_text, expiry_ns, _requested_lease_id(row["id"], assignee, lease_id))
-    return row
 
 
 def _held_lease(row: IssueRow, assignee: str, lease_id: str | None, now_ns: int) -> LeaseRow:

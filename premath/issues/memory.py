@@ -23,6 +23,7 @@ from premath.models.vocabulary import GraphScope, LeaseState
 from premath.store.issues_file import (
     Changes,
     IssueMap,
+    edit_chosen_row,
     load_issues,
     mutate_store,
     require_store_file,
@@ -302,12 +303,13 @@ def claim_next(
     now_ns, _ = _now(now)
     expiry_ns = leases.lease_expiry(now_ns, ttl, None)
 
-    def edit(issues: IssueMap) -> IssueRow | None:
-        return leases.claim_next_issue(
-            issues, owner, now_ns=now_ns, expiry_ns=expiry_ns, lease_id=lease_id
-        )
+    def choose(issues: IssueMap) -> IssueRow | None:
+        return leases.claim_choice(issues, owner, now_ns)
 
-    row = _edit_row(path, edit, now=now, timeout_s=timeout_s)
+    def edit(row: IssueRow) -> None:
+        leases.grant_claim(row, owner, now_ns=now_ns, expiry_ns=expiry_ns, lease_id=lease_id)
+
+    row = edit_chosen_row(path, choose, edit, now=now, timeout_s=timeout_s)
     if row is None and not os.path.exists(path):
         raise IoFailure(f"issues file not found: {path} (lease_mutation_store_io)")
     return row

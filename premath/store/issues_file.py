@@ -17,6 +17,7 @@ import gc
 import itertools
 import operator
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
@@ -39,6 +40,7 @@ from premath.models.issue_row import (
     stored_row_or_none,
     text_form,
 )
+from premath.store import stored_scan
 from premath.store.atomic import write_atomic
 from premath.store.canonical import row_bytes, with_serde_floats
 from premath.store.files import STORE_CAP, read_bounded
@@ -479,6 +481,13 @@ def mutate_store(
     store, the map is emptied as the new file is encoded (`_drained_lines`): `mutate` returns the
     rows it needs, never the map.
     """
+    with _store_lock(path, timeout_s):
+        return _mutate_locked(path, mutate, now=now, warm=warm)
+
+
+@contextlib.contextmanager
+def _store_lock(path: str, timeout_s: float) -> Iterator[None]:
+    """Hold `<path>.lock` for the block (the reference's protocol)."""
     marker = lock_path(path)
     lock = hold_marker(
         marker, timeout_s=timeout_s, busy_message=f"issue-memory lock busy: {marker}"
@@ -491,37 +500,114 @@ def mutate_store(
         ) from None
     with contextlib.ExitStack() as release:
         release.push(lock)
-        loaded = warm.take(path) if warm is not None else None
-        if loaded is None:
-            loaded = (
-                _load(path, now, tolerate_torn_tail=False, keep_lines=True)
-                if os.path.exists(path)
-                else _Loaded({}, None)
-            )
-        value, changed = mutate(loaded.issues)
-        if changed:
-            lines = None
-            if isinstance(changed, tuple) and loaded.stored_lines is not None:
-                lines = _spliced_lines(loaded.issues, loaded.stored_lines, changed)
-            if lines is None and warm is None:
-                drained = _drained_lines(loaded.issues)
-                del loaded
-                _write(path, b"".join(drained))
-                return value
-            if lines is None:
-                data = encode_store(loaded.issues)
-                _write(path, data)
-                lines = data.split(b"\n")
-                # `_spliced_lines` needs the ids in line order.
-                loaded = _Loaded({key: loaded.issues[key] for key in sorted(loaded.issues)}, None)
-            else:
-                _write(path, b"\n".join(lines))
-            lines.pop()
-            if warm is not None:
-                warm.keep(path, _Loaded(loaded.issues, lines))
-        elif warm is not None and os.path.exists(path):
-            warm.keep(path, loaded)
+        yield
+
+
+def _mutate_locked(
+    path: str,
+    mutate: Callable[[IssueMap], tuple[T, Changes]],
+    *,
+    now: datetime,
+    warm: "WarmStores | None",
+) -> T:
+    loaded = warm.take(path) if warm is not None else None
+    if loaded is None:
+        loaded = (
+            _load(path, now, tolerate_torn_tail=False, keep_lines=True)
+            if os.path.exists(path)
+            else _Loaded({}, None)
+        )
+    value, changed = mutate(loaded.issues)
+    if changed:
+        lines = None
+        if isinstance(changed, tuple) and loaded.stored_lines is not None:
+            lines = _spliced_lines(loaded.issues, loaded.stored_lines, changed)
+        if lines is None and warm is None:
+            drained = _drained_lines(loaded.issues)
+            del loaded
+            _write(path, b"".join(drained))
+            return value
+        if lines is None:
+            data = encode_store(loaded.issues)
+            _write(path, data)
+            lines = data.split(b"\n")
+            # `_spliced_lines` needs the ids in line order.
+            loaded = _Loaded({key: loaded.issues[key] for key in sorted(loaded.issues)}, None)
+        else:
+            _write(path, b"\n".join(lines))
+        lines.pop()
+        if warm is not None:
+            warm.keep(path, _Loaded(loaded.issues, lines))
+    elif warm is not None and os.path.exists(path):
+        warm.keep(path, loaded)
     return value
+
+
+SLIM_STORE_BYTES = 1 << 20
+"""From this file size on, `edit_chosen_row` first tries the slim scan (`stored_scan`)."""
+
+
+def edit_chosen_row(
+    path: str,
+    choose: Callable[[IssueMap], IssueRow | None],
+    edit: Callable[[IssueRow], None],
+    *,
+    now: datetime,
+    timeout_s: float,
+) -> IssueRow | None:
+    """Under `<path>.lock`: `choose` one row of the store, `edit` it in place and save; the
+    edited row (None: nothing chosen, nothing written).
+
+    `choose` sees slim rows (`stored_scan.SLIM_FIELDS`; other rows hold their status only)
+    when the file is big and provably in our bytes, so 100k rows are never decoded at once
+    and the file is rewritten as a stream around the one new line; otherwise the full store,
+    as `mutate_store` loads it. Either way the new file is `encode_store` of the edited store.
+    """
+    with _store_lock(path, timeout_s):
+        edited = _edit_slim(path, choose, edit)
+        if edited is not None:
+            return edited[0]
+
+        def mutate(issues: IssueMap) -> tuple[IssueRow | None, Changes]:
+            row = choose(issues)
+            if row is None:
+                return None, ()
+            edit(row)
+            return row, (row["id"],)
+
+        return _mutate_locked(path, mutate, now=now, warm=None)
+
+
+def _edit_slim(
+    path: str, choose: Callable[[IssueMap], IssueRow | None], edit: Callable[[IssueRow], None]
+) -> tuple[IssueRow | None] | None:
+    """`edit_chosen_row` by the slim scan; None when the file does not qualify."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        status = os.fstat(fd)
+        size = status.st_size
+        if not stat.S_ISREG(status.st_mode) or not SLIM_STORE_BYTES <= size <= STORE_CAP.bytes():
+            return None
+        scan = stored_scan.scan_stored(fd)
+        if scan is None:
+            return None
+        chosen = choose(scan.issues)
+        if chosen is None:
+            return (None,)
+        issue_id = chosen["id"]
+        del chosen
+        row = stored_scan.stored_row(fd, scan, issue_id)
+        edit(row)
+        try:
+            stored_scan.rewrite_line(path, fd, scan, issue_id, encode_row(row))
+        except OSError as exc:
+            raise IoFailure(f"failed to write issues file {path}: {exc.strerror or exc}") from None
+        return (row,)
+    finally:
+        os.close(fd)
 
 
 FileIdentity = tuple[int, int, int, int]

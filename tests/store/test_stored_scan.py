@@ -1,0 +1,110 @@
+"""claim-next from the slim scan of a store in our bytes equals claim-next from the full load:
+same claimed row (so the same stdout document), same file bytes, same refusal."""
+
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from premath.errors import PremathError
+from premath.issues.memory import claim_next
+from premath.store import issues_file, stored_scan
+from premath.store.issues_file import encode_store
+
+NOW = datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=UTC)
+IDS = st.text(alphabet="ab-129", min_size=1, max_size=4)
+STAMPS = st.sampled_from(
+    [
+        "2026-02-22T00:00:00Z",
+        "2026-03-01T10:00:00.123456Z",
+        "2026-03-01T10:00:00.500Z",
+        "2026-03-02T03:33:09.338421Z",
+    ]
+)
+WORKERS = st.sampled_from(["w", "v"])
+
+
+@st.composite
+def stores(draw):
+    """Stores in our bytes with priority ties, open and closed blockers, dangling blockers,
+    fresh and stale leases, foreign assignees."""
+    ids = draw(st.lists(IDS, unique=True, min_size=1, max_size=8))
+    rows = {}
+    for issue_id in ids:
+        row: dict = {
+            "id": issue_id,
+            "title": draw(st.sampled_from(["t", 'é \n"x\\'])),
+            "status": draw(st.sampled_from(["open", "closed", "in_progress", "blocked"])),
+            "priority": draw(st.integers(0, 2)),
+            "issue_type": "task",
+        }
+        if draw(st.booleans()):
+            row["assignee"] = draw(WORKERS)
+        if row["status"] != "closed" and draw(st.booleans()):
+            lease = {
+                "lease_id": draw(st.sampled_from(["l1", "l2"])),
+                "owner": draw(WORKERS),
+                "acquired_at": "2026-02-22T00:00:00Z",
+                "expires_at": draw(STAMPS),
+            }
+            if draw(st.booleans()):
+                lease["renewed_at"] = "2026-02-22T00:00:00Z"
+            row["lease"] = lease
+        row |= {"created_at": draw(STAMPS), "updated_at": draw(STAMPS)}
+        if row["status"] == "closed":
+            row["closed_at"] = draw(STAMPS)
+        row["ephemeral"] = False
+        targets = draw(st.lists(st.sampled_from([*ids, "gone"]), unique=True, max_size=2))
+        kinds = st.sampled_from(["blocks", "related", "parent-child"])
+        if targets:
+            row["dependencies"] = [
+                {"issue_id": issue_id, "depends_on_id": target, "type": draw(kinds)}
+                for target in sorted(targets)
+            ]
+        rows[issue_id] = row
+    return encode_store(rows)
+
+
+def _claim(folder: str, store: bytes, worker: str, lease_id: str | None, slim_from: int):
+    path = f"{folder}/issues-{slim_from}.jsonl"
+    Path(path).write_bytes(store)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(issues_file, "SLIM_STORE_BYTES", slim_from)
+        try:
+            outcome = orjson.dumps(
+                claim_next(path, worker, now=NOW, timeout_s=5, lease_id=lease_id)
+            )
+        except PremathError as exc:
+            outcome = exc.message.encode()
+    return outcome, Path(path).read_bytes()
+
+
+@settings(max_examples=300, deadline=None)
+@given(stores(), WORKERS, st.none() | st.just("mine"))
+def test_slim_claim_next_equals_the_full_load(store, worker, lease_id):
+    with tempfile.TemporaryDirectory() as folder:
+        with open(f"{folder}/probe", "wb") as probe:
+            probe.write(store)
+        with open(f"{folder}/probe", "rb") as probe:
+            assert stored_scan.scan_stored(probe.fileno()) is not None  # the slim path runs
+        full = _claim(folder, store, worker, lease_id, slim_from=1 << 62)
+        slim = _claim(folder, store, worker, lease_id, slim_from=0)
+        assert slim == full
+
+
+@pytest.mark.parametrize(
+    "store",
+    [
+        b'{"id":"b","status":"open"}\n{"id":"a","status":"open"}\n',  # not in stored form
+        b"",
+    ],
+)
+def test_files_not_in_our_bytes_are_not_scanned(tmp_path, store):
+    path = tmp_path / "issues.jsonl"
+    path.write_bytes(store)
+    with open(path, "rb") as file:
+        assert stored_scan.scan_stored(file.fileno()) is None
