@@ -10,8 +10,8 @@ DIVERGENT_DISPATCH = {
     "transport-dispatch.issue-claim-next.sequence": "D3-2",
     # orjson's syntax wording: tests/transport/test_dispatch.py::test_a_corrupt_store_is_store_io
     "transport-dispatch.issue-claim-next.errors": "D12-2",
-    # a reference-format marker we cannot judge: the diagnostic says how to remove it by hand
-    # (tests/store/test_lock_owners.py)
+    # a reference-format marker we cannot judge: the diagnostic says how to remove it by hand,
+    # as tests/store/test_lock_owners.py shows
     "transport-dispatch.issue-claim.lock-busy": "D7-2",
 }
 
