@@ -221,7 +221,13 @@ def batch_text(document: dict[str, Any]) -> str:
     required=True,
     help="ID=COMMAND: one arm of the matrix (repeat; the first is the baseline).",
 )
-@click.option("--replications", type=click.IntRange(1, 10_000), default=1, show_default=True)
+@click.option(
+    "--replications",
+    type=click.IntRange(1, 10_000),
+    default=1,
+    show_default=True,
+    help="Runs of each (variant, task).",
+)
 @click.option(
     "--executor",
     type=click.Choice(["local", "ray"]),
@@ -234,8 +240,19 @@ def batch_text(document: dict[str, Any]) -> str:
     envvar="RAY_ADDRESS",
     help="Ray cluster of the ray executor (default: RAY_ADDRESS, else a local Ray instance).",
 )
-@click.option("--concurrency", type=click.IntRange(1, 256), default=1, show_default=True)
-@click.option("--runs-dir", default=".premath/bench/batches", show_default=True)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Trials run at once.",
+)
+@click.option(
+    "--runs-dir",
+    default=".premath/bench/batches",
+    show_default=True,
+    help="Folder holding the batch's run folder.",
+)
 @click.option("--run-id", help="Name of the batch (default: batch-<UTC stamp>).")
 @click.option(
     "--timeout",
