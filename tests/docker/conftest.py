@@ -22,7 +22,7 @@ def docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]
     )
 
 
-def _engine_problem() -> str | None:
+def engine_problem() -> str | None:
     if shutil.which("docker") is None:
         return "no docker CLI on PATH (run `mise run docker-setup`)"
     version = docker("version", "--format", "{{.Server.Version}}", timeout=20)
@@ -35,7 +35,7 @@ def _engine_problem() -> str | None:
 
 @pytest.fixture(scope="session")
 def engine() -> str:
-    problem = _engine_problem()
+    problem = engine_problem()
     if problem is not None:
         pytest.skip(problem)
     return BASE_IMAGE

@@ -12,9 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 import yaml
 
 from tests.bench import test_batch as batch
+from tests.docker.conftest import BASE_IMAGE
+from tests.docker.conftest import engine_problem as docker_engine_problem
 from tests.ray.conftest import RayCluster
 from tests.support.cli import run_premath
 
@@ -219,3 +222,46 @@ def test_a_lost_node_becomes_errors_that_rerun_errors_completes(ray_cluster: Ray
     for row in lost:
         again = [r for r in rows if r["trial_id"] == row["trial_id"]]
         assert [r["attempt"] for r in again] == [1, 2]
+
+
+CONTAINER_PROBE = """
+import json, os, sys
+json.dump({"outcome": "success", "metrics": {"interfaces": sorted(os.listdir("/sys/class/net")),
+           "uid": os.getuid()}}, open(sys.argv[-1], "w"))
+"""
+
+
+def test_an_experiment_naming_an_image_runs_in_containers_on_the_nodes(
+    ray_cluster: RayCluster, tmp_path
+):
+    problem = docker_engine_problem()
+    if problem is not None:
+        pytest.skip(problem)
+    folder = tmp_path / "exp"
+    folder.mkdir()
+    (folder / "tasks.jsonl").write_text('{"id": "t1"}\n{"id": "t2"}\n')
+    document = {
+        "version": "1.0",
+        "experiment": {"id": "boxed", "name": "containers on ray"},
+        "dataset": {"path": "tasks.jsonl"},
+        "design": {"comparison": "paired", "replications": 1},
+        "baseline": {"variant_id": "control"},
+        "runtime": {"image": BASE_IMAGE, "command": ["python3", "-c", CONTAINER_PROBE]},
+        "executor": "ray",
+    }
+    (folder / "experiment.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    summary = _run(
+        "experiment",
+        "run",
+        os.fspath(folder / "experiment.yaml"),
+        "--runs-dir",
+        "runs",
+        "--run-id",
+        "boxed",
+        cwd=tmp_path,
+        env=ray_cluster.env,
+    )
+    assert summary["trials"]["success"] == 2
+    rows = _rows(tmp_path / "runs" / "boxed")
+    assert {row["executor"] for row in rows} == {"ray"}
+    assert [row["metrics"]["interfaces"] for row in rows] == [["lo"], ["lo"]]
