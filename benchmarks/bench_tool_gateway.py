@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 
 from benchmarks._measure import PREMATH, Row, measure_interleaved, timed_row
+from premath.bench.policy import policy_digest
 
 BASELINE = ["python3", "-I", "-c", "pass"]
 # (events already in the run, runs, wall-time target in seconds)
@@ -25,10 +26,10 @@ def live_run(folder: Path, events: int) -> Path:
     run = folder / "run"
     for sub in ("raw/in", "raw/out", "raw/tools"):
         (run / sub).mkdir(parents=True)
-    (run / "raw" / "policy.json").write_bytes(
-        orjson.dumps({"version": 1, "deny": [{"argv_prefix": ["rm", "-rf"]}]})
-    )
-    rows = [
+    policy = orjson.dumps({"version": 1, "deny": [{"argv_prefix": ["rm", "-rf"]}]})
+    (run / "raw" / "policy.json").write_bytes(policy)
+    rows = [{"kind": "run.started", "at": AT, "policy_digest": policy_digest(policy)}]
+    rows += [
         {"kind": "tool.call", "at": AT, "call_id": f"c{n}", "argv": ["true"]} for n in range(events)
     ]
     (run / "raw" / "events.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
