@@ -328,19 +328,28 @@ def test_malformed_json_rpc_does_not_stop_the_server(workdir):
         b"[1,2",
         b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"issue_ready","arguments":{}}}',
     ]
-    done = subprocess.run(
+    # As a client does, stdin stays open until the last answer came (EOF ends the session).
+    server = subprocess.Popen(
         [sys.executable, "-m", "premath", "mcp-serve"],
-        input=b"\n".join(requests) + b"\n",
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         cwd=workdir,
         env={"PYTHONPATH": str(REPO_ROOT), "PATH": "/usr/bin:/bin"},
-        timeout=60,
-        check=False,
     )
+    assert server.stdin is not None
+    assert server.stdout is not None
+    server.stdin.write(b"\n".join(requests) + b"\n")
+    server.stdin.flush()
     answers = {}
-    for line in done.stdout.splitlines():
+    while 3 not in answers:
+        line = server.stdout.readline()
+        assert line, "the server closed stdout before answering request 3"
         message = orjson.loads(line)
         answers[message.get("id")] = message
+    server.stdin.close()
+    assert server.wait(timeout=60) == 0
+    server.stdout.close()
     assert set(answers) == {1, 3}
     ready = orjson.loads(answers[3]["result"]["content"][0]["text"])
     assert ready["items"][0]["id"] == "bd-1"
