@@ -1,13 +1,18 @@
 """Run every `benchmarks/bench_*.py` module's `rows(quick)` and print one Markdown table.
 
 `--quick` (what CI runs) uses small sizes and few runs, so the benchmarks cannot rot; no number
-fails the build.
+fails the build. Each module runs in a fresh interpreter: one that grew large (Ray, a 100k-issue
+store) would otherwise slow every later fork and inflate every later child's peak memory.
 """
 
 import argparse
+import dataclasses
 import importlib
 import pkgutil
+import subprocess
 import sys
+
+import orjson
 
 import benchmarks
 from benchmarks._measure import Row
@@ -15,20 +20,31 @@ from benchmarks._measure import Row
 HEADER = ("measure", "size", "ours", "baseline", "ratio", "target", "verdict")
 
 
+def _rows_of(module: str, quick: bool) -> list[Row]:
+    argv = [sys.executable, "-m", "benchmarks", "--module", module, *(["--quick"] if quick else [])]
+    done = subprocess.run(argv, stdout=subprocess.PIPE, check=True)
+    return [Row(**fields) for fields in orjson.loads(done.stdout)]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
     parser.add_argument("--quick", action="store_true", help="small sizes, few runs (CI)")
     parser.add_argument("--only", help="run only bench modules whose name contains this text")
+    parser.add_argument("--module", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    rows: list[Row] = []
+    if args.module:
+        rows = importlib.import_module(f"benchmarks.{args.module}").rows(args.quick)
+        sys.stdout.buffer.write(orjson.dumps([dataclasses.asdict(row) for row in rows]))
+        return 0
+    table: list[Row] = []
     for module in sorted(m.name for m in pkgutil.iter_modules(benchmarks.__path__)):
         if not module.startswith("bench_") or (args.only and args.only not in module):
             continue
         print(f"running {module} ...", file=sys.stderr, flush=True)
-        rows.extend(importlib.import_module(f"benchmarks.{module}").rows(args.quick))
+        table.extend(_rows_of(module, args.quick))
     print("| " + " | ".join(HEADER) + " |")
     print("|" + "---|" * len(HEADER))
-    for row in rows:
+    for row in table:
         print("| " + " | ".join(getattr(row, field) for field in HEADER) + " |")
     return 0
 
