@@ -102,3 +102,32 @@ def test_the_loop_in_a_subfolder_works_on_the_project(project, cli_run):
     assert result.json["issueId"] == "bd-1"
     assert (project / ".premath" / "harness_session.json").is_file()
     assert not (project / "src" / "deep" / ".premath").exists()
+
+
+def test_outside_a_git_work_tree_there_is_no_walk(workdir, cli_run):
+    """A stray store in a home or temp folder must not capture scratch folders below it."""
+    assert cli_run("issue", "add", "Stray").exit_code == 0
+    scratch = workdir / "scratch"
+    scratch.mkdir()
+    os.chdir(scratch)
+    added = cli_run("issue", "add", "Here", "--json")
+    assert (added.exit_code, added.json["issuesPath"]) == (0, ".premath/issues.jsonl")
+    assert (scratch / ".premath" / "issues.jsonl").is_file()
+    assert len((workdir / ".premath" / "issues.jsonl").read_bytes().splitlines()) == 1
+
+
+def test_a_stray_premath_file_outside_a_work_tree_is_ignored(workdir, cli_run):
+    (workdir / ".premath").write_text("not a folder")
+    scratch = workdir / "scratch"
+    scratch.mkdir()
+    os.chdir(scratch)
+    added = cli_run("issue", "add", "Here", "--json")
+    assert (added.exit_code, added.json["issuesPath"]) == (0, ".premath/issues.jsonl")
+
+
+def test_a_premath_file_above_in_the_work_tree_is_refused(project, cli_run):
+    (project / ".premath").rename(project / "moved")
+    (project / ".premath").write_text("not a folder")
+    result = cli_run("issue", "list", "--json")
+    assert (result.exit_code, result.json["error"]["code"]) == (2, "usage_error")
+    assert "is not a folder" in result.json["error"]["message"]

@@ -1,4 +1,9 @@
-"""A trajectory writer killed at random moments leaves whole rows and a recoverable lock."""
+"""A trajectory writer killed at random moments leaves whole rows, at most a torn tail that
+readers skip and the next append quarantines, and a recoverable lock.
+
+A torn tail is possible: Linux lets SIGKILL end a `write(2)` between pages, so a row crossing a
+page boundary can be cut. What must hold is that no reader ever sees a broken row and nothing
+already written is lost."""
 
 import multiprocessing
 import os
@@ -50,8 +55,7 @@ def test_writers_killed_at_random_moments_leave_whole_rows_and_a_recoverable_loc
         child.join()
         locks_left += lock.exists()
         data = path.read_bytes() if path.exists() else b""
-        assert data == b"" or data.endswith(b"\n"), f"torn row after kill {generation}"
-        rows = [orjson.loads(line) for line in data.splitlines()]
+        rows = [orjson.loads(line) for line in _whole_rows(data)]
         assert len(rows) >= rows_before  # rows are only ever added
         writing_generations += len(rows) > rows_before
         rows_before = len(rows)
@@ -67,4 +71,18 @@ def test_writers_killed_at_random_moments_leave_whole_rows_and_a_recoverable_loc
     assert outcome.returncode == 0, outcome.stderr
     assert b"removed stale lock" in outcome.stderr
     assert orjson.loads(path.read_bytes().splitlines()[-1])["stepId"] == "after"
-    assert sorted(p.name for p in Path(tmp_path).iterdir()) == ["t.jsonl"]
+    left = sorted(p.name for p in Path(tmp_path).iterdir())
+    assert [name for name in left if not name.startswith("t.jsonl.torn.")] == ["t.jsonl"]
+    for name in left[1:]:  # quarantined tails: cut rows, never whole ones
+        assert not (tmp_path / name).read_bytes().endswith(b"\n")
+
+
+def _whole_rows(data: bytes) -> list[bytes]:
+    """The rows a reader sees: every line but an unterminated last one that does not parse."""
+    lines = data.splitlines()
+    if data and not data.endswith(b"\n"):
+        try:
+            orjson.loads(lines[-1])
+        except orjson.JSONDecodeError:
+            lines.pop()
+    return lines

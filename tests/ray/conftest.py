@@ -38,6 +38,13 @@ class RayCluster:
     worker: subprocess.Popen[bytes]
     scratch: Path
 
+    def wait_for_harness_on_worker(self, script: str, timeout_s: float = 120) -> None:
+        """Until a process running `script` lives below the extra node: a trial in flight there."""
+        deadline = time.monotonic() + timeout_s
+        while not any(script in _command_line(pid) for pid in _descendants(self.worker.pid)):
+            assert time.monotonic() < deadline, f"no {script} ever ran on the extra node"
+            time.sleep(0.05)
+
     def kill_worker(self) -> None:
         """The extra node dies like a lost machine: every process it started (raylet, its
         workers, the harnesses they run), SIGKILL at once."""
@@ -60,6 +67,13 @@ def _descendants(root: int) -> list[int]:
         found += children
         queue += children
     return found
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
 
 
 def _free_port() -> int:

@@ -177,53 +177,6 @@ def test_bench_batch_on_the_cluster(ray_cluster: RayCluster, tmp_path):
     assert len(summaries) == 6  # each trial's bench run folder came back from its node
 
 
-def test_a_lost_node_becomes_errors_that_rerun_errors_completes(ray_cluster: RayCluster, tmp_path):
-    """Last in this module: it kills the cluster's extra node."""
-    experiment = _slow_experiment(tmp_path / "exp", delay_ms=3000)
-    runs = tmp_path / "runs"
-    local = _run(
-        "experiment",
-        "run",
-        os.fspath(experiment),
-        "--executor",
-        "local",
-        "--runs-dir",
-        "runs",
-        "--run-id",
-        "local",
-        cwd=tmp_path,
-    )
-    proc = _start_run(experiment, runs, "lost", ray_cluster.env)
-    _wait_for_rows(runs / "lost", 1, proc)
-    ray_cluster.kill_worker()  # one trial is in flight on it
-    stdout, stderr = proc.communicate(timeout=300)
-    assert proc.returncode == 0, stderr.decode()[-3000:]
-    summary = orjson.loads(stdout)  # Ray's notice of the dead node went to stderr
-    lost = [row for row in _rows(runs / "lost") if row["outcome"] == "error"]
-    assert summary["trials"]["error"] == len(lost) >= 1
-    assert {row["error_class"] for row in lost} == {"executor_failed"}
-    assert all("Ray task" in row["message"] for row in lost), lost
-    rerun = _run(
-        "experiment",
-        "resume",
-        "lost",
-        "--rerun-errors",
-        "--runs-dir",
-        "runs",
-        cwd=tmp_path,
-        env=ray_cluster.env,
-    )
-    assert rerun["trials"]["ran"] == len(lost)
-    assert rerun["trials"] == {**local["trials"], "ran": len(lost)}
-    assert _finals(runs / "lost") == _finals(runs / "local")
-    rows = _rows(runs / "lost")
-    attempts = Counter((row["trial_id"], row["attempt"]) for row in rows)
-    assert max(attempts.values()) == 1  # no attempt recorded twice
-    for row in lost:
-        again = [r for r in rows if r["trial_id"] == row["trial_id"]]
-        assert [r["attempt"] for r in again] == [1, 2]
-
-
 CONTAINER_PROBE = """
 import json, os, sys
 json.dump({"outcome": "success", "metrics": {"interfaces": sorted(os.listdir("/sys/class/net")),
@@ -265,3 +218,50 @@ def test_an_experiment_naming_an_image_runs_in_containers_on_the_nodes(
     rows = _rows(tmp_path / "runs" / "boxed")
     assert {row["executor"] for row in rows} == {"ray"}
     assert [row["metrics"]["interfaces"] for row in rows] == [["lo"], ["lo"]]
+
+
+def test_a_lost_node_becomes_errors_that_rerun_errors_completes(ray_cluster: RayCluster, tmp_path):
+    """Last in this module: it kills the cluster's extra node."""
+    experiment = _slow_experiment(tmp_path / "exp", delay_ms=3000)
+    runs = tmp_path / "runs"
+    local = _run(
+        "experiment",
+        "run",
+        os.fspath(experiment),
+        "--executor",
+        "local",
+        "--runs-dir",
+        "runs",
+        "--run-id",
+        "local",
+        cwd=tmp_path,
+    )
+    proc = _start_run(experiment, runs, "lost", ray_cluster.env)
+    ray_cluster.wait_for_harness_on_worker("harness.py")
+    ray_cluster.kill_worker()  # a trial is in flight on it
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr.decode()[-3000:]
+    summary = orjson.loads(stdout)  # Ray's notice of the dead node went to stderr
+    lost = [row for row in _rows(runs / "lost") if row["outcome"] == "error"]
+    assert summary["trials"]["error"] == len(lost) >= 1
+    assert {row["error_class"] for row in lost} == {"executor_failed"}
+    assert all("Ray task" in row["message"] for row in lost), lost
+    rerun = _run(
+        "experiment",
+        "resume",
+        "lost",
+        "--rerun-errors",
+        "--runs-dir",
+        "runs",
+        cwd=tmp_path,
+        env=ray_cluster.env,
+    )
+    assert rerun["trials"]["ran"] == len(lost)
+    assert rerun["trials"] == {**local["trials"], "ran": len(lost)}
+    assert _finals(runs / "lost") == _finals(runs / "local")
+    rows = _rows(runs / "lost")
+    attempts = Counter((row["trial_id"], row["attempt"]) for row in rows)
+    assert max(attempts.values()) == 1  # no attempt recorded twice
+    for row in lost:
+        again = [r for r in rows if r["trial_id"] == row["trial_id"]]
+        assert [r["attempt"] for r in again] == [1, 2]
