@@ -1,21 +1,22 @@
 """Timing and memory of real child processes, measured interleaved with a baseline.
 
 Ratios beat absolute times on a noisy machine: each benchmark measures its baseline in the same
-run, alternating runs of ours and the baseline. Peak memory comes from the child's rusage.
+run, alternating runs of ours and the baseline. Peak memory comes from the child's rusage, taken
+by a small launcher (`_launch.py`) so the benchmark's own size never counts.
 """
 
+import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 PREMATH = [sys.executable, "-m", "premath"]
+_LAUNCHER = Path(__file__).resolve().parent / "_launch.py"
 
 
 @dataclass(frozen=True)
@@ -40,38 +41,42 @@ def run_once(
     argv: Sequence[str], cwd: Path | None = None, stdin: bytes | None = None
 ) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of one run of `argv`; its output is discarded."""
-    elapsed, usage = _run(argv, cwd, stdin)
-    return elapsed, usage.ru_maxrss / 1024
+    launched = _launch(argv, cwd, stdin)
+    return launched.elapsed_s, launched.peak_rss_mb
 
 
 def run_cpu(argv: Sequence[str], cwd: Path | None = None) -> tuple[float, float]:
     """CPU seconds (user + system, the child's and its reaped children's) and peak RSS (MB) of
     one run: on a loaded machine CPU time varies less than wall time."""
-    _, usage = _run(argv, cwd, None)
-    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    launched = _launch(argv, cwd, None)
+    return launched.cpu_s, launched.peak_rss_mb
 
 
-def _run(
-    argv: Sequence[str], cwd: Path | None, stdin: bytes | None
-) -> tuple[float, resource.struct_rusage]:
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        list(argv),
+@dataclass(frozen=True)
+class _Launched:
+    elapsed_s: float
+    cpu_s: float
+    peak_rss_mb: float
+
+
+def _launch(argv: Sequence[str], cwd: Path | None, stdin: bytes | None) -> _Launched:
+    """One run through `_launch.py`, so the peak memory measured is the command's own."""
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", os.fspath(_LAUNCHER), *argv],
         cwd=cwd,
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
     )
-    if stdin is not None:
-        assert proc.stdin is not None
-        proc.stdin.write(stdin)
-        proc.stdin.close()
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise RuntimeError(f"benchmark command failed ({proc.returncode}): {' '.join(argv)}")
-    return elapsed, usage
+        raise RuntimeError(f"benchmark launcher failed: {proc.stderr.decode()[-2000:]}")
+    report = json.loads(proc.stdout)
+    if report["returncode"] != 0:
+        raise RuntimeError(
+            f"benchmark command failed ({report['returncode']}): {' '.join(argv)}"
+        )
+    return _Launched(report["elapsed_s"], report["cpu_s"], report["peak_rss_mb"])
 
 
 def summarise(times: list[float], peaks: list[float]) -> Sample:

@@ -131,8 +131,7 @@ def store_path(label: str, form: str = "canonical") -> Path:
 def write_log(path: Path, events: int, issues: int, seed: int = 5) -> None:
     """An event log: each issue upserted once, then random upserts and edges between them.
 
-    Written as it is generated: a benchmark process grown by a 1M-line list would inflate the
-    peak memory its children report (a forked child counts its parent's pages until exec).
+    Written as it is generated, so the benchmark never holds a 1M-line list.
     """
     rng = random.Random(seed)
     stamp = "2026-02-22T00:00:00Z"
