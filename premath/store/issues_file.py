@@ -481,16 +481,22 @@ def mutate_store(
     store, the map is emptied as the new file is encoded (`_drained_lines`): `mutate` returns the
     rows it needs, never the map.
     """
-    with _store_lock(path, timeout_s):
+    on_turn = None if warm is None else functools.partial(warm.prefetch, path)
+    with _store_lock(path, timeout_s, on_turn):
         return _mutate_locked(path, mutate, now=now, warm=warm)
 
 
 @contextlib.contextmanager
-def _store_lock(path: str, timeout_s: float) -> Iterator[None]:
+def _store_lock(
+    path: str, timeout_s: float, on_turn: Callable[[], None] | None = None
+) -> Iterator[None]:
     """Hold `<path>.lock` for the block (the reference's protocol)."""
     marker = lock_path(path)
     lock = hold_marker(
-        marker, timeout_s=timeout_s, busy_message=f"issue-memory lock busy: {marker}"
+        marker,
+        timeout_s=timeout_s,
+        busy_message=f"issue-memory lock busy: {marker}",
+        on_turn=on_turn,
     )
     try:
         lock.__enter__()
@@ -645,6 +651,20 @@ class WarmStores:
         identity = file_identity(path)
         if identity is not None:
             self._stores[path] = (identity, loaded)
+
+    def prefetch(self, path: str) -> None:
+        """Bring a kept store up to date with the file as it is now, without the lock (a
+        reader's view, as `read`): a mutation waiting its turn then re-reads under the lock only
+        the rows its one predecessor changes. A store never kept is left to the mutation."""
+        entry = self._stores.get(path)
+        if entry is None:
+            return
+        identity = file_identity(path)
+        if identity is None or entry[0] == identity:
+            return
+        refreshed = _refreshed(entry[1], path, identity)
+        if refreshed is not None:
+            self._stores[path] = (identity, refreshed)
 
     def read(self, path: str, now: datetime) -> IssueMap:
         """The store for a reader: the kept one while the file is unchanged, else loaded (and

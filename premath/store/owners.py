@@ -73,15 +73,22 @@ def _owner_of(pid: int) -> Owner:
     return Owner(host, boot, pidns, pid, process_start_time(pid) or _UNKNOWN)
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether `pid` runs in our PID namespace and is not a zombie (EPERM means it runs)."""
+def pid_exists(pid: int) -> bool:
+    """Whether `pid` names a process of our PID namespace, perhaps a zombie (one system call;
+    EPERM means it exists)."""
     if pid <= 0:
         return False
     try:
         os.kill(pid, 0)
     except OSError as exc:
-        if exc.errno != errno.EPERM:
-            return False
+        return exc.errno == errno.EPERM
+    return True
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether `pid` runs in our PID namespace and is not a zombie (EPERM means it runs)."""
+    if not pid_exists(pid):
+        return False
     fields = _stat_fields(pid)
     return fields is None or not fields or fields[0] != "Z"
 
@@ -91,9 +98,13 @@ def owner_state(owner: Owner) -> OwnerState:
     machine = (owner.host, owner.boot, owner.pidns)
     if _UNKNOWN in machine or machine != _machine():
         return "unknown"
-    start = process_start_time(owner.pid)
-    if owner.pid != os.getpid() and not pid_alive(owner.pid):
+    ours = owner.pid == os.getpid()
+    if not ours and not pid_exists(owner.pid):
         return "dead"
+    fields = _stat_fields(owner.pid)
+    if not ours and fields and fields[0] == "Z":
+        return "dead"  # killed, not yet reaped
+    start = fields[19] if fields is not None and len(fields) > 19 else None
     if owner.start != _UNKNOWN and start is not None and start != owner.start:
         return "dead"  # the pid now names a process that started later: ours is gone
     return "alive"

@@ -12,7 +12,8 @@ import orjson
 import pytest
 
 from premath.errors import InvalidUsage
-from premath.store.locks import LOCK_TIMEOUT_ENV, lock_timeout_from_env, marker_owner
+from premath.store.locks import LOCK_TIMEOUT_ENV, lock_timeout_from_env
+from premath.store.markers import marker_owner
 from premath.store.owners import owner_state, this_process
 from tests.support.cli import run_premath
 from tests.support.markers import REFERENCE_MARKER, marker_of

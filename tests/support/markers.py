@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from premath.store.locks import marker_text
+from premath.store.markers import marker_text
 from premath.store.owners import process_start_time, this_process
 
 REFERENCE_MARKER = "pid={pid}\nutc=2026-03-01T10:00:00Z\n"
