@@ -4,8 +4,14 @@ Each writer runs `issue update <its own ids> --notes ...` back to back; every ca
 store's lock, so the calls queue. Printed: the worst call (wait included) against the bound the
 lock should keep, writers x one solo call, and the calls that failed (`lock_busy` or any other
 error). With PREMATH_REFERENCE_BIN the same soak runs the reference on a copy of the store.
+
+Hand-off: 16 processes take one marker back to back, each holding it for a fixed amount of CPU
+work; what the lock adds to each turn (the time between one release and the next take) and the
+CPU the waiters burn meanwhile (which the holder needs, on 2 cores) are the lock's own cost.
 """
 
+import itertools
+import multiprocessing
 import os
 import shutil
 import statistics
@@ -17,6 +23,7 @@ from pathlib import Path
 
 from benchmarks._measure import PREMATH, Row, ms, verdict
 from benchmarks.bench_issues import generate_store
+from premath.store.locks import hold_marker
 
 _TIMEOUT_ENV = {"PREMATH_LOCK_TIMEOUT_SECONDS": "60"}
 
@@ -91,12 +98,59 @@ def _rows(name: str, program: list[str], source: Path, writers: int, calls: int)
     ]
 
 
+def _take_turns(marker: str, turns: int, hold_cpu_s: float, barrier, results) -> None:
+    barrier.wait()
+    lock_cpu_s, held = 0.0, []
+    for _ in range(turns):
+        before = time.process_time()
+        with hold_marker(marker, timeout_s=60):
+            taken, start = time.monotonic(), time.process_time()
+            while time.process_time() < start + hold_cpu_s:
+                pass
+            held.append((taken, time.monotonic()))
+            lock_cpu_s -= time.process_time() - start
+        lock_cpu_s += time.process_time() - before
+    results.put((lock_cpu_s, held))
+
+
+def _hand_off_row(processes: int, turns: int, hold_cpu_s: float) -> Row:
+    fork = multiprocessing.get_context("fork")
+    barrier, results = fork.Barrier(processes), fork.Queue()
+    with tempfile.TemporaryDirectory() as folder:
+        marker = str(Path(folder) / "x.lock")
+        workers = [
+            fork.Process(target=_take_turns, args=(marker, turns, hold_cpu_s, barrier, results))
+            for _ in range(processes)
+        ]
+        for worker in workers:
+            worker.start()
+        outcomes = [results.get() for _ in workers]
+        for worker in workers:
+            worker.join()
+    held = sorted(span for _, spans in outcomes for span in spans)
+    gaps = [after[0] - before[1] for before, after in itertools.pairwise(held)]
+    total = processes * turns
+    per_turn = (held[-1][1] - held[0][0]) / total
+    lock_cpu = sum(cpu for cpu, _ in outcomes) / total
+    return Row(
+        measure="lock hand-off: time per turn (hold + hand-off)",
+        size=f"{processes} processes x {turns} turns, {ms(hold_cpu_s)} CPU held",
+        ours=f"{ms(per_turn)}; hand-off median {ms(statistics.median(gaps))}, "
+        f"lock CPU {ms(lock_cpu)} per turn",
+        baseline=f"{ms(hold_cpu_s)} (the hold alone)",
+        ratio=f"{per_turn / hold_cpu_s:.2f}x",
+        target="<= 1.5x",
+        verdict=verdict(per_turn <= 1.5 * hold_cpu_s),
+    )
+
+
 def rows(quick: bool) -> list[Row]:
     count, writers, calls = (2_000, 4, 3) if quick else (20_000, 16, 20)
     source = Path(tempfile.gettempdir()) / f"premath-soak-{count}.jsonl"
     if not source.exists():
         source.write_bytes(generate_store(count))
-    result = _rows("premath", list(PREMATH), source, writers, calls)
+    result = [_hand_off_row(writers, 10 if quick else 50, 0.003)]
+    result += _rows("premath", list(PREMATH), source, writers, calls)
     reference = os.environ.get("PREMATH_REFERENCE_BIN")
     if reference:
         result += _rows("reference", [reference], source, writers, calls)
