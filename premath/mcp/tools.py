@@ -25,7 +25,7 @@ from premath.transport.instruction_link import (
     MutationPolicy,
     resolve_instruction_link,
 )
-from premath.transport.write_witness import attach, write_witness
+from premath.transport.write_witness import attach, jj_snapshot, write_witness
 
 Document = dict[str, Any]
 
@@ -213,7 +213,9 @@ class ToolService:
         except GateRefused as refused:
             raise ToolRefused(refused.message) from None
 
-    def _witness(self, action: str, path: str, link: Document | None, issue_id: str) -> Document:
+    def _witness(
+        self, action: str, path: str, link: Document | None, issue_id: str, jj: Document | None
+    ) -> Document:
         return write_witness(
             action=action,
             issue_id=issue_id,
@@ -223,6 +225,7 @@ class ToolService:
             query_backend=self.config.query_backend,
             instruction=link,
             now_ns=epoch_nanos(self.clock.now()),
+            jj=jj,
         )
 
     def _write(
@@ -241,11 +244,12 @@ class ToolService:
         if must_exist and not os.path.exists(path):
             raise ToolRefused(f"issues file not found: {path}")
         link = self._gate(action, args)
+        jj = jj_snapshot(self.config.repo_root)
         now = self.clock.now()
         written: list[tuple[IssueRow, Document]] = []
 
         def on_row(row: IssueRow) -> None:
-            witness = self._witness(action, path, link, row["id"])
+            witness = self._witness(action, path, link, row["id"], jj)
             attach(row, witness)
             written.append((row, witness))
 
@@ -406,10 +410,11 @@ class ToolService:
         link = self._gate(action, args)
         path = self._issues_path(args)
         payload = {**payload, "issuesPath": path}
+        jj = jj_snapshot(self.config.repo_root)
         written: dict[str, Any] = {}
 
         def on_change(row: IssueRow) -> None:
-            written["witness"] = self._witness(action, path, link, row["id"])
+            written["witness"] = self._witness(action, path, link, row["id"], jj)
             attach(row, written["witness"])
 
         envelope = dispatch(

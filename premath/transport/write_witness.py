@@ -23,8 +23,11 @@ def write_witness(
     query_backend: str,
     instruction: dict[str, Any] | None,
     now_ns: int,
+    jj: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """The witness of one accepted mutation; its id is the build time, not a content digest."""
+    """The witness of one accepted mutation; its id is the build time, not a content digest.
+    `jj` is `jj_snapshot(repo_root)`, taken by the caller before the store lock: up to three
+    `jj` processes must not run while every other writer waits."""
     return {
         "schema": 1,
         "witnessKind": WITNESS_KIND,
@@ -37,7 +40,7 @@ def write_witness(
         "mutationPolicy": mutation_policy,
         "queryBackend": query_backend,
         "instruction": instruction,
-        "jjSnapshot": jj_snapshot(repo_root),
+        "jjSnapshot": jj,
     }
 
 

@@ -25,7 +25,9 @@ def test_witness_fields_and_metadata_attachment(tmp_path):
         query_backend="jsonl",
         instruction=None,
         now_ns=1_795_000_000_123_456_789,
+        jj=None,
     )
+    assert witness["jjSnapshot"] is None
     assert (witness["witnessId"], witness["recordedAtUnixMs"]) == (
         "bdw1_1795000000123456789",
         1_795_000_000_123,
