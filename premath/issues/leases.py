@@ -450,14 +450,20 @@ class LeaseProjection:
 
 
 def lease_projection(issues: IssueMap, now_ns: int) -> LeaseProjection:
+    """`lease_state` and `is_contended` of every leased row, in one pass with the fast stale
+    test (a claim computes this under the store lock, over every row)."""
+    stale_at_now = _stale_test(now_ns)
     stale, contended, leased = [], [], []
     for issue_id, row in issues.items():
         if "lease" not in row:
             continue
         leased.append(issue_id)
-        if lease_state(row, now_ns) == "stale":
+        lease = row["lease"]
+        if lease is None:
+            continue
+        if stale_at_now(lease):
             stale.append(issue_id)
-        elif is_contended(row, now_ns):
+        elif row["status"] != "in_progress" or row.get("assignee", "") != lease["owner"]:
             contended.append(issue_id)
     stale.sort()
     contended.sort()
