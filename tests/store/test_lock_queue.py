@@ -1,9 +1,11 @@
-"""The waiters' queue, with real processes: arrival order, a stopped head skipped, a killed
-waiter neither blocking the rest nor leaving files behind."""
+"""The waiters' queue, with real processes: arrival order, a stopped head skipped, a killed or
+zombie waiter neither blocking the rest nor leaving files behind."""
 
 import multiprocessing
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -39,11 +41,13 @@ def _wait_for(condition, what: str) -> None:
 def _queue_up(marker: Path, log: Path, names: list[str]) -> dict[str, multiprocessing.Process]:
     """Start one waiter per name, each once the previous one holds its ticket."""
     waiters = {}
-    for count, name in enumerate(names, start=1):
+    queued = _tickets(marker.parent)
+    for name in names:
         waiter = FORK.Process(target=_serve, args=(str(marker), str(log), name))
         waiter.start()
         waiters[name] = waiter
-        _wait_for(lambda count=count: _tickets(marker.parent) == count, f"{count} tickets")
+        queued += 1
+        _wait_for(lambda queued=queued: _tickets(marker.parent) == queued, f"{queued} tickets")
     return waiters
 
 
@@ -104,3 +108,36 @@ def test_a_killed_waiter_neither_blocks_the_queue_nor_leaves_files(held, tmp_pat
         assert waiters[name].exitcode == 0
     assert log.read_text().split() == ["a", "b", "c"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["served"]
+
+
+_QUEUER = """
+import sys
+from premath.store.locks import hold_marker
+with hold_marker(sys.argv[1], timeout_s=30):
+    pass
+"""
+
+
+def test_a_zombie_waiter_does_not_block_the_queue(held, tmp_path):
+    """Killed but not reaped, its pid still exists: only the full judgement (/proc) finds it
+    dead, and the waiters behind it are served all the same."""
+    marker, release = held
+    log = tmp_path / "served"
+    zombie = subprocess.Popen([sys.executable, "-c", _QUEUER, str(marker)], cwd=os.getcwd())
+    try:
+        _wait_for(lambda: _tickets(tmp_path) == 1, "the zombie's ticket")
+        waiters = _queue_up(marker, log, ["a", "b"])
+        zombie.kill()  # not reaped until the end: `kill(pid, 0)` still succeeds
+        _wait_for(lambda: Path(f"/proc/{zombie.pid}/stat").read_text().split(") ")[1][0] == "Z",
+                  "a zombie")  # fmt: skip
+        # While the marker is still held (so no waiter can be skipped as stuck), the waiter
+        # behind the zombie finds it dead and removes its ticket.
+        _wait_for(lambda: _tickets(tmp_path) == 2, "the zombie's ticket removed")
+        release()
+        for waiter in waiters.values():
+            waiter.join(60)
+            assert waiter.exitcode == 0
+    finally:
+        zombie.wait()
+    assert log.read_text().split() == ["a", "b"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".wait")) == []

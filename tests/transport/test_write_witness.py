@@ -1,9 +1,13 @@
 """The write witness: its fields, how it is attached to `metadata`, and the jj snapshot."""
 
 import os
+from datetime import UTC, datetime
 
+import orjson
 import pytest
 
+from premath.clock import FrozenClock
+from premath.mcp.tools import ServerConfig, ToolService
 from premath.transport.write_witness import attach, jj_snapshot, write_witness
 
 FAKE_JJ = """#!/bin/sh
@@ -66,3 +70,26 @@ def test_jj_snapshot_is_null_when_jj_fails_or_is_missing(tmp_path, monkeypatch, 
         (bin_dir / "jj").chmod(0o755)
     monkeypatch.setenv("PATH", str(bin_dir) + os.pathsep + "/usr/bin:/bin")
     assert jj_snapshot(str(tmp_path)) is None
+
+
+def test_an_mcp_claim_carries_the_jj_snapshot_taken_before_the_lock(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "jj").write_text(FAKE_JJ)
+    (bin_dir / "jj").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    store = tmp_path / "issues.jsonl"
+    row = {"id": "bd-1", "title": "one", "status": "open", "priority": 2, "issue_type": "task",
+           "created_at": "2026-02-22T00:00:00Z", "updated_at": "2026-02-22T00:00:00Z"}  # fmt: skip
+    store.write_bytes(orjson.dumps(row) + b"\n")
+    config = ServerConfig(issues_path=str(store), mutation_policy="open", repo_root=str(tmp_path))
+    service = ToolService(config, FrozenClock(datetime(2026, 3, 1, tzinfo=UTC)))
+    result = service.issue_claim_next({"assignee": "w"})
+    snapshot = {
+        "repoRoot": str(tmp_path),
+        "changeId": "kxyz",
+        "status": "Working copy changes:\nA file\n",
+    }
+    assert result["writeWitness"]["jjSnapshot"] == snapshot
+    stored = orjson.loads(store.read_bytes())
+    assert stored["metadata"]["premathWriteWitness"]["jjSnapshot"] == snapshot
