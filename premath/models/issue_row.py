@@ -17,9 +17,11 @@ from premath.models.serde import describe
 from premath.timefmt import (
     SIMPLE_STAMP,
     STORED_STAMP,
+    autosi_fraction,
     normalize_relaxed,
     stamp_is_stored,
     stamps_are_stored,
+    store_simple_stamps,
 )
 
 FieldKind = Literal[
@@ -451,6 +453,17 @@ def stored_row_or_none(value: Any, stamps: list[str]) -> IssueRow | None:
         return None
 
 
+_LEASE_STAMP_FIELDS = LEASE_FIELD_ORDER[2:]
+
+
+def store_row_times(rows: list[IssueRow]) -> None:
+    """Every time of `rows` (`SIMPLE_STAMP`s, as `text_form` proves them) in stored form, in
+    place: rows in stored form but for their times become rows in stored form."""
+    store_simple_stamps(rows, _STAMP_FIELDS)  # type: ignore[arg-type]
+    leases = [row["lease"] for row in rows if "lease" in row]
+    store_simple_stamps(leases, _LEASE_STAMP_FIELDS)  # type: ignore[arg-type]
+
+
 def row_stamps_are_stored(row: IssueRow) -> bool:
     """The per-row form of `stamps_are_stored`, to find the rows a failed batch is about."""
     stamps = [row[field] for field in _STAMP_FIELDS if field in row]  # type: ignore[literal-required]
@@ -549,11 +562,44 @@ def text_is_stored(text: bytes) -> bool:
     return _line_texts()[0].fullmatch(text) is not None
 
 
+# The same rewrite on the text: in a line of the `TEXT_STORED_BUT_TIMES` grammar, `_at":"` is
+# always a time field's key and the value after it (no JSON string holds an unescaped `"`), so
+# times can be found by their key, and most put in stored form by inserting zeros before `Z`.
+_TIME_HEAD = rb'_at":"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.'
+
+
+def _time_ending(digits: int) -> bytes:
+    """After `Z"`: it ends a time with `digits` fraction digits, the last not 0."""
+    return rb"(?<=" + _TIME_HEAD + rb"[0-9]{%d}[1-9]Z\")" % (digits - 1)
+
+
+@functools.cache
+def _time_texts() -> tuple[re.Pattern[bytes], re.Pattern[bytes], re.Pattern[bytes]]:
+    zero_ended = re.compile(rb"\.(?<=" + _TIME_HEAD + rb")[0-9]*+(?<=0)Z\"")
+    short_by_two = re.compile(rb'Z"(?:' + b"|".join(map(_time_ending, (1, 4, 7))) + b")")
+    short_by_one = re.compile(rb'Z"(?:' + b"|".join(map(_time_ending, (2, 5, 8))) + b")")
+    return zero_ended, short_by_two, short_by_one
+
+
+def _stored_zero_ended(match: re.Match[bytes]) -> bytes:
+    """The stored form of a time's `.fractionZ"` whose last digit is 0 (a rare case)."""
+    stamp = match.string[match.start() - 19 : match.end() - 1].decode()
+    return autosi_fraction(stamp)[19:].encode() + b'"'
+
+
+def stored_times_text(text: bytes) -> bytes:
+    """Whole lines of `TEXT_STORED_BUT_TIMES` text with every time in stored form: the lines
+    `orjson.dumps` gives for their rows after `store_row_times`, without decoding them."""
+    zero_ended, short_by_two, short_by_one = _time_texts()
+    text = zero_ended.sub(_stored_zero_ended, text)
+    text = b'00Z"'.join(short_by_two.split(text))
+    return b'0Z"'.join(short_by_one.split(text))
+
+
 def text_form(text: bytes) -> int:
     """`TEXT_STORED` (`text_is_stored`), else `TEXT_STORED_BUT_TIMES` when the lines are rows
     in stored form but for the fraction digits of their times (`timefmt.SIMPLE_STAMP`: every
-    row is valid and `stored_forms` gives its times), else `TEXT_UNKNOWN`."""
-    stored, simple = _line_texts()
-    if stored.fullmatch(text) is not None:
+    row is valid and `store_row_times` gives its times), else `TEXT_UNKNOWN`."""
+    if text_is_stored(text):
         return TEXT_STORED
-    return TEXT_STORED_BUT_TIMES if simple.fullmatch(text) is not None else TEXT_UNKNOWN
+    return TEXT_STORED_BUT_TIMES if _line_texts()[1].fullmatch(text) is not None else TEXT_UNKNOWN
