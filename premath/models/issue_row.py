@@ -568,30 +568,48 @@ def text_is_stored(text: bytes) -> bool:
 _TIME_HEAD = rb'_at":"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.'
 
 
-def _time_ending(digits: int) -> bytes:
-    """After `Z"`: it ends a time with `digits` fraction digits, the last not 0."""
-    return rb"(?<=" + _TIME_HEAD + rb"[0-9]{%d}[1-9]Z\")" % (digits - 1)
+def _time_ending(digits: int, last: bytes) -> bytes:
+    """After `Z"`: it ends a time with `digits` fraction digits, the last one `last`."""
+    return rb"(?<=" + _TIME_HEAD + rb"[0-9]{%d}" % (digits - 1) + last + rb'Z")'
+
+
+def _times_ending(lengths: range | tuple[int, ...], last: bytes) -> re.Pattern[bytes]:
+    """`Z"` (or `0Z"`) ending a time with a fraction of one of `lengths`, the last digit `last`
+    (the literal first: the engine skips to its next occurrence)."""
+    start = b'0Z"' if last == b"0" else b'Z"'
+    return re.compile(start + b"(?:" + b"|".join(_time_ending(n, last) for n in lengths) + b")")
 
 
 @functools.cache
 def _time_texts() -> tuple[re.Pattern[bytes], re.Pattern[bytes], re.Pattern[bytes]]:
-    zero_ended = re.compile(rb"\.(?<=" + _TIME_HEAD + rb")[0-9]*+(?<=0)Z\"")
-    short_by_two = re.compile(rb'Z"(?:' + b"|".join(map(_time_ending, (1, 4, 7))) + b")")
-    short_by_one = re.compile(rb'Z"(?:' + b"|".join(map(_time_ending, (2, 5, 8))) + b")")
-    return zero_ended, short_by_two, short_by_one
+    return (
+        _times_ending(range(1, 10), b"0"),
+        _times_ending((1, 4, 7), b"[1-9]"),
+        _times_ending((2, 5, 8), b"[1-9]"),
+    )
 
 
-def _stored_zero_ended(match: re.Match[bytes]) -> bytes:
-    """The stored form of a time's `.fractionZ"` whose last digit is 0 (a rare case)."""
-    stamp = match.string[match.start() - 19 : match.end() - 1].decode()
-    return autosi_fraction(stamp)[19:].encode() + b'"'
+def _zero_ended_stored(text: bytes, zero_ended: re.Pattern[bytes]) -> bytes:
+    """`text` with each time whose fraction ends in 0 (rare) in stored form (`autosi_fraction`)."""
+    pieces = []
+    done = 0
+    for match in zero_ended.finditer(text):
+        start = text.rindex(b".", 0, match.start()) - 19
+        end = match.end() - 1
+        pieces += (text[done:start], autosi_fraction(text[start:end].decode()).encode())
+        done = end
+    if not pieces:
+        return text
+    pieces.append(text[done:])
+    return b"".join(pieces)
 
 
 def stored_times_text(text: bytes) -> bytes:
     """Whole lines of `TEXT_STORED_BUT_TIMES` text with every time in stored form: the lines
-    `orjson.dumps` gives for their rows after `store_row_times`, without decoding them."""
+    `orjson.dumps` gives for their rows after `store_row_times`, without decoding them. A time
+    whose last digit is not 0 only needs zeros before its `Z` (two splits and joins)."""
     zero_ended, short_by_two, short_by_one = _time_texts()
-    text = zero_ended.sub(_stored_zero_ended, text)
+    text = _zero_ended_stored(text, zero_ended)
     text = b'00Z"'.join(short_by_two.split(text))
     return b'0Z"'.join(short_by_one.split(text))
 

@@ -39,8 +39,9 @@ IssueMap = dict[str, IssueRow]
 
 class StoredScan(NamedTuple):
     issues: IssueMap
-    """Slim rows by id, in file order: open and in_progress rows keep `SLIM_FIELDS`, every
-    other row is one shared `{"status": ...}` per status (all a blocker check reads)."""
+    """Slim rows by id, in file order: open and in_progress rows keep `SLIM_FIELDS` (lease
+    times as the file holds them: the claim rules read any form), every other row is one
+    shared `{"status": ...}` per status (all a blocker check reads)."""
     starts: "array[int]"
     """Byte offset of each line, and the file size last."""
     identity: tuple[int, int, int]
@@ -100,10 +101,7 @@ def scan_stored(fd: int) -> StoredScan | None:
             position += len(line) + 1
             status = row["status"]
             if status in _CLAIMABLE_STATUSES:
-                slim: IssueRow = {key: row[key] for key in SLIM_FIELDS if key in row}  # type: ignore[assignment]
-                if retimed and "lease" in slim:
-                    store_row_times([slim])
-                issues[issue_id] = slim
+                issues[issue_id] = {key: row[key] for key in SLIM_FIELDS if key in row}  # type: ignore[assignment]
             else:
                 issues[issue_id] = shared.setdefault(status, {"status": status})  # type: ignore[typeddict-item]
     after = os.fstat(fd)
