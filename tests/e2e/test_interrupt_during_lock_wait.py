@@ -38,12 +38,22 @@ def test_an_interrupted_lock_wait_exits_1_and_leaves_the_store_alone(tmp_path, s
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    time.sleep(1.0)
+    _wait_until_queued(store.parent, proc)
     proc.send_signal(signum)
-    stdout, stderr = proc.communicate(timeout=5)
+    stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 1
     assert orjson.loads(stdout)["error"]["code"] == "interrupted"
     assert b"error: interrupted (Ctrl-C or SIGTERM) before the command finished" in stderr
     assert store.read_bytes() == before
     assert marker.read_text().startswith(f"pid={os.getpid()}\n")  # the holder's lock untouched
     assert sorted(p.name for p in store.parent.iterdir()) == ["issues.jsonl", "issues.jsonl.lock"]
+
+
+def _wait_until_queued(folder, proc) -> None:
+    """Until the writer's own files beside the marker show it waiting: a fixed sleep is too
+    short on a loaded machine, where start-up alone can take seconds."""
+    deadline = time.monotonic() + 60
+    while not any(p.name.startswith(".issues.jsonl.lock.") for p in folder.iterdir()):
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "the writer never queued for the lock"
+        time.sleep(0.02)
