@@ -591,7 +591,7 @@ def _time_texts() -> tuple[re.Pattern[bytes], re.Pattern[bytes], re.Pattern[byte
 
 def _zero_ended_stored(text: bytes, zero_ended: re.Pattern[bytes]) -> bytes:
     """`text` with each time whose fraction ends in 0 (rare) in stored form (`autosi_fraction`)."""
-    pieces = []
+    pieces: list[bytes] = []
     done = 0
     for match in zero_ended.finditer(text):
         start = text.rindex(b".", 0, match.start()) - 19
