@@ -343,7 +343,7 @@ def autosi_fraction(stamp: str) -> str:
     return stamp[:19] + _FRACTION_DOT[len(digits)] + digits + _FRACTION_PAD[len(digits)] + "Z"
 
 
-_PADDED_ENDS = ("Z",) * 22 + ("00Z", "0Z", "Z") * 3
+PADDED_ENDS = ("Z",) * 22 + ("00Z", "0Z", "Z") * 3
 """By length, how a `SIMPLE_STAMP` whose last digit is not 0 ends in stored form: AutoSi drops
 trailing zeros only, so it pads the fraction with zeros to 3, 6 or 9 digits and keeps the rest."""
 
@@ -352,7 +352,7 @@ def store_simple_stamps(records: Iterable[dict[str, Any]], keys: tuple[str, ...]
     """Each of `keys` present in each record, a `SIMPLE_STAMP` (checked by the caller), set in
     place to its stored form: `autosi_fraction`'s, by padding alone when no zero ends it (one
     string operation a time: a 100k-issue store holds some 300k)."""
-    ends = _PADDED_ENDS
+    ends = PADDED_ENDS
     for record in records:
         for key in keys:
             stamp = record.get(key)

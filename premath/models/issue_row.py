@@ -15,6 +15,7 @@ from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
 
 from premath.models.serde import describe
 from premath.timefmt import (
+    PADDED_ENDS,
     SIMPLE_STAMP,
     STORED_STAMP,
     autosi_fraction,
@@ -458,10 +459,21 @@ _LEASE_STAMP_FIELDS = LEASE_FIELD_ORDER[2:]
 
 def store_row_times(rows: list[IssueRow]) -> None:
     """Every time of `rows` (`SIMPLE_STAMP`s, as `text_form` proves them) in stored form, in
-    place: rows in stored form but for their times become rows in stored form."""
-    store_simple_stamps(rows, _STAMP_FIELDS)  # type: ignore[arg-type]
-    leases = [row["lease"] for row in rows if "lease" in row]
-    store_simple_stamps(leases, _LEASE_STAMP_FIELDS)  # type: ignore[arg-type]
+    place: rows in stored form but for their times become rows in stored form.
+
+    The row's own times are `store_simple_stamps` unrolled (a 100k-issue store holds 250k of
+    them; the loop over keys costs a third more)."""
+    ends, stored = PADDED_ENDS, autosi_fraction
+    for row in rows:
+        stamp = row["created_at"]
+        row["created_at"] = stamp[:-1] + ends[len(stamp)] if stamp[-2] != "0" else stored(stamp)
+        stamp = row["updated_at"]
+        row["updated_at"] = stamp[:-1] + ends[len(stamp)] if stamp[-2] != "0" else stored(stamp)
+        if "closed_at" in row:
+            stamp = row["closed_at"]
+            row["closed_at"] = stamp[:-1] + ends[len(stamp)] if stamp[-2] != "0" else stored(stamp)
+        if "lease" in row:
+            store_simple_stamps((row["lease"],), _LEASE_STAMP_FIELDS)  # type: ignore[arg-type]
 
 
 def row_stamps_are_stored(row: IssueRow) -> bool:
