@@ -74,11 +74,14 @@ def stores(draw):
     return encode_store(rows)
 
 
-def _claim(folder: str, store: bytes, worker: str, lease_id: str | None, slim_from: int):
+def _claim(
+    folder: str, store: bytes, worker: str, lease_id: str | None, slim_from: int, chunk: int
+):
     path = f"{folder}/issues-{slim_from}.jsonl"
     Path(path).write_bytes(store)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(issues_file, "SLIM_STORE_BYTES", slim_from)
+        patch.setattr(stored_scan, "CHUNK_BYTES", chunk)
         try:
             outcome = orjson.dumps(
                 claim_next(path, worker, now=NOW, timeout_s=5, lease_id=lease_id)
@@ -89,15 +92,17 @@ def _claim(folder: str, store: bytes, worker: str, lease_id: str | None, slim_fr
 
 
 @settings(max_examples=300, deadline=None)
-@given(stores(), WORKERS, st.none() | st.just("mine"))
-def test_slim_claim_next_equals_the_full_load(store, worker, lease_id):
+@given(stores(), WORKERS, st.none() | st.just("mine"), st.sampled_from([1 << 20, 1, 300]))
+def test_slim_claim_next_equals_the_full_load(store, worker, lease_id, chunk):
+    """`chunk` sizes the reads: small ones cut the file into many runs of lines, some in our
+    bytes (copied as they are), some not but for their times."""
     with tempfile.TemporaryDirectory() as folder:
         with open(f"{folder}/probe", "wb") as probe:
             probe.write(store)
         with open(f"{folder}/probe", "rb") as probe:
             assert stored_scan.scan_stored(probe.fileno()) is not None  # the slim path runs
-        full = _claim(folder, store, worker, lease_id, slim_from=1 << 62)
-        slim = _claim(folder, store, worker, lease_id, slim_from=0)
+        full = _claim(folder, store, worker, lease_id, slim_from=1 << 62, chunk=1 << 20)
+        slim = _claim(folder, store, worker, lease_id, slim_from=0, chunk=chunk)
         assert slim == full
 
 
