@@ -37,6 +37,7 @@ def test_an_interrupted_lock_wait_exits_1_and_leaves_the_store_alone(tmp_path, s
         env={**os.environ, "PREMATH_LOCK_TIMEOUT_SECONDS": "30"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=_as_a_foreground_job,
     )
     _wait_until_queued(store.parent, proc)
     proc.send_signal(signum)
@@ -57,3 +58,9 @@ def _wait_until_queued(folder, proc) -> None:
         assert proc.poll() is None, proc.stderr.read()
         assert time.monotonic() < deadline, "the writer never queued for the lock"
         time.sleep(0.02)
+
+
+def _as_a_foreground_job() -> None:
+    """Ctrl-C reaches a terminal's foreground job: SIGINT at its default even when this suite was
+    started in the background of a script (where SIGINT is ignored, and a child inherits that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
