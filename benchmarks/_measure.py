@@ -73,9 +73,7 @@ def _launch(argv: Sequence[str], cwd: Path | None, stdin: bytes | None) -> _Laun
         raise RuntimeError(f"benchmark launcher failed: {proc.stderr.decode()[-2000:]}")
     report = json.loads(proc.stdout)
     if report["returncode"] != 0:
-        raise RuntimeError(
-            f"benchmark command failed ({report['returncode']}): {' '.join(argv)}"
-        )
+        raise RuntimeError(f"benchmark command failed ({report['returncode']}): {' '.join(argv)}")
     return _Launched(report["elapsed_s"], report["cpu_s"], report["peak_rss_mb"])
 
 

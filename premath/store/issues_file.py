@@ -36,6 +36,7 @@ from premath.models.issue_row import (
     check_row,
     dependency_sort_key,
     row_stamps_are_stored,
+    store_row_times,
     stored_item,
     stored_row_or_none,
     text_form,
@@ -48,7 +49,6 @@ from premath.store.forked_check import check_in_parallel
 from premath.store.locks import hold_marker
 from premath.text import rust_trim_line
 from premath.timefmt import (
-    autosi_fraction,
     epoch_nanos,
     format_autosi_z,
     stamps_are_stored,
@@ -214,7 +214,7 @@ def _parse_split(
             return _Loaded(written, None)
         if written is not None and form == TEXT_STORED_BUT_TIMES:
             lines.clear()
-            _put_stamps(rows, map(autosi_fraction, _queued_stamps(rows)))
+            store_row_times(rows)
             return _Loaded(written, None)
     stored = _stored_rows(rows)
     if stored is None:
@@ -257,23 +257,6 @@ def _stored_rows(rows: list[Any]) -> IssueMap | None:
     del stamps
     _put_stamps(rows, iter(forms))
     return issues
-
-
-def _queued_stamps(rows: list[IssueRow]) -> list[str]:
-    """The rows' times in the order `stored_item` queues them: the row's, then its lease's."""
-    stamps: list[str] = []
-    for row in rows:
-        stamps.append(row["created_at"])
-        stamps.append(row["updated_at"])
-        if "closed_at" in row:
-            stamps.append(row["closed_at"])
-        lease = row.get("lease")
-        if lease is not None:
-            stamps.append(lease["acquired_at"])
-            stamps.append(lease["expires_at"])
-            if "renewed_at" in lease:
-                stamps.append(lease["renewed_at"])
-    return stamps
 
 
 def _put_stamps(rows: list[IssueRow], forms: Iterator[str]) -> None:

@@ -1,5 +1,6 @@
-"""claim-next from the slim scan of a store in our bytes equals claim-next from the full load:
-same claimed row (so the same stdout document), same file bytes, same refusal."""
+"""claim-next from the slim scan of a store in our bytes (or in them but for its times) equals
+claim-next from the full load: same claimed row (so the same stdout document), same file bytes,
+same refusal."""
 
 import tempfile
 from datetime import UTC, datetime
@@ -14,6 +15,7 @@ from premath.errors import PremathError
 from premath.issues.memory import claim_next
 from premath.store import issues_file, stored_scan
 from premath.store.issues_file import encode_store
+from tests.support.times import foreign_times
 
 NOW = datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=UTC)
 IDS = st.text(alphabet="ab-129", min_size=1, max_size=4)
@@ -25,13 +27,16 @@ STAMPS = st.sampled_from(
         "2026-03-02T03:33:09.338421Z",
     ]
 )
+FOREIGN_STAMPS = STAMPS | foreign_times()
+"""Go's and hand-written times too: the store is in our bytes but for its times."""
 WORKERS = st.sampled_from(["w", "v"])
 
 
 @st.composite
 def stores(draw):
-    """Stores in our bytes with priority ties, open and closed blockers, dangling blockers,
-    fresh and stale leases, foreign assignees."""
+    """Stores in our bytes (or in them but for their times) with priority ties, open and
+    closed blockers, dangling blockers, fresh and stale leases, foreign assignees."""
+    stamps = draw(st.sampled_from([STAMPS, FOREIGN_STAMPS]))
     ids = draw(st.lists(IDS, unique=True, min_size=1, max_size=8))
     rows = {}
     for issue_id in ids:
@@ -48,15 +53,15 @@ def stores(draw):
             lease = {
                 "lease_id": draw(st.sampled_from(["l1", "l2"])),
                 "owner": draw(WORKERS),
-                "acquired_at": "2026-02-22T00:00:00Z",
-                "expires_at": draw(STAMPS),
+                "acquired_at": draw(stamps),
+                "expires_at": draw(stamps),
             }
             if draw(st.booleans()):
-                lease["renewed_at"] = "2026-02-22T00:00:00Z"
+                lease["renewed_at"] = draw(stamps)
             row["lease"] = lease
-        row |= {"created_at": draw(STAMPS), "updated_at": draw(STAMPS)}
+        row |= {"created_at": draw(stamps), "updated_at": draw(stamps)}
         if row["status"] == "closed":
-            row["closed_at"] = draw(STAMPS)
+            row["closed_at"] = draw(stamps)
         row["ephemeral"] = False
         targets = draw(st.lists(st.sampled_from([*ids, "gone"]), unique=True, max_size=2))
         kinds = st.sampled_from(["blocks", "related", "parent-child"])
@@ -69,11 +74,14 @@ def stores(draw):
     return encode_store(rows)
 
 
-def _claim(folder: str, store: bytes, worker: str, lease_id: str | None, slim_from: int):
+def _claim(
+    folder: str, store: bytes, worker: str, lease_id: str | None, slim_from: int, chunk: int
+):
     path = f"{folder}/issues-{slim_from}.jsonl"
     Path(path).write_bytes(store)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(issues_file, "SLIM_STORE_BYTES", slim_from)
+        patch.setattr(stored_scan, "CHUNK_BYTES", chunk)
         try:
             outcome = orjson.dumps(
                 claim_next(path, worker, now=NOW, timeout_s=5, lease_id=lease_id)
@@ -84,15 +92,17 @@ def _claim(folder: str, store: bytes, worker: str, lease_id: str | None, slim_fr
 
 
 @settings(max_examples=300, deadline=None)
-@given(stores(), WORKERS, st.none() | st.just("mine"))
-def test_slim_claim_next_equals_the_full_load(store, worker, lease_id):
+@given(stores(), WORKERS, st.none() | st.just("mine"), st.sampled_from([1 << 20, 1, 300]))
+def test_slim_claim_next_equals_the_full_load(store, worker, lease_id, chunk):
+    """`chunk` sizes the reads: small ones cut the file into many runs of lines, some in our
+    bytes (copied as they are), some not but for their times."""
     with tempfile.TemporaryDirectory() as folder:
         with open(f"{folder}/probe", "wb") as probe:
             probe.write(store)
         with open(f"{folder}/probe", "rb") as probe:
             assert stored_scan.scan_stored(probe.fileno()) is not None  # the slim path runs
-        full = _claim(folder, store, worker, lease_id, slim_from=1 << 62)
-        slim = _claim(folder, store, worker, lease_id, slim_from=0)
+        full = _claim(folder, store, worker, lease_id, slim_from=1 << 62, chunk=1 << 20)
+        slim = _claim(folder, store, worker, lease_id, slim_from=0, chunk=chunk)
         assert slim == full
 
 
