@@ -48,12 +48,16 @@ def test_witness_fields_and_metadata_attachment(tmp_path):
     assert bare["metadata"] == {"premathWriteWitness": witness}
 
 
-def test_jj_snapshot_reads_root_change_and_status(tmp_path, monkeypatch):
+def _fake_jj_on_path(tmp_path, monkeypatch) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "jj").write_text(FAKE_JJ)
     (bin_dir / "jj").chmod(0o755)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_jj_snapshot_reads_root_change_and_status(tmp_path, monkeypatch):
+    _fake_jj_on_path(tmp_path, monkeypatch)
     assert jj_snapshot(str(tmp_path)) == {
         "repoRoot": str(tmp_path),
         "changeId": "kxyz",
@@ -73,11 +77,7 @@ def test_jj_snapshot_is_null_when_jj_fails_or_is_missing(tmp_path, monkeypatch, 
 
 
 def test_an_mcp_claim_carries_the_jj_snapshot_taken_before_the_lock(tmp_path, monkeypatch):
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "jj").write_text(FAKE_JJ)
-    (bin_dir / "jj").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    _fake_jj_on_path(tmp_path, monkeypatch)
     store = tmp_path / "issues.jsonl"
     row = {"id": "bd-1", "title": "one", "status": "open", "priority": 2, "issue_type": "task",
            "created_at": "2026-02-22T00:00:00Z", "updated_at": "2026-02-22T00:00:00Z"}  # fmt: skip
