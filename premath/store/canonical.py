@@ -5,29 +5,51 @@ orjson matches serde_json's escaping (raw non-ASCII, lowercase `\\u001f`, `/` an
 """
 
 import math
+import re
 from typing import Any
 
 import orjson
 
+_FRAGMENT = getattr(orjson, "Fragment", None)
+_MARK = "\ue000serde-number:"
+"""orjson before 3.10 (still a system package on some machines) has no `Fragment`: a number's
+text then travels as this marked string, which `_dumps` unquotes. The mark starts with a
+private-use character, so it never appears in the text the reference's tools write."""
+_MARKED = re.compile(rb'"\xee\x80\x80serde-number:([-+.0-9e]+)"')
+
+
+def _dumps(value: Any, option: int = 0) -> bytes:
+    data = orjson.dumps(value, option=option)
+    if _FRAGMENT is None and b"\xee\x80\x80serde-number:" in data:
+        return _MARKED.sub(rb"\1", data)
+    return data
+
+
+def raw_number(text: str) -> Any:
+    """A JSON number written exactly as `text` by the encoders of this module."""
+    if _FRAGMENT is not None:
+        return _FRAGMENT(text.encode())
+    return _MARK + text
+
 
 def stdout_bytes(document: Any) -> bytes:
     """Every `--json` document: keys sorted at every level, 2-space indent, trailing newline."""
-    return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    return _dumps(document, orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
 
 
 def document_bytes(document: Any) -> bytes:
     """Session and ledger files: field (insertion) order, 2-space indent, trailing newline."""
-    return orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n"
+    return _dumps(document, orjson.OPT_INDENT_2) + b"\n"
 
 
 def row_bytes(row: Any) -> bytes:
     """One JSONL row: compact, field order, trailing newline."""
-    return orjson.dumps(row) + b"\n"
+    return _dumps(row) + b"\n"
 
 
 def digest_input(payload: Any) -> bytes:
     """Input of every `sha256` ref: compact JSON with sorted keys, UTF-8."""
-    return orjson.dumps(payload, option=orjson.OPT_SORT_KEYS)
+    return _dumps(payload, orjson.OPT_SORT_KEYS)
 
 
 def serde_float(value: float) -> str:
@@ -66,7 +88,7 @@ def serde_float(value: float) -> str:
 def with_serde_floats(value: Any) -> Any:
     """`value` with every float replaced by serde's text for it, for `orjson.dumps`."""
     if type(value) is float:
-        return orjson.Fragment(serde_float(value).encode())
+        return raw_number(serde_float(value))
     if type(value) is dict:
         return {key: with_serde_floats(item) for key, item in value.items()}
     if type(value) is list:

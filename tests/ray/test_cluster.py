@@ -18,6 +18,7 @@ import yaml
 from tests.bench import test_batch as batch
 from tests.docker.conftest import BASE_IMAGE
 from tests.docker.conftest import engine_problem as docker_engine_problem
+from tests.docker.test_executor import write_experiment
 from tests.ray.conftest import RayCluster
 from tests.support.cli import run_premath
 
@@ -190,23 +191,18 @@ def test_an_experiment_naming_an_image_runs_in_containers_on_the_nodes(
     problem = docker_engine_problem()
     if problem is not None:
         pytest.skip(problem)
-    folder = tmp_path / "exp"
-    folder.mkdir()
-    (folder / "tasks.jsonl").write_text('{"id": "t1"}\n{"id": "t2"}\n')
-    document = {
-        "version": "1.0",
-        "experiment": {"id": "boxed", "name": "containers on ray"},
-        "dataset": {"path": "tasks.jsonl"},
-        "design": {"comparison": "paired", "replications": 1},
-        "baseline": {"variant_id": "control"},
-        "runtime": {"image": BASE_IMAGE, "command": ["python3", "-c", CONTAINER_PROBE]},
-        "executor": "ray",
-    }
-    (folder / "experiment.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    experiment = write_experiment(
+        tmp_path / "exp",
+        [{"id": "t1"}, {"id": "t2"}],
+        image=BASE_IMAGE,
+        command=["python3", "-c", CONTAINER_PROBE],
+    )
     summary = _run(
         "experiment",
         "run",
-        os.fspath(folder / "experiment.yaml"),
+        os.fspath(experiment),
+        "--executor",
+        "ray",
         "--runs-dir",
         "runs",
         "--run-id",

@@ -9,10 +9,8 @@ import hashlib
 import math
 from typing import Any
 
-import orjson
-
 from premath.models.serde import SchemaViolation
-from premath.store.canonical import digest_input
+from premath.store.canonical import digest_input, raw_number
 
 EMPTY_SET_DIGEST = "sha256:4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945"
 """`digest([])`: what every empty row set hashes to."""
@@ -21,7 +19,7 @@ _I64_MIN = -(2**63)
 _U64_LIMIT = 2**64
 
 
-def _f64(value: float | int) -> orjson.Fragment:
+def _f64(value: float | int) -> Any:
     # The project's one serde float formatter; imported on first use since floats are rare in
     # digested payloads and its module costs the hot path several milliseconds.
     from premath.store.canonical import serde_float
@@ -33,7 +31,7 @@ def _f64(value: float | int) -> orjson.Fragment:
     if not math.isfinite(number):
         # JSON has no such number; serde_json refuses it while parsing (exit 2).
         raise SchemaViolation("number out of range")
-    return orjson.Fragment(serde_float(number).encode())
+    return raw_number(serde_float(number))
 
 
 def _serde_numbers(value: Any) -> Any:
