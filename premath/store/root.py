@@ -2,11 +2,12 @@
 
 Divergence D16-4: the reference resolves its default paths (`.premath/issues.jsonl`, ...)
 against the working folder only, so a command run in a subfolder silently starts a second
-`.premath/`. Inside a git work tree ours walks up from the working folder to the nearest folder
-holding `.premath/`, never past the git root (a folder holding `.git`). Outside any work tree
-there is no walk: a stray `.premath/` in a home or temp folder must not capture every scratch
-folder below it. `PREMATH_DIR` (the `.premath` folder itself) overrides the walk; an explicit
-path flag always wins. With no `.premath/` found, the working folder is the root, as before.
+`.premath/`. Ours walks up from the working folder to the nearest folder holding `.premath/`,
+stopping after the git root (a folder holding `.git`) or at the filesystem root, and never
+into the temp folder (`TMPDIR`, else `/tmp`) from below it: a scratch folder made there (a
+test's, a conformance runner's) is a project of its own, and a stray `.premath/` in the temp
+folder must not capture it. `PREMATH_DIR` (the `.premath` folder itself) overrides the walk; an
+explicit path flag always wins. With no `.premath/` found, the working folder is the root.
 
 The root is returned relative to the working folder (`.` when it is the working folder), so
 default paths, and the documents that echo them, stay exactly the reference's at the root.
@@ -42,6 +43,12 @@ def _refuse_file(marker: str) -> InvalidUsage:
     )
 
 
+def _temp_folder() -> str:
+    """Where scratch folders are made (`tempfile.gettempdir`'s first choices, without its
+    import cost)."""
+    return os.path.abspath(os.environ.get("TMPDIR") or "/tmp")
+
+
 def discover_root(start: str | None = None) -> str:
     """The project root for default paths, relative to the working folder; see module doc."""
     env_value = os.environ.get(PREMATH_DIR_ENV)
@@ -49,29 +56,20 @@ def discover_root(start: str | None = None) -> str:
         return _from_env(env_value)
     here = os.path.abspath(start or os.curdir)
     cwd = os.path.abspath(os.curdir)
-    nearest: str | None = None
+    ceiling = _temp_folder()
     folder = here
     while True:
         marker = os.path.join(folder, PREMATH_FOLDER)
-        if nearest is None and os.path.lexists(marker):
-            if folder != here:
-                nearest = marker
-            elif os.path.isdir(marker):
-                return os.path.relpath(folder, cwd)
-            else:
-                raise _refuse_file(marker)
+        if os.path.isdir(marker):
+            return os.path.relpath(folder, cwd)
+        if os.path.lexists(marker):
+            raise _refuse_file(marker)
         parent = os.path.dirname(folder)
+        if ceiling in (folder, parent) or parent == folder:
+            return os.path.relpath(here, cwd)
         if os.path.lexists(os.path.join(folder, ".git")):
-            break
-        if parent == folder:
-            nearest = None  # not in a git work tree: no walk
-            break
+            return os.path.relpath(here, cwd)
         folder = parent
-    if nearest is None:
-        return os.path.relpath(here, cwd)
-    if not os.path.isdir(nearest):
-        raise _refuse_file(nearest)
-    return os.path.relpath(os.path.dirname(nearest), cwd)
 
 
 def rebase(default_path: str) -> str:

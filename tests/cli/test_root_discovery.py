@@ -104,28 +104,34 @@ def test_the_loop_in_a_subfolder_works_on_the_project(project, cli_run):
     assert not (project / "src" / "deep" / ".premath").exists()
 
 
-def test_outside_a_git_work_tree_there_is_no_walk(workdir, cli_run):
-    """A stray store in a home or temp folder must not capture scratch folders below it."""
-    assert cli_run("issue", "add", "Stray").exit_code == 0
-    scratch = workdir / "scratch"
-    scratch.mkdir()
+def test_outside_a_git_work_tree_the_walk_goes_on(workdir, cli_run):
+    assert cli_run("issue", "add", "Project").exit_code == 0
+    deep = workdir / "src" / "deep"
+    deep.mkdir(parents=True)
+    os.chdir(deep)
+    listed = cli_run("issue", "list", "--json")
+    assert (listed.exit_code, listed.json["issuesPath"]) == (0, "../../.premath/issues.jsonl")
+
+
+def test_a_scratch_folder_in_the_temp_folder_is_a_project_of_its_own(workdir, cli_run, monkeypatch):
+    """A stray store in the temp folder (or above it) never captures the scratch folders made
+    there: a conformance runner's, a test's."""
+    temp = workdir / "tmp"
+    scratch = temp / "premath-cli-x"
+    scratch.mkdir(parents=True)
+    for stray in (temp, workdir):
+        os.chdir(stray)
+        assert cli_run("issue", "add", "Stray").exit_code == 0
+    monkeypatch.setenv("TMPDIR", str(temp))
     os.chdir(scratch)
     added = cli_run("issue", "add", "Here", "--json")
     assert (added.exit_code, added.json["issuesPath"]) == (0, ".premath/issues.jsonl")
     assert (scratch / ".premath" / "issues.jsonl").is_file()
-    assert len((workdir / ".premath" / "issues.jsonl").read_bytes().splitlines()) == 1
+    for stray in (workdir, temp):
+        assert len((stray / ".premath" / "issues.jsonl").read_bytes().splitlines()) == 1
 
 
-def test_a_stray_premath_file_outside_a_work_tree_is_ignored(workdir, cli_run):
-    (workdir / ".premath").write_text("not a folder")
-    scratch = workdir / "scratch"
-    scratch.mkdir()
-    os.chdir(scratch)
-    added = cli_run("issue", "add", "Here", "--json")
-    assert (added.exit_code, added.json["issuesPath"]) == (0, ".premath/issues.jsonl")
-
-
-def test_a_premath_file_above_in_the_work_tree_is_refused(project, cli_run):
+def test_a_premath_file_above_is_refused(project, cli_run):
     (project / ".premath").rename(project / "moved")
     (project / ".premath").write_text("not a folder")
     result = cli_run("issue", "list", "--json")
