@@ -13,8 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
+from benchmarks._experiments import write_experiment
 from benchmarks._measure import Row, ms, verdict
 from premath.clock import SystemClock
 from premath.runner.runs import create_run, execute_run
@@ -50,17 +49,7 @@ def _bare(trials: int) -> float:
 
 
 def _ours(root: Path, trials: int) -> float:
-    (root / "tasks.jsonl").write_text("".join(f'{{"id": "t{i}"}}\n' for i in range(trials)))
-    document = {
-        "version": "1.0",
-        "experiment": {"id": "bench", "name": "bench"},
-        "dataset": {"path": "tasks.jsonl"},
-        "design": {"replications": 1},
-        "baseline": {"variant_id": "control"},
-        "runtime": {"image": BASE_IMAGE, "command": WRITE_RESULT, "timeout_ms": 60_000},
-    }
-    experiment = root / "experiment.yaml"
-    experiment.write_text(yaml.safe_dump(document))
+    experiment = write_experiment(root, trials, {"image": BASE_IMAGE, "command": WRITE_RESULT})
     state = create_run(
         os.fspath(experiment),
         runs_dir=os.fspath(root / "runs"),

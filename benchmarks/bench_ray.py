@@ -19,8 +19,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import yaml
-
+from benchmarks._experiments import write_experiment
 from benchmarks._measure import Row, ms, verdict
 from premath.clock import SystemClock
 from premath.runner.executors import Executor, make_executor
@@ -57,19 +56,7 @@ def _local_cluster(scratch: Path) -> Iterator[str]:
 
 
 def _run(root: Path, trials: int, executor: str, runner: Executor | None = None) -> float:
-    root.mkdir()
-    (root / "tasks.jsonl").write_text("".join(f'{{"id": "t{i}"}}\n' for i in range(trials)))
-    document = {
-        "version": "1.0",
-        "experiment": {"id": "bench", "name": "bench"},
-        "dataset": {"path": "tasks.jsonl"},
-        "design": {"replications": 1},
-        "baseline": {"variant_id": "control"},
-        "runtime": {"command": SLEEP_HARNESS, "timeout_ms": 60_000},
-        "concurrency": LANES,
-    }
-    experiment = root / "experiment.yaml"
-    experiment.write_text(yaml.safe_dump(document))
+    experiment = write_experiment(root, trials, {"command": SLEEP_HARNESS}, LANES)
     state = create_run(
         os.fspath(experiment),
         runs_dir=os.fspath(root / "runs"),

@@ -14,8 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
+from benchmarks._experiments import write_experiment
 from benchmarks._measure import Row, ms, verdict
 from premath.clock import SystemClock
 from premath.runner.runs import create_run, execute_run
@@ -27,19 +26,7 @@ SLEEPY = 'sleep 0.05\nprintf \'{"outcome":"success"}\' > "$2"\n'
 def _experiment(folder: Path, script: str, tasks: int, concurrency: int) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "harness.sh").write_text(script)
-    (folder / "tasks.jsonl").write_text("".join(f'{{"id": "t{i}"}}\n' for i in range(tasks)))
-    document = {
-        "version": "1.0",
-        "experiment": {"id": "bench", "name": "bench"},
-        "dataset": {"path": "tasks.jsonl"},
-        "design": {"replications": 1},
-        "baseline": {"variant_id": "control"},
-        "runtime": {"command": ["sh", "harness.sh"], "timeout_ms": 60_000},
-        "concurrency": concurrency,
-    }
-    path = folder / "experiment.yaml"
-    path.write_text(yaml.safe_dump(document))
-    return path
+    return write_experiment(folder, tasks, {"command": ["sh", "harness.sh"]}, concurrency)
 
 
 def _run_experiment(root: Path, script: str, tasks: int, concurrency: int) -> float:
