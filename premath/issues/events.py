@@ -34,6 +34,7 @@ from premath.store.events_file import (
     ReplayCacheEntry,
     StreamDigest,
     event_line,
+    make_parent_folder,
     read_events,
     read_replay_cache,
     replay_cache_path,
@@ -197,14 +198,7 @@ def migrate_events(issues_path: str, events_path: str, *, now: datetime) -> Migr
     the old one (the reference writes it first, then checks; divergence D3-8).
     """
     issues = load_issues(issues_path, now, tolerate_torn_tail=False)
-    parent = os.path.dirname(events_path)
-    if parent:
-        try:
-            os.makedirs(parent, exist_ok=True)
-        except OSError as exc:
-            raise IoFailure(
-                f"failed to create events directory {parent}: {os_error_text(exc)}"
-            ) from None
+    make_parent_folder(events_path, "events")
     counter = [0]
 
     def verify(written: str) -> None:

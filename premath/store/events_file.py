@@ -153,16 +153,21 @@ def replay_cache_bytes(entry: ReplayCacheEntry) -> bytes:
     return orjson.dumps(document, option=orjson.OPT_INDENT_2)
 
 
-def write_replay_cache(path: str, entry: ReplayCacheEntry) -> None:
-    """Write the cache atomically (the reference writes in place), creating its folders."""
+def make_parent_folder(path: str, label: str) -> None:
+    """Create the folders above `path`; IoFailure `failed to create <label> directory ...`."""
     parent = os.path.dirname(path)
     if parent:
         try:
             os.makedirs(parent, exist_ok=True)
         except OSError as exc:
             raise IoFailure(
-                f"failed to create replay cache directory {parent}: {os_error_text(exc)}"
+                f"failed to create {label} directory {parent}: {os_error_text(exc)}"
             ) from None
+
+
+def write_replay_cache(path: str, entry: ReplayCacheEntry) -> None:
+    """Write the cache atomically (the reference writes in place), creating its folders."""
+    make_parent_folder(path, "replay cache")
     try:
         write_atomic(path, replay_cache_bytes(entry))
     except OSError as exc:
