@@ -1,10 +1,6 @@
 """Concurrent and killed writers of the session and ledger, with real processes."""
 
-import multiprocessing
-import os
 import random
-import signal
-import time
 from datetime import UTC, datetime
 
 import orjson
@@ -12,9 +8,9 @@ import orjson
 from premath.harness.feature_ledger import load_ledger, read_prefix, write_feature
 from premath.harness.session import load_session, write_session
 from tests.support.cli import run_premath
+from tests.support.processes import FORK, kill_after
 
 NOW = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
-FORK = multiprocessing.get_context("fork")
 
 
 def _update_session(path: str, worker: int, count: int, barrier) -> None:
@@ -94,13 +90,7 @@ def test_writers_killed_at_random_moments_never_leave_corrupt_artifacts(tmp_path
     rng = random.Random(7)
     kills = 0
     while kills < 200:
-        ready = FORK.Event()
-        child = FORK.Process(target=_write_forever, args=(folder, ready))
-        child.start()
-        ready.wait()
-        time.sleep(rng.uniform(0, 0.02))
-        os.kill(child.pid, signal.SIGKILL)
-        child.join()
+        kill_after(_write_forever, (folder,), rng.uniform(0, 0.02))
         kills += 1
         if (tmp_path / "s.json").exists():
             load_session(folder + "/s.json")

@@ -1,13 +1,9 @@
 """A torn trajectory tail never becomes permanent: SIGKILL mid-append, a short write (issue 17)."""
 
-import multiprocessing
-import os
 import random
 import resource
-import signal
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,9 +11,9 @@ import orjson
 
 from premath.harness.trajectory import append_step, query_trajectory
 from tests.support.cli import run_premath
+from tests.support.processes import kill_after
 
 NOW = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
-FORK = multiprocessing.get_context("fork")
 BIG = 64 * 1024
 
 
@@ -43,13 +39,14 @@ def test_sigkill_mid_append_of_64k_rows_never_leaves_a_permanent_torn_line(tmp_p
     for generation in range(400):
         if torn_seen >= 3:
             break
-        ready = FORK.Event()
-        child = FORK.Process(target=_append_big_rows_forever, args=(str(path), generation, ready))
-        child.start()
-        ready.wait()
-        time.sleep(rng.uniform(0.005, 0.03))
-        os.kill(child.pid, signal.SIGKILL)
-        child.join()
+        kill_after(
+            _append_big_rows_forever,
+            (
+                str(path),
+                generation,
+            ),
+            rng.uniform(0.005, 0.03),
+        )
         (tmp_path / "t.jsonl.lock").unlink(missing_ok=True)  # the killed writer's own marker
         data = path.read_bytes() if path.exists() else b""
         torn_seen += bool(data) and not data.endswith(b"\n")

@@ -5,11 +5,7 @@ A torn tail is possible: Linux lets SIGKILL end a `write(2)` between pages, so a
 page boundary can be cut. What must hold is that no reader ever sees a broken row and nothing
 already written is lost."""
 
-import multiprocessing
-import os
 import random
-import signal
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,9 +14,9 @@ import orjson
 from premath.harness.trajectory import append_step, query_trajectory
 from tests.support.cli import run_premath
 from tests.support.markers import marker_of
+from tests.support.processes import kill_after
 
 NOW = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
-FORK = multiprocessing.get_context("fork")
 KILLS = 200
 
 
@@ -46,13 +42,14 @@ def test_writers_killed_at_random_moments_leave_whole_rows_and_a_recoverable_loc
     rng = random.Random(20260222)
     locks_left = rows_before = writing_generations = 0
     for generation in range(KILLS):
-        ready = FORK.Event()
-        child = FORK.Process(target=_append_forever, args=(str(path), generation, ready))
-        child.start()
-        ready.wait()
-        time.sleep(rng.uniform(0, 0.04))
-        os.kill(child.pid, signal.SIGKILL)
-        child.join()
+        kill_after(
+            _append_forever,
+            (
+                str(path),
+                generation,
+            ),
+            rng.uniform(0, 0.04),
+        )
         locks_left += lock.exists()
         data = path.read_bytes() if path.exists() else b""
         rows = [orjson.loads(line) for line in _whole_rows(data)]

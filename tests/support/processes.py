@@ -1,8 +1,14 @@
 """Waiting on real processes a test started (or that its children started)."""
 
+import multiprocessing
 import os
+import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+FORK = multiprocessing.get_context("fork")
 
 
 def wait_dead(pid: int, within_s: float = 5.0) -> bool:
@@ -33,3 +39,16 @@ def read_pid(path: Path, within_s: float = 5.0) -> int:
             return int(text)
         time.sleep(0.01)
     raise AssertionError(f"{path} never got a pid")
+
+
+def kill_after(target: Callable[..., None], args: tuple[Any, ...], delay_s: float) -> None:
+    """Fork `target(*args, ready)`, SIGKILL it `delay_s` after it sets `ready`, reap it: a
+    writer cut short at a moment of the test's choosing."""
+    ready = FORK.Event()
+    child = FORK.Process(target=target, args=(*args, ready))
+    child.start()
+    ready.wait()
+    time.sleep(delay_s)
+    assert child.pid is not None
+    os.kill(child.pid, signal.SIGKILL)
+    child.join()
