@@ -57,7 +57,10 @@ def _stat_fields(pid: int) -> list[str] | None:
 
 def process_start_time(pid: int) -> str | None:
     """The kernel's start time of `pid` (clock ticks since boot, Linux), or None if unknown."""
-    fields = _stat_fields(pid)
+    return _start_field(_stat_fields(pid))
+
+
+def _start_field(fields: list[str] | None) -> str | None:
     return fields[19] if fields is not None and len(fields) > 19 else None
 
 
@@ -104,7 +107,7 @@ def owner_state(owner: Owner) -> OwnerState:
     fields = _stat_fields(owner.pid)
     if not ours and fields and fields[0] == "Z":
         return "dead"  # killed, not yet reaped
-    start = fields[19] if fields is not None and len(fields) > 19 else None
+    start = _start_field(fields)
     if owner.start != _UNKNOWN and start is not None and start != owner.start:
         return "dead"  # the pid now names a process that started later: ours is gone
     return "alive"
