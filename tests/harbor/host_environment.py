@@ -21,6 +21,8 @@ from typing import Any
 from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
 
+from tests.support.processes import descendants
+
 CONTAINER_ROOTS = ("logs", "tests", "solution", "installed-agent", "opt", "app")
 _CONTAINER_PATH = re.compile(
     r"(?<![\w.~/-])/(" + "|".join(map(re.escape, CONTAINER_ROOTS)) + r")\b"
@@ -133,9 +135,10 @@ class HostProcessEnvironment(BaseEnvironment):
             stdout, stderr = await asyncio.wait_for(process.communicate(), timeout_sec)
         except BaseException:
             # Cancelled (Harbor's agent timeout) or timed out: the container would be torn down,
-            # so the whole process group dies at once, with no chance to clean up.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
+            # so every process in it dies at once, with no chance to clean up.
+            for pid in [process.pid, *descendants(process.pid)]:  # setsid ones included
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             await process.wait()
             raise
         return ExecResult(

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.processes import descendants
+
 pytest.importorskip("ray", reason="the ray extra is not installed: pip install -e '.[ray]'")
 
 RAY = os.fspath(Path(sys.executable).parent / "ray")
@@ -41,32 +43,17 @@ class RayCluster:
     def wait_for_harness_on_worker(self, script: str, timeout_s: float = 120) -> None:
         """Until a process running `script` lives below the extra node: a trial in flight there."""
         deadline = time.monotonic() + timeout_s
-        while not any(script in _command_line(pid) for pid in _descendants(self.worker.pid)):
+        while not any(script in _command_line(pid) for pid in descendants(self.worker.pid)):
             assert time.monotonic() < deadline, f"no {script} ever ran on the extra node"
             time.sleep(0.05)
 
     def kill_worker(self) -> None:
         """The extra node dies like a lost machine: every process it started (raylet, its
         workers, the harnesses they run), SIGKILL at once."""
-        for pid in [self.worker.pid, *_descendants(self.worker.pid)]:
+        for pid in [self.worker.pid, *descendants(self.worker.pid)]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         self.worker.wait()
-
-
-def _descendants(root: int) -> list[int]:
-    """Every process below `root` (Linux /proc), children before grandchildren."""
-    parents: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        with contextlib.suppress(OSError):
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, queue = [], [root]
-    while queue:
-        children = parents.get(queue.pop(0), [])
-        found += children
-        queue += children
-    return found
 
 
 def _command_line(pid: int) -> str:

@@ -1,5 +1,6 @@
 """Waiting on real processes a test started (or that its children started)."""
 
+import contextlib
 import multiprocessing
 import os
 import signal
@@ -52,3 +53,18 @@ def kill_after(target: Callable[..., None], args: tuple[Any, ...], delay_s: floa
     assert child.pid is not None
     os.kill(child.pid, signal.SIGKILL)
     child.join()
+
+
+def descendants(root: int) -> list[int]:
+    """Every process below `root` (Linux /proc), children before grandchildren."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, queue = [], [root]
+    while queue:
+        children = parents.get(queue.pop(0), [])
+        found += children
+        queue += children
+    return found
