@@ -1,10 +1,9 @@
 """What the `issue` and `dep` groups share: the `--issues` option and their text layout."""
 
-from typing import Any
-
 import click
 
 from premath.cli._options import discovered_default
+from premath.cli._text import lines_text as lines_text
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
 issues_option = click.option(
@@ -16,10 +15,3 @@ issues_option = click.option(
     help="Issues JSONL path [default: under the nearest folder above holding .premath/]",
     callback=discovered_default,
 )
-
-
-def lines_text(title: str, rows: list[tuple[str, Any]], items: list[str] | None = None) -> str:
-    """The reference's text layout: a title, `  Label: value` rows, then `  - item` lines."""
-    lines = [title, *(f"  {label}: {value}" for label, value in rows)]
-    lines.extend(f"  - {item}" for item in items or ())
-    return "\n".join(lines)

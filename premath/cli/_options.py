@@ -36,3 +36,16 @@ def path_option(default: str, help_text: str, alias: str) -> Callable[[F], F]:
         help=help_text,
         callback=discovered_default,
     )
+
+
+def stacked(*decorators: Callable[[Any], Any]) -> Callable[[Callable[..., Any]], Any]:
+    """Decorators written as a stack of `@` lines, top first: `stacked(a, b)(f)` is `a(b(f))`.
+
+    How a group declares a hot command whose body lives in `cli/hot/` (free of click)."""
+
+    def apply(body: Callable[..., Any]) -> Any:
+        for decorator in reversed(decorators):
+            body = decorator(body)
+        return body
+
+    return apply
