@@ -16,7 +16,6 @@ from premath.models.session import (
     parse_session,
 )
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
-from premath.store.locks import artifact_lock
 from premath.text import clean_optional, id_token, normalize_refs, rust_trim
 from premath.timefmt import format_seconds_z, session_stamp
 
@@ -70,6 +69,7 @@ def write_session(
     (`("",)` clears it).
     """
     from premath.issues.snapshot import issues_snapshot_ref
+    from premath.store.locks import artifact_lock  # writers only: readers start leaner
 
     with artifact_lock(path, lock_timeout_s):
         existing = load_session(path) if Path(path).exists() else {}
