@@ -111,7 +111,7 @@ def ms(seconds: float) -> str:
 
 
 def verdict(ok: bool) -> str:
-    return "ok" if ok else "MISS"
+    return "PASS" if ok else "MISS"
 
 
 def timed_row(measure: str, size: str, ours: Sample, base: Sample, *, target: str, ok: bool) -> Row:

@@ -11,11 +11,10 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from premath.errors import InputInvalid, IoFailure, NotFound
 from premath.issues import dependencies, graph, leases, lifecycle
-from premath.issues.check import CheckReport, check_issues
 from premath.issues.graph import BlockedIssue, Integrity
 from premath.issues.leases import LeaseChange, LeaseProjection
 from premath.models.issue_row import DependencyRow, IssueRow
@@ -30,6 +29,9 @@ from premath.store.issues_file import (
 )
 from premath.text import rust_trim
 from premath.timefmt import epoch_nanos, format_autosi_z
+
+if TYPE_CHECKING:
+    from premath.issues.check import CheckReport
 
 
 def _now(now: datetime) -> tuple[int, str]:
@@ -67,7 +69,9 @@ def blocked(path: str, *, now: datetime) -> list[BlockedIssue]:
     return graph.blocked_issues(read_store(path, now))
 
 
-def check(path: str, *, now: datetime, note_warn_threshold: int) -> CheckReport:
+def check(path: str, *, now: datetime, note_warn_threshold: int) -> "CheckReport":
+    from premath.issues.check import check_issues  # its patterns: only `issue check` needs them
+
     return check_issues(read_store(path, now), note_warn_threshold)
 
 

@@ -42,11 +42,9 @@ from premath.models.issue_row import (
     text_form,
 )
 from premath.store import stored_scan
-from premath.store.atomic import write_atomic
 from premath.store.canonical import row_bytes, with_serde_floats
 from premath.store.files import STORE_CAP, read_bounded
 from premath.store.forked_check import check_in_parallel
-from premath.store.locks import hold_marker
 from premath.text import rust_trim_line
 from premath.timefmt import (
     epoch_nanos,
@@ -414,6 +412,8 @@ def write_issues(path: str, issues: IssueMap) -> None:
 
 
 def _write(path: str, data: bytes) -> None:
+    from premath.store.atomic import write_atomic  # writers only: readers start leaner
+
     try:
         write_atomic(path, data)
     except OSError as exc:
@@ -474,6 +474,8 @@ def _store_lock(
     path: str, timeout_s: float, on_turn: Callable[[], None] | None = None
 ) -> Iterator[None]:
     """Hold `<path>.lock` for the block (the reference's protocol)."""
+    from premath.store.locks import hold_marker  # writers only: readers start leaner
+
     marker = lock_path(path)
     lock = hold_marker(
         marker,

@@ -22,7 +22,6 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 from premath.errors import InvalidUsage, IoFailure, LockBusy
 from premath.store.lock_queue import JUDGE_AFTER_S, TicketQueue, pause_s, sweep
@@ -111,7 +110,7 @@ def hold_marker(
     work that needs no lock (reading what the holder's predecessors wrote) done then is not
     done under the lock, where every waiter waits for it.
     """
-    path = os.fspath(Path(marker))
+    path = os.fspath(marker)
     folder = os.path.dirname(path)
     if folder and not os.path.isdir(folder):
         os.makedirs(folder, exist_ok=True)

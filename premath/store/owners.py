@@ -12,7 +12,6 @@ import errno
 import os
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Literal
 
 OwnerState = Literal["alive", "dead", "unknown"]
@@ -32,7 +31,8 @@ class Owner:
 
 def _read_text(path: str) -> str | None:
     try:
-        return Path(path).read_text(encoding="ascii", errors="replace").strip()
+        with open(path, "rb") as handle:
+            return handle.read().decode("ascii", errors="replace").strip()
     except OSError:
         return None
 

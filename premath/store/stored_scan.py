@@ -27,7 +27,6 @@ from premath.models.issue_row import (
     stored_times_text,
     text_form,
 )
-from premath.store.atomic import write_atomic_chunks
 
 CHUNK_BYTES = 1 << 20
 SLIM_FIELDS = ("id", "status", "priority", "assignee", "lease", "dependencies")
@@ -129,6 +128,8 @@ def stored_row(fd: int, scan: StoredScan, issue_id: str) -> IssueRow:
 def rewrite_line(path: str, fd: int, scan: StoredScan, issue_id: str, line: bytes) -> None:
     """Replace the store atomically: the file's lines, times in stored form, with the line of
     `issue_id` swapped for `line`, streamed from `fd` (a run of lines at a time)."""
+    from premath.store.atomic import write_atomic_chunks
+
     start, end = _line_span(scan, issue_id)
 
     def chunks() -> Iterator[bytes]:
