@@ -108,6 +108,17 @@ def generate_store(count: int, seed: int = 7) -> bytes:
     return b"".join(sorted(lines))
 
 
+def open_store(count: int) -> bytes:
+    """`count` open issues, nothing else: what claimers drain."""
+    rows = [
+        {"id": f"bd-{n:05d}", "title": f"Issue {n}", "status": "open", "priority": 2,
+         "issue_type": "task", "created_at": "2026-02-22T00:00:00Z",
+         "updated_at": "2026-02-22T00:00:00Z", "ephemeral": False}
+        for n in range(1, count + 1)
+    ]  # fmt: skip
+    return b"".join(orjson.dumps(row) + b"\n" for row in rows)
+
+
 def foreign_form(store: bytes, seed: int = 11) -> bytes:
     """The store with every fractional time as Go writes it: 1-9 digits, trailing zeros cut."""
     rng = random.Random(seed)

@@ -28,27 +28,10 @@ import orjson
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from benchmarks._measure import Row, verdict
-from benchmarks.bench_issues import store_path
+from benchmarks.bench_issues import open_store, store_path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = os.environ.get("PREMATH_REFERENCE_BIN")
-
-
-def open_store(count: int) -> bytes:
-    rows = [
-        {
-            "id": f"bd-{n:05d}",
-            "title": f"Issue {n}",
-            "status": "open",
-            "priority": 2,
-            "issue_type": "task",
-            "created_at": "2026-02-22T00:00:00Z",
-            "updated_at": "2026-02-22T00:00:00Z",
-            "ephemeral": False,
-        }
-        for n in range(1, count + 1)
-    ]
-    return b"".join(orjson.dumps(row) + b"\n" for row in rows)
 
 
 def _params(cwd: Path) -> StdioServerParameters:

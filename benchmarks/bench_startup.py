@@ -4,13 +4,10 @@ Agents call these commands hundreds of times: each row is one command on a small
 session, a 20-row trajectory, 50 issues, one join-check turn), measured per call in a fresh
 process, median of runs interleaved with `python -I -c pass` of the same interpreter. Times
 are CPU seconds of the child alone (wall time on a shared machine mostly measures the other
-tenants). premath's bytecode is compiled first, as `pip install` does: a checkout run with
-PYTHONDONTWRITEBYTECODE=1 would otherwise recompile every module on every call and measure
-the compiler. Over budget, a row names the top `-X importtime` offenders.
+tenants), on compiled bytecode (`compile_premath`). Over budget, a row names the top
+`-X importtime` offenders.
 """
 
-import compileall
-import os
 import shutil
 import subprocess
 import sys
@@ -20,7 +17,6 @@ from pathlib import Path
 
 import orjson
 
-import premath
 from benchmarks._measure import PREMATH, Row, Sample, ms, run_cpu, run_once, summarise, verdict
 from benchmarks.bench_join_check import turn
 
@@ -73,8 +69,9 @@ def _offenders(argv: Sequence[str], cwd: Path, top: int = 5) -> str:
     own: list[tuple[int, str]] = []
     for line in done.stderr.decode(errors="replace").splitlines():
         parts = line.split("|")
-        if len(parts) == 3 and parts[0].startswith("import time:") and parts[0][12:].strip().isdigit():
-            own.append((int(parts[0][12:]), parts[2].strip()))
+        own_us = parts[0].removeprefix("import time:").strip()
+        if len(parts) == 3 and own_us.isdigit():
+            own.append((int(own_us), parts[2].strip()))
     own.sort(reverse=True)
     return ", ".join(f"{name} {micros / 1000:.1f} ms" for micros, name in own[:top])
 
@@ -92,7 +89,6 @@ def _interleaved(commands: dict[str, Sequence[str]], runs: int, cwd: Path) -> di
 
 
 def rows(quick: bool) -> list[Row]:
-    compileall.compile_dir(os.path.dirname(premath.__file__), quiet=1)
     folder = Path(tempfile.mkdtemp(prefix="premath-bench-"))
     try:
         _project(folder)

@@ -148,25 +148,32 @@ class TicketQueue:
         return self.fd is not None
 
     def _publish(self, text: bytes) -> int | None:
-        """Write and lock the ticket under a private name, then rename it into the queue: it
-        is never visible unlocked. None where the filesystem has no `flock`."""
+        """Lock and write the ticket under a private name, then rename it into the queue: it
+        is never visible unlocked. None where the filesystem has no `flock`.
+
+        A sweep may remove the private file in the instant between its creation and its lock
+        (it looks abandoned then): the rename fails and we start again."""
         private = f"{self.ticket}.new"
-        fd = os.open(private, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        try:
-            write_all(fd, text)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            os.rename(private, self.ticket)
-        except OSError as exc:
-            os.close(fd)
-            remove(private)
-            if exc.errno in _NO_FLOCK:
-                return None
-            raise
-        except BaseException:
-            os.close(fd)
-            remove(private)
-            raise
-        return fd
+        while True:
+            fd = os.open(private, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                write_all(fd, text)
+                os.rename(private, self.ticket)
+            except FileNotFoundError:
+                os.close(fd)
+                continue
+            except OSError as exc:
+                os.close(fd)
+                remove(private)
+                if exc.errno in _NO_FLOCK:
+                    return None
+                raise
+            except BaseException:
+                os.close(fd)
+                remove(private)
+                raise
+            return fd
 
     def _tickets_ahead(self) -> list[str]:
         """The paths of the tickets older than ours, oldest first."""
@@ -264,9 +271,9 @@ def sweep(marker: str) -> None:
         if not name.startswith(prefix):
             continue
         path = os.path.join(folder, name)
-        if name.endswith(".wait"):
+        if name.endswith((".wait", ".wait.new")):
             if ticket_is_dead(path):
                 remove(path)
-        elif name.endswith((".claim", ".wait.new")) and marker_state(path) != "alive":
+        elif name.endswith(".claim") and marker_state(path) != "alive":
             with contextlib.suppress(OSError):
                 remove(path)
