@@ -10,7 +10,7 @@ import os
 import statistics
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,13 +102,21 @@ def measure(argv: Sequence[str], runs: int, cwd: Path | None = None, warmups: in
 
 
 def measure_interleaved(
-    ours: Sequence[str], baseline: Sequence[str], runs: int, cwd: Path | None = None
+    ours: Sequence[str],
+    baseline: Sequence[str],
+    runs: int,
+    cwd: Path | None = None,
+    before: Callable[[], None] | None = None,
 ) -> tuple[Sample, Sample]:
-    """Alternate runs of ours and the baseline so both see the same machine noise."""
+    """Alternate runs of ours and the baseline so both see the same machine noise; `before`
+    runs (untimed) before each of ours."""
+    prepare = before or (lambda: None)
+    prepare()
     run_once(ours, cwd)
     run_once(baseline, cwd)
     ours_runs, base_runs = [], []
     for _ in range(runs):
+        prepare()
         ours_runs.append(run_once(ours, cwd))
         base_runs.append(run_once(baseline, cwd))
     return (
