@@ -8,7 +8,7 @@ the commands' JSON documents. Readers load without the lock; writers go through 
 """
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -24,6 +24,7 @@ from premath.store.issues_file import (
     IssueMap,
     edit_chosen_row,
     load_issues,
+    load_slim,
     mutate_store,
     require_store_file,
 )
@@ -47,22 +48,73 @@ def read_store(path: str, now: datetime) -> IssueMap:
 # --- readers -----------------------------------------------------------------------------------
 
 
+def _slim_or_full(
+    path: str, now: datetime, slim: Callable[[dict[str, Any]], IssueRow | None]
+) -> IssueMap:
+    """The store as a reader needs it: slim rows of a big store in our bytes (D26-4), else the
+    full load. Whatever the way, the reader's own logic (and order) applies to the result."""
+    issues = load_slim(path, slim)
+    return read_store(path, now) if issues is None else issues
+
+
+_LISTED = ("id", "title", "status", "priority", "issue_type", "assignee")
+"""What `issue list` shows of a row (`documents.issue_listing`)."""
+
+
 def list_issues(
     path: str, *, now: datetime, status: str | None = None, assignee: str | None = None
 ) -> list[IssueRow]:
     """Issues in id order, only those with exactly `status` / `assignee` when given."""
-    issues = read_store(path, now)
-    return [
-        row
-        for row in (issues[issue_id] for issue_id in sorted(issues))
-        if (status is None or row["status"] == status)
-        and (assignee is None or row.get("assignee", "") == assignee)
-    ]
+
+    def wanted(row: Mapping[str, Any]) -> bool:
+        return (status is None or row["status"] == status) and (
+            assignee is None or row.get("assignee", "") == assignee
+        )
+
+    def listed(row: dict[str, Any]) -> IssueRow | None:
+        return {key: row[key] for key in _LISTED if key in row} if wanted(row) else None  # type: ignore[return-value]
+
+    issues = _slim_or_full(path, now, listed)
+    return [row for row in (issues[issue_id] for issue_id in sorted(issues)) if wanted(row)]
+
+
+def _status_and_edges() -> Callable[[dict[str, Any]], IssueRow]:
+    """A row as graph rules read it: its status and edges (one shared dict per status for a
+    row without edges)."""
+    shared: dict[str, IssueRow] = {}
+
+    def slim(row: dict[str, Any]) -> IssueRow:
+        status = row["status"]
+        dependencies = row.get("dependencies")
+        if dependencies:
+            return {"status": status, "dependencies": dependencies}  # type: ignore[typeddict-item]
+        found = shared.get(status)
+        if found is None:
+            found = shared[status] = {"status": status}  # type: ignore[typeddict-item]
+        return found
+
+    return slim
 
 
 def ready(path: str, *, now: datetime) -> list[IssueRow]:
     """Open issues whose blocking dependencies are all closed, by id."""
-    return graph.ready_issues(read_store(path, now))
+    status_only = _status_and_edges()
+
+    def slim(row: dict[str, Any]) -> IssueRow:
+        dependencies = row.get("dependencies")
+        if row["status"] != "open":
+            # Another row's edges stored here still count (`graph.foreign_edges`); own ones
+            # of an issue that is not open never do.
+            issue_id = row["id"]
+            if dependencies and any(edge["issue_id"] != issue_id for edge in dependencies):
+                return {"status": row["status"], "dependencies": dependencies}  # type: ignore[typeddict-item]
+            return status_only({"status": row["status"]})
+        kept: dict[str, Any] = {key: row[key] for key in ("id", "title", "status", "priority")}
+        if dependencies is not None:
+            kept["dependencies"] = dependencies
+        return kept  # type: ignore[return-value]
+
+    return graph.ready_issues(_slim_or_full(path, now, slim))
 
 
 def blocked(path: str, *, now: datetime) -> list[BlockedIssue]:
@@ -102,6 +154,16 @@ def dep_project(path: str, *, now: datetime) -> EdgeProjection:
 
 
 def dep_diagnostics(path: str, *, now: datetime, scope: GraphScope) -> Integrity:
+    graph_row = _status_and_edges()
+
+    def slim(row: dict[str, Any]) -> IssueRow | None:
+        # An issue out of scope counts as missing in every graph rule: it is left out, and the
+        # rest is all in scope.
+        return graph_row(row) if graph.in_scope(row, scope) else None  # type: ignore[arg-type]
+
+    issues = load_slim(path, slim)
+    if issues is not None:
+        return graph.integrity(issues, "full")
     return graph.integrity(read_store(path, now), scope)
 
 

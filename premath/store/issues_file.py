@@ -569,6 +569,26 @@ def edit_chosen_row(
         return _mutate_locked(path, mutate, now=now, warm=None)
 
 
+def load_slim(path: str, slim: Callable[[dict[str, Any]], IssueRow | None]) -> IssueMap | None:
+    """A big store in our bytes as `slim` keeps each row (`stored_scan.slim_store`), for a
+    reader that needs a few fields of each: 100k rows are never whole in memory. None when the
+    file is small, missing, or not provably in our bytes: the caller loads it in full (which
+    also words every error)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        status = os.fstat(fd)
+        size = status.st_size
+        if not stat.S_ISREG(status.st_mode) or not SLIM_STORE_BYTES <= size <= STORE_CAP.bytes():
+            return None
+        with _gc_paused():
+            return stored_scan.slim_store(fd, slim)
+    finally:
+        os.close(fd)
+
+
 def _edit_slim(
     path: str, choose: Callable[[IssueMap], IssueRow | None], edit: Callable[[IssueRow], None]
 ) -> tuple[IssueRow | None] | None:
