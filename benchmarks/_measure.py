@@ -63,6 +63,12 @@ def run_cpu(argv: Sequence[str], cwd: Path | None = None) -> tuple[float, float]
     return launched.cpu_s, launched.peak_rss_mb
 
 
+def run_timed(argv: Sequence[str], cwd: Path | None = None) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds and peak RSS (MB) of one run."""
+    launched = _launch(argv, cwd, None)
+    return launched.elapsed_s, launched.cpu_s, launched.peak_rss_mb
+
+
 @dataclass(frozen=True)
 class _Launched:
     elapsed_s: float

@@ -18,6 +18,7 @@ each row is decoded just long enough to keep the fields the command reads.
 """
 
 import bisect
+import functools
 import os
 from array import array
 from collections.abc import Callable, Iterator
@@ -33,6 +34,7 @@ from premath.models.issue_row import (
     stored_times_text,
     text_form,
 )
+from premath.store.forked_check import check_in_parallel
 
 CHUNK_BYTES = 1 << 20
 SLIM_FIELDS = ("id", "status", "priority", "assignee", "lease", "dependencies")
@@ -191,28 +193,45 @@ def _in_id_order(fd: int, scan: StoredScan, issue_id: str, line: bytes) -> Itera
         raise OSError("issues file changed while it was rewritten")
 
 
+def _form_of_file(fd: int) -> int:
+    """`text_form` of the whole open file, a run of lines at a time (its least form)."""
+    least = TEXT_STORED
+    for _, run in _lines(fd):
+        form = text_form(run) if run.endswith(b"\n") else TEXT_UNKNOWN
+        if form == TEXT_UNKNOWN:
+            return TEXT_UNKNOWN
+        least = min(least, form)
+    return least
+
+
 def slim_store(fd: int, slim: Callable[[dict[str, Any]], IssueRow | None]) -> IssueMap | None:
     """The store of the open file `fd` as `slim` keeps each row (None: the row is left out),
     the last line of an id winning; None when the file is not provably in our bytes (but
-    perhaps for its times): the caller then takes the full load."""
+    perhaps for its times): the caller then takes the full load.
+
+    The proof (a regex over every byte) runs on the other core while this one decodes, as the
+    full load's does (`forked_check`)."""
     before = os.fstat(fd)
     issues: IssueMap = {}
     loads = orjson.loads
     seen = 0
-    for _, run in _lines(fd):
-        if not run.endswith(b"\n") or text_form(run) == TEXT_UNKNOWN:
-            return None
-        for line in run.split(b"\n")[:-1]:
-            try:
-                row: dict[str, Any] = loads(line)
-            except orjson.JSONDecodeError:
+    with check_in_parallel(functools.partial(_form_of_file, fd)) as form:
+        for _, run in _lines(fd):
+            if not run.endswith(b"\n"):
                 return None
-            seen += 1
-            kept = slim(row)
-            if kept is None:
-                issues.pop(row["id"], None)  # an earlier line of the id no longer wins
-            else:
-                issues[row["id"]] = kept
+            for line in run.split(b"\n")[:-1]:
+                try:
+                    row: dict[str, Any] = loads(line)
+                except orjson.JSONDecodeError:
+                    return None
+                seen += 1
+                kept = slim(row)
+                if kept is None:
+                    issues.pop(row["id"], None)  # an earlier line of the id no longer wins
+                else:
+                    issues[row["id"]] = kept
+        if form() == TEXT_UNKNOWN:
+            return None
     after = os.fstat(fd)
     if (after.st_ino, after.st_size, after.st_mtime_ns) != (
         before.st_ino,
