@@ -198,7 +198,7 @@ def rows(quick: bool) -> list[Row]:
                 base,
                 5,
                 "issue_ready",
-            )  # fmt: skip
+            )
         )
 
         target = work / ".premath" / "issues.jsonl"
@@ -217,7 +217,7 @@ def rows(quick: bool) -> list[Row]:
                 base,
                 3,
                 "issue_claim_next",
-            )  # fmt: skip
+            )
         )
 
         drained = 200 if quick else 1000
