@@ -4,8 +4,8 @@ A path we read may name `/dev/zero` (endless bytes), a FIFO (a read that never r
 file far larger than any artifact. Every read here opens without blocking, refuses anything but
 a regular file, and reads at most `cap + 1` bytes, so a file over its cap is a clear error
 rather than a MemoryError; it reserves only what the file holds, so a large cap costs nothing
-under an address-space limit (`ulimit -v`). Caps are named settings (`ReadCaps`), overridable by environment
-variable for the rare legitimate giant.
+under an address-space limit (`ulimit -v`). Caps are named settings (`ReadCaps`), overridable
+by environment variable for the rare legitimate giant.
 """
 
 import errno
