@@ -215,6 +215,7 @@ def _drain_row(issues: int, claimers: int) -> Row:
         ref_wall *= issues / 1000
         label = "recorded reference (issue 26, not this run)"
     ok = wall <= DRAIN_WALL_RATIO * ref_wall and cpu <= DRAIN_CPU_RATIO * ref_cpu
+    judged = reference is not None or issues == 1000  # the recorded figures are for 1,000
     return Row(
         measure=f"{claimers} CLI claimers drain the store (claim-next until none)",
         size=f"{issues:,} open issues",
@@ -222,7 +223,7 @@ def _drain_row(issues: int, claimers: int) -> Row:
         baseline=f"{label}: {ref_wall:.1f} s, {ms(ref_cpu)} CPU per claim",
         ratio=f"{wall / ref_wall:.2f}x wall, {cpu / ref_cpu:.2f}x CPU",
         target=f"<= {DRAIN_WALL_RATIO:g}x wall, <= {DRAIN_CPU_RATIO:g}x CPU per claim",
-        verdict=verdict(ok),
+        verdict=verdict(ok) if judged else "- (quick: recorded figures scaled, not judged)",
     )
 
 
