@@ -3,8 +3,8 @@
 Behaviour follows specs/harness-session.md; divergences are named where they apply.
 """
 
+import os
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from premath.harness.artifact_io import load_artifact, save_artifact
@@ -72,7 +72,7 @@ def write_session(
     from premath.store.locks import artifact_lock  # writers only: readers start leaner
 
     with artifact_lock(path, lock_timeout_s):
-        existing = load_session(path) if Path(path).exists() else {}
+        existing = load_session(path) if os.path.exists(path) else {}
         stamp = format_seconds_z(now)
         resolved_issues_path = rust_trim(issues_path)
         fields: dict[str, Any] = {

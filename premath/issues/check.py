@@ -1,6 +1,5 @@
 """`issue check`: the issue graph contract (premath.issue_graph.check.v1; specs/issue-memory.md)."""
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from premath.models.vocabulary import KNOWN_STATUSES
@@ -71,8 +70,7 @@ class Finding(NamedTuple):
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class CheckReport:
+class CheckReport(NamedTuple):
     """Errors and warnings per issue in id order; any error rejects the graph."""
 
     errors: list[Finding]

@@ -14,8 +14,7 @@ active lease (D3-3).
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from premath.errors import InputInvalid, LeaseRefused, NotFound, PremathError
 from premath.issues.graph import is_unblocked
@@ -426,8 +425,7 @@ def release_lease(
     return row
 
 
-@dataclass(frozen=True, slots=True)
-class LeaseChange:
+class LeaseChange(NamedTuple):
     """An issue after a lease renewal or release, and the time its lease state is read at."""
 
     row: IssueRow
@@ -438,8 +436,7 @@ class LeaseChange:
         return lease_state(self.row, self.now_ns)
 
 
-@dataclass(frozen=True, slots=True)
-class LeaseProjection:
+class LeaseProjection(NamedTuple):
     """Stale and contended leases (disjoint sets), ids sorted, checked at `checked_at_ns`."""
 
     checked_at_ns: int

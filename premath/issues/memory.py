@@ -9,9 +9,8 @@ the commands' JSON documents. Readers load without the lock; writers go through 
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from premath.errors import InputInvalid, IoFailure, NotFound
 from premath.issues import dependencies, graph, leases, lifecycle
@@ -140,8 +139,7 @@ def lease_state(path: str, issue_id: str, *, now: datetime) -> tuple[IssueRow | 
     return row, leases.loop_lease_state(row, now_ns)
 
 
-@dataclass(frozen=True, slots=True)
-class EdgeProjection:
+class EdgeProjection(NamedTuple):
     """Every edge in `dep project` order, and the cycle check over all issues."""
 
     edges: list[DependencyRow]

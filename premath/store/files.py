@@ -11,16 +11,14 @@ by environment variable for the rare legitimate giant.
 import errno
 import os
 import stat
-from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from premath.errors import InputInvalid, InvalidUsage
 
 _MIB = 1 << 20
 
 
-@dataclass(frozen=True, slots=True)
-class ReadCap:
+class ReadCap(NamedTuple):
     """One named size cap: `default` bytes unless the environment variable `env` says otherwise."""
 
     env: str

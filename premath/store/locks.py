@@ -22,7 +22,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from premath.errors import InvalidUsage, IoFailure, LockBusy
 from premath.store.lock_queue import JUDGE_AFTER_S, TicketQueue, head_pause_s, sweep, wake_every_s
@@ -135,8 +135,7 @@ def hold_marker(
             queue.close()
 
 
-@dataclass(frozen=True)
-class _Wait:
+class _Wait(NamedTuple):
     """One waiter's terms: the marker, when to give up, and what to say or do meanwhile."""
 
     path: str

@@ -10,17 +10,15 @@ process that started at another time. Anything it cannot prove is "unknown".
 
 import errno
 import os
-from dataclasses import dataclass
 from functools import cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 OwnerState = Literal["alive", "dead", "unknown"]
 
 _UNKNOWN = "-"
 
 
-@dataclass(frozen=True, slots=True)
-class Owner:
+class Owner(NamedTuple):
     host: str
     boot: str
     pidns: str
