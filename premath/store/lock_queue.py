@@ -30,6 +30,7 @@ import time
 from premath.clock import epoch_ns
 from premath.store.files import write_all
 from premath.store.markers import marker_state, remove
+from premath.store.owners import pid_exists
 
 _POLL_S = 0.002
 _MAX_POLL_S = 0.032
@@ -246,13 +247,22 @@ def head_pause_s() -> float:
     return _HEAD_POLL_S
 
 
+def _named_pid(rest: str) -> int:
+    """The pid a claim (`<pid>.<ns>.claim`) or ticket (`<ns>.<pid>.wait[.new]`) names; 0 when
+    it names none."""
+    parts = rest.split(".")
+    digits = parts[0] if parts[-1] == "claim" else parts[1] if len(parts) > 2 else ""
+    return int(digits) if digits.isdigit() else 0
+
+
 _last_sweep: dict[str, float] = {}
 
 
 def sweep(marker: str) -> None:
     """Remove the tickets of processes that died and every private file not provably alive
     (a claim or a ticket cut short by a kill cannot be judged; removing a live process's claim
-    file only makes it write the file again).
+    file only makes it write the file again). A file whose named pid still exists here is left
+    for a later sweep: judging it costs a read of /proc, and every writer sweeps.
 
     Run after a release (never under the lock), by each process at its first release of a
     marker and then at most every `_SWEEP_EVERY_S`. Waiters remove dead tickets ahead of them
@@ -268,8 +278,8 @@ def sweep(marker: str) -> None:
     except OSError:
         return
     for name in names:
-        if not name.startswith(prefix):
-            continue
+        if not name.startswith(prefix) or pid_exists(_named_pid(name[len(prefix) :])):
+            continue  # its process still runs (a sweep runs after every short-lived release)
         path = os.path.join(folder, name)
         if name.endswith((".wait", ".wait.new")):
             if ticket_is_dead(path):
