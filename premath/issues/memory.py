@@ -7,6 +7,7 @@ the commands' JSON documents. Readers load without the lock; writers go through 
 (lock, load, change, atomic rewrite, unlock).
 """
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -159,7 +160,11 @@ def dep_diagnostics(path: str, *, now: datetime, scope: GraphScope) -> Integrity
         # rest is all in scope.
         return graph_row(row) if graph.in_scope(row, scope) else None  # type: ignore[arg-type]
 
-    issues = load_slim(path, slim)
+    @functools.cache
+    def edgeless(status: str) -> IssueRow | None:  # a store holds a handful of statuses
+        return slim({"status": status})
+
+    issues = load_slim(path, slim, edgeless)
     if issues is not None:
         return graph.integrity(issues, "full")
     return graph.integrity(read_store(path, now), scope)

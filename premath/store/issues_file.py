@@ -587,13 +587,17 @@ def _slim_candidate(path: str) -> Iterator[int | None]:
         os.close(fd)
 
 
-def load_slim(path: str, slim: Callable[[dict[str, Any]], IssueRow | None]) -> IssueMap | None:
+def load_slim(
+    path: str,
+    slim: Callable[[dict[str, Any]], IssueRow | None],
+    edgeless: Callable[[str], IssueRow | None] | None = None,
+) -> IssueMap | None:
     """A big store in our bytes as `slim` keeps each row (`stored_scan.slim_store`), for a
     reader that needs a few fields of each: 100k rows are never whole in memory. None when the
     file is small, missing, or not provably in our bytes: the caller loads it in full (which
     also words every error)."""
     with _slim_candidate(path) as fd, _gc_paused():
-        return None if fd is None else stored_scan.slim_store(fd, slim)
+        return None if fd is None else stored_scan.slim_store(fd, slim, edgeless)
 
 
 def _edit_slim(

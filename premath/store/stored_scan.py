@@ -204,13 +204,45 @@ def _form_of_file(fd: int) -> int:
     return least
 
 
-def slim_store(fd: int, slim: Callable[[dict[str, Any]], IssueRow | None]) -> IssueMap | None:
+_EDGES_KEY = b'"dependencies":'
+_STATUS_KEY = b',"status":"'
+
+
+def _id_and_status(line: bytes) -> tuple[str, str] | None:
+    """The id and status of a stored line, read without decoding it; None when either holds
+    an escape (or the line is not as expected): the caller decodes it then.
+
+    In a line in stored form (proven by `text_form`) the fields come in the writer's order:
+    the id first, then only strings up to the status. An unescaped `"` cannot occur inside a
+    JSON string, so the first `,"status":"` is the row's own status key."""
+    if not line.startswith(b'{"id":"'):
+        return None
+    id_end = line.find(b'"', 7)
+    at = line.find(_STATUS_KEY, id_end)
+    status_end = line.find(b'"', at + 11)
+    if id_end < 0 or at < 0 or status_end < 0:
+        return None
+    issue_id, status = line[7:id_end], line[at + 11 : status_end]
+    if b"\\" in issue_id or b"\\" in status:
+        return None
+    try:
+        return issue_id.decode("utf-8"), status.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def slim_store(
+    fd: int,
+    slim: Callable[[dict[str, Any]], IssueRow | None],
+    edgeless: Callable[[str], IssueRow | None] | None = None,
+) -> IssueMap | None:
     """The store of the open file `fd` as `slim` keeps each row (None: the row is left out),
     the last line of an id winning; None when the file is not provably in our bytes (but
     perhaps for its times): the caller then takes the full load.
 
-    The proof (a regex over every byte) runs on the other core while this one decodes, as the
-    full load's does (`forked_check`)."""
+    `edgeless(status)`, when given, keeps a row that has no edges from its status alone, and
+    such a line is not decoded at all (`_id_and_status`). The proof (a regex over every byte)
+    runs on the other core while this one decodes, as the full load's does (`forked_check`)."""
     before = os.fstat(fd)
     issues: IssueMap = {}
     loads = orjson.loads
@@ -220,6 +252,15 @@ def slim_store(fd: int, slim: Callable[[dict[str, Any]], IssueRow | None]) -> Is
             if not run.endswith(b"\n"):
                 return None
             for line in run.split(b"\n")[:-1]:
+                head = None if edgeless is None or _EDGES_KEY in line else _id_and_status(line)
+                if head is not None and edgeless is not None:
+                    seen += 1
+                    kept = edgeless(head[1])
+                    if kept is None:
+                        issues.pop(head[0], None)
+                    else:
+                        issues[head[0]] = kept
+                    continue
                 try:
                     row: dict[str, Any] = loads(line)
                 except orjson.JSONDecodeError:

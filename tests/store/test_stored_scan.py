@@ -170,3 +170,17 @@ def test_slim_readers_equal_the_full_load(store, reader):
             if reader == 0:
                 full = [issue_brief(row) for row in full]
         assert slim == full
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        ({"id": "bd-1", "title": 'a ,"status":"open" \\', "status": "closed"}, ("bd-1", "closed")),
+        ({"id": "é-1", "title": "t", "status": "in_progress"}, ("é-1", "in_progress")),
+        ({"id": 'b"d', "title": "t", "status": "open"}, None),  # an escape: decoded instead
+        ({"id": "bd-2", "title": "t", "status": "op\\en"}, None),
+    ],
+)
+def test_a_line_without_edges_gives_its_id_and_status_undecoded(row, expected):
+    line = encode_store({row["id"]: row | {"priority": 1, "issue_type": "task"}})[:-1]
+    assert stored_scan._id_and_status(line) == expected
