@@ -14,15 +14,7 @@ from premath.harness import trajectory_index, trajectory_scan
 from premath.harness.trajectory import query_trajectory
 from premath.harness.trajectory_index import index_path, query_selection
 from premath.harness.trajectory_scan import read_rows, select_rows
-
-
-def row(step: int, second: int, result_class: str = "ok") -> bytes:
-    return (
-        b'{"schema":1,"stepKind":"premath.harness.step.v1","stepId":"s%d","action":"a",'
-        b'"resultClass":"%s","finishedAt":"2026-02-22T00:%02d:%02dZ"}'
-        % (step, result_class.encode(), second // 60 % 60, second % 60)
-    )
-
+from tests.harness.test_trajectory_scan import row
 
 ROWS = st.builds(
     row, st.integers(0, 30), st.integers(0, 600), st.sampled_from(["ok", "timeout", "boom"])
