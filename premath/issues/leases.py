@@ -257,9 +257,17 @@ def claim_issue(
 @functools.lru_cache(maxsize=1 << 17)
 def natural_key(issue_id: str) -> tuple[Any, ...]:
     """Digits compare as numbers: `bd-2` before `bd-10` (D3-2). Kept per id: a long-lived
-    server ranks the same candidates on every claim."""
+    server ranks the same candidates on every claim; a one-shot claim ranks a thousand ids
+    once, so the usual shape (digits at the end only, `bd-17`) skips the regex."""
+    head = issue_id.rstrip(_ASCII_DIGITS)
+    if _NATURAL_PARTS.search(head) is None:
+        tail = issue_id[len(head) :]
+        return (head, int(tail), "") if tail else (head,)
     parts = _NATURAL_PARTS.split(issue_id)
     return tuple(int(part) if index % 2 else part for index, part in enumerate(parts))
+
+
+_ASCII_DIGITS = "0123456789"
 
 
 def _stale_test(now_ns: int) -> Callable[[LeaseRow], bool]:
