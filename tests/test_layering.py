@@ -20,6 +20,7 @@ LAYER = {
     "atif": 3,
     "issues": 3,
     "transport": 3,
+    "observe": 3,
     "store": 2,
     "models": 1,
 }

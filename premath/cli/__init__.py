@@ -103,6 +103,14 @@ COMMAND_GROUPS: dict[str, LazyGroup] = {
         "premath.cli.instruction:instruction_run",
         "Check an envelope, run its checks, write artifacts/ciwitness/<id>.json.",
     ),
+    "observe-build": LazyGroup(
+        "premath.cli.observe:observe_build",
+        "Build the observation surface from CI witnesses and issue memory.",
+    ),
+    "observe": LazyGroup(
+        "premath.cli.observe:observe",
+        "Query the observation surface: latest, needs_attention, instruction or projection.",
+    ),
     "init": LazyGroup(
         "premath.cli.init:init",
         "Create ROOT/.premath/issues.jsonl (from ROOT/.beads/issues.jsonl when present).",

@@ -47,6 +47,11 @@ def row_bytes(row: Any) -> bytes:
     return _dumps(row) + b"\n"
 
 
+def sorted_row_bytes(row: Any) -> bytes:
+    """One JSONL row with keys sorted at every level: compact, trailing newline."""
+    return _dumps(row, orjson.OPT_SORT_KEYS) + b"\n"
+
+
 def digest_input(payload: Any) -> bytes:
     """Input of every `sha256` ref: compact JSON with sorted keys, UTF-8."""
     return _dumps(payload, orjson.OPT_SORT_KEYS)

@@ -1,0 +1,204 @@
+"""What `observe-build` reads (observation.md §2): the witness folder and issue memory.
+
+Values are read as the reference reads them: `text` trims a string and drops blanks, `texts`
+keeps the trimmed non-blank strings of an array, deduplicated and sorted. Issue rows are read
+as plain JSON objects, not as issue-memory rows, so a store the stricter issue commands refuse
+(hand-written rows, camelCase keys) still feeds the surface exactly as it feeds the reference's.
+
+`InputReader` reads each file once per change: with `cache=True` (the live server) a file whose
+identity (device, inode, size, mtime) is unchanged is not read again. Every read is bounded and
+refuses FIFOs and devices (store/files.py), so a hostile witness folder cannot stall a build.
+"""
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from premath.errors import ArtifactInvalid, InputInvalid
+from premath.store.documents import os_error_text
+from premath.store.files import DOCUMENT_CAP, STORE_CAP, ReadCap, read_bounded
+from premath.store.issues_file import FileIdentity, file_identity
+from premath.text import rust_trim
+
+Document = dict[str, Any]
+
+LATEST_FILES = ("latest-required.json", "latest-delta.json", "latest-decision.json")
+"""The three fixed witnesses, in the order the reference reads them."""
+SKIPPED_PREFIXES = ("latest-", "proj1_")
+"""Names never read as instruction witnesses (observation.md §2.2)."""
+INSTRUCTION_WITNESS_KIND = "ci.instruction.v1"
+
+
+class BuildInputInvalid(ArtifactInvalid):
+    """A witness or the issue memory cannot be read; `cause` is the text after the lead."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(cause)
+        self.cause = cause
+
+
+def text(value: Any) -> str | None:
+    """A JSON string, trimmed; anything else, or a blank string, is absent."""
+    if not isinstance(value, str):
+        return None
+    trimmed = rust_trim(value)
+    return trimmed or None
+
+
+def texts(value: Any) -> list[str]:
+    """The trimmed non-blank strings of a JSON array, deduplicated, sorted; else `[]`."""
+    if not isinstance(value, list):
+        return []
+    return sorted({t for t in (text(item) for item in value) if t is not None})
+
+
+def rust_extension_is_json(name: str) -> bool:
+    """Rust's `Path::extension() == Some("json")`: a dotfile's only dot starts no extension."""
+    stem, dot, extension = name.rpartition(".")
+    return bool(dot) and extension == "json" and stem != ""
+
+
+def rust_file_stem(name: str) -> str:
+    stem, dot, _ = name.rpartition(".")
+    return stem if dot and stem else name
+
+
+def is_instruction_candidate(name: str) -> bool:
+    """Read as a possible instruction witness: `*.json`, not `latest-*` or `proj1_*`."""
+    return rust_extension_is_json(name) and not name.startswith(SKIPPED_PREFIXES)
+
+
+@dataclass
+class InputReader:
+    """Reads witnesses and issue rows; with `cache`, unchanged files are not read again."""
+
+    cache: bool = False
+    _documents: dict[str, tuple[FileIdentity, Document]] = field(default_factory=dict)
+    _issues: dict[str, tuple[FileIdentity, list[Document]]] = field(default_factory=dict)
+    _listings: dict[str, tuple[FileIdentity, list[str]]] = field(default_factory=dict)
+    reads: int = 0
+    """Files actually read (tests count them)."""
+
+    def _read(self, path: str, cap: ReadCap) -> bytes:
+        self.reads += 1
+        try:
+            return read_bounded(path, cap)
+        except OSError as exc:
+            raise BuildInputInvalid(f"failed to read {path}: {os_error_text(exc)}") from None
+        except InputInvalid as exc:
+            raise BuildInputInvalid(f"failed to read {path}: {exc.message}") from None
+
+    def _cached(self, table: dict[str, tuple[FileIdentity, Any]], path: str) -> Any:
+        if not self.cache:
+            return None
+        entry = table.get(path)
+        if entry is not None and entry[0] == file_identity(path):
+            return entry[1]
+        return None
+
+    def _keep(
+        self, table: dict[str, tuple[FileIdentity, Any]], path: str, before: Any, value: Any
+    ) -> None:
+        if self.cache and before is not None and before == file_identity(path):
+            table[path] = (before, value)
+
+    def witness(self, path: str) -> Document | None:
+        """A witness object, or None when the file does not exist."""
+        if not os.path.exists(path):
+            return None
+        found = self._cached(self._documents, path)
+        if found is not None:
+            return dict(found)
+        before = file_identity(path)
+        data = self._read(path, DOCUMENT_CAP)
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            reason = "EOF while parsing a value" if not data.strip() else str(exc)
+            raise BuildInputInvalid(f"failed to parse {path} as JSON: {reason}") from None
+        if not isinstance(value, dict):
+            raise BuildInputInvalid(f"invalid observation surface: expected object JSON: {path}")
+        self._keep(self._documents, path, before, value)
+        return dict(value)
+
+    def listing(self, directory: str) -> list[str]:
+        """Names in the witness folder (unsorted), or [] when it does not exist."""
+        if not os.path.exists(directory):
+            return []
+        found = self._cached(self._listings, directory)
+        if found is not None:
+            return list(found)
+        before = file_identity(directory)
+        try:
+            names = os.listdir(directory)
+        except OSError as exc:
+            raise BuildInputInvalid(f"failed to read {directory}: {os_error_text(exc)}") from None
+        utf8 = [name for name in names if _is_utf8(name)]
+        self._keep(self._listings, directory, before, utf8)
+        return utf8
+
+    def issue_rows(self, path: str) -> list[Document]:
+        """Issue rows by trimmed id (a later row replaces an earlier one), ordered by id."""
+        if not os.path.exists(path):
+            return []
+        if not os.path.isfile(path):
+            raise BuildInputInvalid(
+                f"invalid observation surface: issues path is not a file: {path}"
+            )
+        found = self._cached(self._issues, path)
+        if found is not None:
+            return list(found)
+        before = file_identity(path)
+        data = self._read(path, STORE_CAP)
+        try:
+            content = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BuildInputInvalid(
+                f"failed to read {path}: stream did not contain valid UTF-8"
+            ) from None
+        rows = parse_issue_rows(content, path)
+        self._keep(self._issues, path, before, rows)
+        return list(rows)
+
+
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _rust_lines(content: str) -> list[str]:
+    """Rust's `str::lines`: split on `\\n`, one trailing `\\r` dropped, no final empty line."""
+    lines = content.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
+def parse_issue_rows(content: str, path: str) -> list[Document]:
+    by_id: dict[str, Document] = {}
+    for number, raw in enumerate(_rust_lines(content), start=1):
+        line = rust_trim(raw)
+        if not line:
+            continue
+        try:
+            value = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise BuildInputInvalid(
+                f"invalid observation surface: invalid jsonl at {path}:{number}: {exc}"
+            ) from None
+        if not isinstance(value, dict):
+            raise BuildInputInvalid(
+                f"invalid observation surface: jsonl row must be object at {path}:{number}"
+            )
+        issue_id = text(value.get("id"))
+        if issue_id is None:
+            raise BuildInputInvalid(
+                f"invalid observation surface: missing issue id at {path}:{number}"
+            )
+        by_id[issue_id] = value
+    return [by_id[issue_id] for issue_id in sorted(by_id)]
