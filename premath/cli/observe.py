@@ -5,7 +5,7 @@ from typing import Any
 import click
 
 from premath.cli._options import discovered_default, json_option
-from premath.cli._root import CONTEXT_SETTINGS, Reply, StrictCommand
+from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand, pass_app
 
 SURFACE_PATH = "artifacts/observation/latest.json"
 EVENTS_PATH = "artifacts/observation/events.jsonl"
@@ -109,3 +109,79 @@ def observe(
     loaded = load_surface(surface)
     query = query_for(mode, instruction_id, projection_digest, projection_match)
     return Reply(answer(loaded, query), text=partial(view_text, query), sorted_keys=False)
+
+
+@click.command("observe-serve", cls=StrictCommand, context_settings=CONTEXT_SETTINGS)
+@click.option(
+    "--surface",
+    default=SURFACE_PATH,
+    show_default=True,
+    callback=discovered_default,
+    help="Observation surface to serve (with --live, also where it is rebuilt)",
+)
+@click.option(
+    "--bind",
+    default="127.0.0.1:43174",
+    show_default=True,
+    help="IP:PORT, [IPv6]:PORT or localhost:PORT (port 0: any free port)",
+)
+@click.option(
+    "--live",
+    is_flag=True,
+    help="Rebuild the surface whenever a witness or the issue memory changes, and feed the "
+    "dashboard's issues, trajectory, KPI and runs",
+)
+@_build_inputs
+@click.option(
+    "--out-jsonl", default=EVENTS_PATH, show_default=True, help="Events to write (--live)"
+)
+@click.option(
+    "--trajectory-path",
+    default=".premath/harness_trajectory.jsonl",
+    show_default=True,
+    help="Harness trajectory the dashboard shows (--live; relative to the repo root)",
+)
+@click.option(
+    "--runs-dir",
+    default=".premath/runs",
+    show_default=True,
+    help="Experiment runs the dashboard lists (--live; relative to the repo root)",
+)
+@json_option
+@pass_app
+def observe_serve(
+    app: AppContext,
+    surface: str,
+    bind: str,
+    live: bool,
+    repo_root: str,
+    ciwitness_dir: str,
+    issues_path: str,
+    out_jsonl: str,
+    trajectory_path: str,
+    runs_dir: str,
+) -> int:
+    """Serve the observation API and the live dashboard over HTTP until stopped.
+
+    Binds to loopback unless told otherwise; the dashboard is at /dashboard.
+
+    \b
+    premath observe-serve --live --bind 127.0.0.1:43174
+    """
+    import sys
+
+    from premath.web.serve import ServeOptions, serve_observation
+
+    options = ServeOptions(
+        surface=surface,
+        bind=bind,
+        live=live,
+        repo_root=repo_root,
+        ciwitness_dir=ciwitness_dir,
+        issues_path=issues_path,
+        out_jsonl=out_jsonl,
+        trajectory_path=trajectory_path,
+        runs_dir=runs_dir,
+    )
+    serve_observation(options, app.clock, out=sys.stdout, err=sys.stderr)
+    return 0

@@ -37,6 +37,11 @@ def stdout_bytes(document: Any) -> bytes:
     return _dumps(document, orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
 
 
+def response_bytes(document: Any) -> bytes:
+    """An HTTP JSON body of the observation API: keys sorted, 2-space indent, no newline."""
+    return _dumps(document, orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+
+
 def document_bytes(document: Any) -> bytes:
     """Session and ledger files: field (insertion) order, 2-space indent, trailing newline."""
     return _dumps(document, orjson.OPT_INDENT_2) + b"\n"

@@ -1,0 +1,140 @@
+"""The dashboard's board: every issue with its column, lease and place in the dependency graph.
+
+Rows are the raw issue objects the surface is built from (inputs.InputReader), so the board and
+the surface's partition never disagree. Columns: `closed`, `in_progress`, `ready` (open, every
+blocker closed), `blocked` (open with an open blocker, status `blocked`, or any other status).
+Leases are judged against the clock here (the surface judges them against its reference time,
+quirk 21). The bottleneck is the open issue that blocks the most open work, directly or through
+other issues.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from premath.observe.coherence import (
+    BLOCKING_TYPES,
+    dependencies,
+    dependency_target,
+    dependency_type,
+    lease_expiry,
+    row_id,
+)
+from premath.observe.inputs import Document, text
+
+Column = Literal["blocked", "ready", "in_progress", "closed"]
+COLUMNS: tuple[Column, ...] = ("blocked", "ready", "in_progress", "closed")
+
+
+def _blockers(row: Document) -> list[str]:
+    found = []
+    for dependency in dependencies(row):
+        if dependency_type(dependency) in BLOCKING_TYPES:
+            found.append(dependency_target(dependency) or "(no target)")
+    return found
+
+
+def _priority(row: Document) -> int | None:
+    value = row.get("priority")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _lease(row: Document, now: tuple[int, int]) -> Document | None:
+    lease = row.get("lease")
+    if not isinstance(lease, dict):
+        return None
+    expiry = lease_expiry(lease)
+    state = "unknown" if expiry is None else ("stale" if expiry <= now else "active")
+    return {
+        "owner": text(lease.get("owner")),
+        "leaseId": text(lease.get("lease_id")) or text(lease.get("leaseId")),
+        "expiresAt": text(lease.get("expires_at")) or text(lease.get("expiresAt")),
+        "expiresAtMs": None if expiry is None else expiry[0] * 1000 + expiry[1] // 1_000_000,
+        "state": state,
+    }
+
+
+def _downstream(open_ids: set[str], dependents: dict[str, list[str]]) -> dict[str, int]:
+    """For each open issue, how many open issues wait on it, directly or transitively.
+
+    Sets of dependents are unioned bottom-up as Python ints used as bit sets, one bit per open
+    issue, so a 10,000-issue graph costs a few milliseconds; an issue on a cycle gets the
+    dependents found before the cycle closed (cycles are reported by the surface)."""
+    bit = {issue_id: 1 << index for index, issue_id in enumerate(sorted(open_ids))}
+    reach: dict[str, int] = {}
+    for start in sorted(open_ids):
+        if start in reach:
+            continue
+        stack = [(start, iter(dependents.get(start, ())))]
+        on_path = {start}
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                on_path.discard(node)
+                total = 0
+                for dependent in dependents.get(node, ()):
+                    total |= bit[dependent] | reach.get(dependent, 0)
+                reach[node] = total
+            elif child not in reach and child not in on_path:
+                on_path.add(child)
+                stack.append((child, iter(dependents.get(child, ()))))
+    return {issue_id: (reach[issue_id] & ~bit[issue_id]).bit_count() for issue_id in reach}
+
+
+@dataclass(frozen=True)
+class Board:
+    issues: dict[str, Document]
+    """Compact issue records by id, as the page shows them."""
+    bottleneck: str | None
+    """The open issue with the most open work downstream (ties: smallest id), if any waits."""
+
+
+def issue_board(rows: Iterable[Document], now: tuple[int, int]) -> Board:
+    rows = list(rows)
+    statuses = {row_id(row): text(row.get("status")) for row in rows}
+    open_ids = {issue_id for issue_id, status in statuses.items() if status != "closed"}
+    dependents: dict[str, list[str]] = {}
+    for row in rows:
+        issue_id = row_id(row)
+        if issue_id not in open_ids:
+            continue
+        for target in _blockers(row):
+            if target in open_ids and target != issue_id:
+                dependents.setdefault(target, []).append(issue_id)
+    downstream = _downstream(open_ids, dependents)
+    issues: dict[str, Document] = {}
+    for row in rows:
+        issue_id = row_id(row)
+        status = statuses[issue_id] or ""
+        blockers = sorted({t for t in _blockers(row) if statuses.get(t) != "closed"})
+        column: Column
+        if status == "closed":
+            column = "closed"
+        elif status == "in_progress":
+            column = "in_progress"
+        elif status == "open" and not blockers:
+            column = "ready"
+        else:
+            column = "blocked"
+        issues[issue_id] = {
+            "id": issue_id,
+            "title": _title(row),
+            "status": status,
+            "column": column,
+            "priority": _priority(row),
+            "assignee": text(row.get("assignee")),
+            "blockers": blockers,
+            "dependsOn": sorted({t for d in dependencies(row) if (t := dependency_target(d))}),
+            "downstream": downstream.get(issue_id, 0),
+            "lease": _lease(row, now),
+            "updatedAt": text(row.get("updated_at")) or text(row.get("updatedAt")),
+        }
+    ranked = sorted((-count, issue_id) for issue_id, count in downstream.items() if count > 0)
+    return Board(issues, ranked[0][1] if ranked else None)
+
+
+def _title(row: Document) -> str:
+    value: Any = row.get("title")
+    return value if isinstance(value, str) else ""
