@@ -147,6 +147,13 @@ def observe(
     show_default=True,
     help="Experiment runs the dashboard lists (--live; relative to the repo root)",
 )
+@click.option(
+    "--header-timeout-seconds",
+    type=click.FloatRange(min=0.1, max=3600),
+    default=10.0,
+    show_default=True,
+    help="Close a connection whose request line and headers take longer than this (408)",
+)
 @json_option
 @pass_app
 def observe_serve(
@@ -160,6 +167,7 @@ def observe_serve(
     out_jsonl: str,
     trajectory_path: str,
     runs_dir: str,
+    header_timeout_seconds: float,
 ) -> int:
     """Serve the observation API and the live dashboard over HTTP until stopped.
 
@@ -182,6 +190,7 @@ def observe_serve(
         out_jsonl=out_jsonl,
         trajectory_path=trajectory_path,
         runs_dir=runs_dir,
+        header_timeout_s=header_timeout_seconds,
     )
     serve_observation(options, app.clock, out=sys.stdout, err=sys.stderr)
     return 0

@@ -360,7 +360,10 @@ class ObservationService:
 
     # --- the watcher ---------------------------------------------------------------------------
 
-    def _refresh(self) -> None:
+    def refresh(self) -> None:
+        """Bring the dashboard (and, with --live, the surface) up to date now; pages subscribed
+        get the change. The watcher calls this on its timer; a host may call it before serving
+        so the first request already sees a built surface."""
         try:
             changed = self.dashboard.refresh()
         except Exception as exc:  # noqa: BLE001 - one bad refresh must not stop the watcher
@@ -368,19 +371,19 @@ class ObservationService:
                 f"warning: observe-serve: refresh failed: {type(exc).__name__}: {exc}\n"
             )
             return
-        if changed is not None:
+        if changed is not None and len(self._hub):
             anyio.from_thread.run_sync(self._hub.publish, changed["version"], _dumps(changed))
 
     async def _watch(self) -> None:
         while True:
             await anyio.sleep(self.config.poll_interval_s)
-            await anyio.to_thread.run_sync(self._refresh)
+            await anyio.to_thread.run_sync(self.refresh)
 
     @asynccontextmanager
     async def lifespan(self, app: object = None) -> AsyncIterator[None]:
         """Refresh once (with --live this builds the surface), then watch until shutdown."""
         del app
-        await anyio.to_thread.run_sync(self._refresh)
+        await anyio.to_thread.run_sync(self.refresh)
         async with anyio.create_task_group() as group:
             group.start_soon(self._watch)
             try:

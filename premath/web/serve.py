@@ -14,7 +14,7 @@ from premath.observe.builder import BuildPaths, rust_join
 from premath.observe.dashboard import DashboardSources
 from premath.store.documents import os_error_text
 from premath.web.observation import LOOPBACK_HOSTS, ROUTES, ObservationConfig, ObservationService
-from premath.web.server import bind_socket, parse_bind, serve
+from premath.web.server import ServerLimits, bind_socket, parse_bind, serve
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ class ServeOptions:
     out_jsonl: str = "artifacts/observation/events.jsonl"
     trajectory_path: str = ".premath/harness_trajectory.jsonl"
     runs_dir: str = ".premath/runs"
+    header_timeout_s: float = ServerLimits.header_timeout_s
 
     def sources(self) -> DashboardSources:
         if not self.live:
@@ -71,6 +72,7 @@ def serve_observation(options: ServeOptions, clock: Clock, *, out: TextIO, err: 
     )
     try:
         service = ObservationService(config)
+        service.refresh()
         if not bind.loopback:
             err.write(
                 f"warning: observe-serve listens on {address}, reachable from other machines; "
@@ -80,6 +82,6 @@ def serve_observation(options: ServeOptions, clock: Clock, *, out: TextIO, err: 
             err.flush()
         out.write(banner(options, address))
         out.flush()
-        serve(service.app(), sock)
+        serve(service.app(), sock, ServerLimits(header_timeout_s=options.header_timeout_s))
     finally:
         sock.close()
