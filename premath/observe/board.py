@@ -10,47 +10,29 @@ other issues.
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from premath.observe.coherence import (
-    BLOCKING_TYPES,
-    dependencies,
-    dependency_target,
-    dependency_type,
-    lease_expiry,
-    row_id,
-)
-from premath.observe.inputs import Document, text
+from premath.observe.coherence import BLOCKING_TYPES
+from premath.observe.facts import Document, Instant, IssueFacts, Lease
 
 Column = Literal["blocked", "ready", "in_progress", "closed"]
 COLUMNS: tuple[Column, ...] = ("blocked", "ready", "in_progress", "closed")
 
 
-def _blockers(row: Document) -> list[str]:
-    found = []
-    for dependency in dependencies(row):
-        if dependency_type(dependency) in BLOCKING_TYPES:
-            found.append(dependency_target(dependency) or "(no target)")
-    return found
+def _blockers(row: IssueFacts) -> list[str]:
+    return [d.target or "(no target)" for d in row.dependencies if d.kind in BLOCKING_TYPES]
 
 
-def _priority(row: Document) -> int | None:
-    value = row.get("priority")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _lease(row: Document, now: tuple[int, int]) -> Document | None:
-    lease = row.get("lease")
-    if not isinstance(lease, dict):
+def _lease(lease: Lease | None, now: Instant) -> Document | None:
+    if lease is None:
         return None
-    expiry = lease_expiry(lease)
-    state = "unknown" if expiry is None else ("stale" if expiry <= now else "active")
+    expiry = lease.expiry
     return {
-        "owner": text(lease.get("owner")),
-        "leaseId": text(lease.get("lease_id")) or text(lease.get("leaseId")),
-        "expiresAt": text(lease.get("expires_at")) or text(lease.get("expiresAt")),
+        "owner": lease.owner,
+        "leaseId": lease.lease_id,
+        "expiresAt": lease.expires_text,
         "expiresAtMs": None if expiry is None else expiry[0] * 1000 + expiry[1] // 1_000_000,
-        "state": state,
+        "state": "unknown" if expiry is None else ("stale" if expiry <= now else "active"),
     }
 
 
@@ -91,23 +73,20 @@ class Board:
     """The open issue with the most open work downstream (ties: smallest id), if any waits."""
 
 
-def issue_board(rows: Iterable[Document], now: tuple[int, int]) -> Board:
+def issue_board(rows: Iterable[IssueFacts], now: Instant) -> Board:
     rows = list(rows)
-    statuses = {row_id(row): text(row.get("status")) for row in rows}
+    statuses = {row.id: row.status for row in rows}
     open_ids = {issue_id for issue_id, status in statuses.items() if status != "closed"}
     dependents: dict[str, list[str]] = {}
     for row in rows:
-        issue_id = row_id(row)
-        if issue_id not in open_ids:
-            continue
-        for target in _blockers(row):
-            if target in open_ids and target != issue_id:
-                dependents.setdefault(target, []).append(issue_id)
+        if row.id in open_ids:
+            for target in _blockers(row):
+                if target in open_ids and target != row.id:
+                    dependents.setdefault(target, []).append(row.id)
     downstream = _downstream(open_ids, dependents)
     issues: dict[str, Document] = {}
     for row in rows:
-        issue_id = row_id(row)
-        status = statuses[issue_id] or ""
+        status = row.status or ""
         blockers = sorted({t for t in _blockers(row) if statuses.get(t) != "closed"})
         column: Column
         if status == "closed":
@@ -118,23 +97,18 @@ def issue_board(rows: Iterable[Document], now: tuple[int, int]) -> Board:
             column = "ready"
         else:
             column = "blocked"
-        issues[issue_id] = {
-            "id": issue_id,
-            "title": _title(row),
+        issues[row.id] = {
+            "id": row.id,
+            "title": row.title,
             "status": status,
             "column": column,
-            "priority": _priority(row),
-            "assignee": text(row.get("assignee")),
+            "priority": row.priority,
+            "assignee": row.assignee,
             "blockers": blockers,
-            "dependsOn": sorted({t for d in dependencies(row) if (t := dependency_target(d))}),
-            "downstream": downstream.get(issue_id, 0),
-            "lease": _lease(row, now),
-            "updatedAt": text(row.get("updated_at")) or text(row.get("updatedAt")),
+            "dependsOn": sorted({d.target for d in row.dependencies if d.target is not None}),
+            "downstream": downstream.get(row.id, 0),
+            "lease": _lease(row.lease, now),
+            "updatedAt": row.updated_text,
         }
     ranked = sorted((-count, issue_id) for issue_id, count in downstream.items() if count > 0)
     return Board(issues, ranked[0][1] if ranked else None)
-
-
-def _title(row: Document) -> str:
-    value: Any = row.get("title")
-    return value if isinstance(value, str) else ""

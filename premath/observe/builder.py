@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from premath.errors import ArtifactInvalid, InputInvalid, IoFailure
 from premath.observe import coherence as projections
+from premath.observe.facts import text
 from premath.observe.inputs import (
     INSTRUCTION_WITNESS_KIND,
     LATEST_FILES,
@@ -21,7 +22,6 @@ from premath.observe.inputs import (
     InputReader,
     is_instruction_candidate,
     rust_file_stem,
-    text,
     texts,
 )
 from premath.observe.schema import (

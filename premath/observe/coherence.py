@@ -1,21 +1,20 @@
 """The surface's `coherence` projection (observation.md §4.2), computed as the reference does.
 
-Each part is a plain JSON object with sorted keys. Issue rows are the raw objects of
+Each part is a plain JSON object with sorted keys. Issue rows are the facts of
 `inputs.InputReader.issue_rows`. Quirks kept for wire compatibility (observation.md §11: 18-25)
 are the reference's and named where they happen.
 """
 
+import copy
+import functools
 import math
 from collections import Counter
 from typing import Any, cast
 
 from premath.issues.graph import find_any_cycle
-from premath.observe.inputs import Document, text
+from premath.observe.facts import Document, Instant, IssueFacts, instant
 from premath.store.issues_file import IssueMap
-from premath.timefmt import format_autosi_z, parse_strict_rfc3339
-
-Instant = tuple[int, int]
-"""UTC epoch seconds and nanoseconds, compared as a pair."""
+from premath.timefmt import format_autosi_z
 
 BLOCKING_TYPES = frozenset({"blocks", "parent-child", "conditional-blocks", "waits-for"})
 ACTIVE_STATUSES = ("open", "in_progress")
@@ -31,12 +30,6 @@ def round_half_away(value: float, places: int) -> float:
     if abs(scaled) - whole >= 0.5:
         whole += 1
     return math.copysign(whole, scaled) / factor
-
-
-def instant(value: str | None) -> Instant | None:
-    if value is None:
-        return None
-    return parse_strict_rfc3339(value)
 
 
 def format_reference_time(moment: Instant) -> str:
@@ -127,43 +120,25 @@ def proposal_reject_classes(instructions: list[Document]) -> Document:
     }
 
 
-def dependency_target(dependency: Document) -> str | None:
-    return text(dependency.get("depends_on_id")) or text(dependency.get("dependsOnId"))
-
-
-def dependency_type(dependency: Document) -> str | None:
-    found = text(dependency.get("type")) or text(dependency.get("dep_type"))
-    return found.lower().replace("_", "-") if found is not None else None
-
-
-def dependencies(row: Document) -> list[Document]:
-    value = row.get("dependencies")
-    if not isinstance(value, list):
-        return []
-    return [item for item in value if isinstance(item, dict)]
-
-
-def is_blocked(row: Document, statuses: dict[str, str | None]) -> bool:
+def is_blocked(row: IssueFacts, statuses: dict[str, str | None]) -> bool:
     """A blocking dependency without a target, or on an issue that is not `closed`, blocks."""
-    for dependency in dependencies(row):
-        if dependency_type(dependency) not in BLOCKING_TYPES:
+    for dependency in row.dependencies:
+        if dependency.kind not in BLOCKING_TYPES:
             continue
-        target = dependency_target(dependency)
-        if target is None or statuses.get(target) != "closed":
+        if dependency.target is None or statuses.get(dependency.target) != "closed":
             return True
     return False
 
 
-def issue_partition(rows: list[Document]) -> Document:
+def issue_partition(rows: list[IssueFacts]) -> Document:
     """Open issues split into ready and blocked; the gap lists are empty by construction, so
     the partition is always coherent (quirk 18)."""
-    statuses = {row_id(row): text(row.get("status")) for row in rows}
+    statuses = {row.id: row.status for row in rows}
     ready: list[str] = []
     blocked: list[str] = []
     for row in rows:
-        if text(row.get("status")) != "open":
-            continue
-        (blocked if is_blocked(row, statuses) else ready).append(row_id(row))
+        if row.status == "open":
+            (blocked if is_blocked(row, statuses) else ready).append(row.id)
     return {
         "blockedCount": len(blocked),
         "blockedIssueIds": blocked,
@@ -176,37 +151,36 @@ def issue_partition(rows: list[Document]) -> Document:
     }
 
 
-def row_id(row: Document) -> str:
-    issue_id = text(row.get("id"))
-    assert issue_id is not None  # inputs.parse_issue_rows keeps only rows with an id
-    return issue_id
+def scope_status(row: IssueFacts) -> str:
+    """The status as the cycle scopes read it: ASCII lower-cased (quirk 19), unlike the
+    partition, lease and worker checks, which compare it as stored."""
+    return (row.status or "").translate(_ASCII_LOWER)
 
 
-def _cycle(rows: list[Document], scope: str) -> list[str] | None:
+GraphShape = tuple[tuple[str, str, tuple[str, ...]], ...]
+
+
+def _cycle(shape: GraphShape, scope: str) -> list[str] | None:
     """The reference's first cycle over edges of every type (quirk 20), via issue memory's
-    search: rows become minimal issue rows holding their lower-cased status and edges."""
-    shim: dict[str, Any] = {}
-    for row in rows:
-        edges = [
-            {"issue_id": row_id(row), "depends_on_id": target, "type": ""}
-            for dependency in dependencies(row)
-            if (target := dependency_target(dependency)) is not None
-        ]
-        shim[row_id(row)] = {"status": scope_status(row), "dependencies": edges}
+    search: the shape becomes minimal issue rows holding their status and edges."""
+    shim = {
+        issue_id: {
+            "status": status,
+            "dependencies": [
+                {"issue_id": issue_id, "depends_on_id": target, "type": ""} for target in targets
+            ],
+        }
+        for issue_id, status, targets in shape
+    }
     return find_any_cycle(cast(IssueMap, shim), "active" if scope == "active" else "full")
 
 
-def scope_status(row: Document) -> str:
-    """The status as the cycle scopes read it: ASCII lower-cased (quirk 19), unlike the
-    partition, lease and worker checks, which compare it as stored."""
-    return (text(row.get("status")) or "").translate(_ASCII_LOWER)
-
-
-def dependency_integrity(rows: list[Document]) -> Document:
-    active_count = sum(1 for row in rows if scope_status(row) in ACTIVE_STATUSES)
+@functools.lru_cache(maxsize=4)
+def _integrity(shape: GraphShape) -> Document:
+    active_count = sum(1 for _, status, _ in shape if status in ACTIVE_STATUSES)
     scopes = {}
-    for scope, count in (("active", active_count), ("full", len(rows))):
-        path = _cycle(rows, scope)
+    for scope, count in (("active", active_count), ("full", len(shape))):
+        path = _cycle(shape, scope)
         scopes[scope] = {
             "cyclePath": path,
             "graphScope": scope,
@@ -216,7 +190,21 @@ def dependency_integrity(rows: list[Document]) -> Document:
     return scopes
 
 
-def reference_time(instructions: list[Document], rows: list[Document]) -> Instant | None:
+def dependency_integrity(rows: list[IssueFacts]) -> Document:
+    """Cycles in the active and full scopes; the search runs again only when the graph's
+    shape (ids, scope statuses, targets) changed, not on every title or lease edit."""
+    shape = tuple(
+        (
+            row.id,
+            scope_status(row),
+            tuple(d.target for d in row.dependencies if d.target is not None),
+        )
+        for row in rows
+    )
+    return copy.deepcopy(_integrity(shape))
+
+
+def reference_time(instructions: list[Document], rows: list[IssueFacts]) -> Instant | None:
     """The latest input timestamp, not the clock (quirk 21)."""
     candidates = []
     for instruction in instructions:
@@ -225,46 +213,36 @@ def reference_time(instructions: list[Document], rows: list[Document]) -> Instan
         )
         if found is not None:
             candidates.append(found)
-    for row in rows:
-        found = instant(text(row.get("updated_at"))) or instant(text(row.get("updatedAt")))
-        if found is not None:
-            candidates.append(found)
+    candidates.extend(row.updated for row in rows if row.updated is not None)
     return max(candidates, default=None)
 
 
-def lease_expiry(lease: Document) -> Instant | None:
-    return instant(text(lease.get("expires_at"))) or instant(text(lease.get("expiresAt")))
-
-
-def _leases(rows: list[Document], reference: Instant | None) -> tuple[set[str], ...]:
+def _leases(rows: list[IssueFacts], reference: Instant | None) -> tuple[set[str], ...]:
     """Issue ids with a lease object split into active, stale and unknown evaluations."""
     active: set[str] = set()
     stale: set[str] = set()
     unknown: set[str] = set()
     for row in rows:
-        lease = row.get("lease")
-        if not isinstance(lease, dict):
+        if row.lease is None:
             continue
-        expiry = lease_expiry(lease)
+        expiry = row.lease.expiry
         if reference is None or expiry is None:
-            unknown.add(row_id(row))
+            unknown.add(row.id)
         elif expiry <= reference:
-            stale.add(row_id(row))
+            stale.add(row.id)
         else:
-            active.add(row_id(row))
+            active.add(row.id)
     return active, stale, unknown
 
 
-def lease_health(rows: list[Document], reference: Instant | None) -> Document:
+def lease_health(rows: list[IssueFacts], reference: Instant | None) -> Document:
     active, stale, unknown = _leases(rows, reference)
     contended = set()
     for row in rows:
-        lease = row.get("lease")
-        if isinstance(lease, dict) and row_id(row) in active:
-            owner = text(lease.get("owner")) or ""
-            assignee = text(row.get("assignee")) or ""
-            if text(row.get("status")) != "in_progress" or assignee != owner:
-                contended.add(row_id(row))  # a closed issue with a live lease too (quirk 23)
+        if row.lease is not None and row.id in active:
+            owner, assignee = row.lease.owner or "", row.assignee or ""
+            if row.status != "in_progress" or assignee != owner:
+                contended.add(row.id)  # a closed issue with a live lease too (quirk 23)
     return {
         "activeLeaseCount": len(active),
         "contendedCount": len(contended),
@@ -278,9 +256,9 @@ def lease_health(rows: list[Document], reference: Instant | None) -> Document:
     }
 
 
-def worker_lane_throughput(rows: list[Document], reference: Instant | None) -> Document:
-    in_progress = [row for row in rows if text(row.get("status")) == "in_progress"]
-    workers = Counter(w for row in in_progress if (w := text(row.get("assignee"))) is not None)
+def worker_lane_throughput(rows: list[IssueFacts], reference: Instant | None) -> Document:
+    in_progress = [row for row in rows if row.status == "in_progress"]
+    workers = Counter(row.assignee for row in in_progress if row.assignee is not None)
     active, stale, unknown = _leases(rows, reference)
     return {
         "activeLeaseCount": len(active),
@@ -304,7 +282,7 @@ def coherence(
     required: Document | None,
     decision: Document | None,
     instructions: list[Document],
-    rows: list[Document],
+    rows: list[IssueFacts],
 ) -> Document:
     """The whole projection with its attention reasons, in the reference's fixed order."""
     reference = reference_time(instructions, rows)

@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from premath.errors import ArtifactInvalid, InputInvalid
+from premath.observe.facts import IssueFacts, issue_facts, text
 from premath.store.documents import os_error_text
 from premath.store.files import DOCUMENT_CAP, STORE_CAP, ReadCap, read_bounded
 from premath.store.issues_file import FileIdentity, file_identity
@@ -37,14 +38,6 @@ class BuildInputInvalid(ArtifactInvalid):
     def __init__(self, cause: str) -> None:
         super().__init__(cause)
         self.cause = cause
-
-
-def text(value: Any) -> str | None:
-    """A JSON string, trimmed; anything else, or a blank string, is absent."""
-    if not isinstance(value, str):
-        return None
-    trimmed = rust_trim(value)
-    return trimmed or None
 
 
 def texts(value: Any) -> list[str]:
@@ -76,7 +69,9 @@ class InputReader:
 
     cache: bool = False
     _documents: dict[str, tuple[FileIdentity, Document]] = field(default_factory=dict)
-    _issues: dict[str, tuple[FileIdentity, list[Document]]] = field(default_factory=dict)
+    _issues: dict[str, tuple[FileIdentity, list[IssueFacts]]] = field(default_factory=dict)
+    _lines: dict[str, dict[str, IssueFacts]] = field(default_factory=dict)
+    """Per issues file, the facts of each line last read: a rewrite re-parses changed lines."""
     _listings: dict[str, tuple[FileIdentity, list[str]]] = field(default_factory=dict)
     reads: int = 0
     """Files actually read (tests count them)."""
@@ -139,7 +134,7 @@ class InputReader:
         self._keep(self._listings, directory, before, utf8)
         return utf8
 
-    def issue_rows(self, path: str) -> list[Document]:
+    def issue_rows(self, path: str) -> list[IssueFacts]:
         """Issue rows by trimmed id (a later row replaces an earlier one), ordered by id."""
         if not os.path.exists(path):
             return []
@@ -158,7 +153,10 @@ class InputReader:
             raise BuildInputInvalid(
                 f"failed to read {path}: stream did not contain valid UTF-8"
             ) from None
-        rows = parse_issue_rows(content, path)
+        known = self._lines.get(path) if self.cache else None
+        rows, lines = parse_issue_rows(content, path, known)
+        if self.cache:
+            self._lines[path] = lines
         self._keep(self._issues, path, before, rows)
         return list(rows)
 
@@ -179,26 +177,37 @@ def _rust_lines(content: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def parse_issue_rows(content: str, path: str) -> list[Document]:
-    by_id: dict[str, Document] = {}
+def parse_issue_rows(
+    content: str, path: str, known: dict[str, IssueFacts] | None = None
+) -> tuple[list[IssueFacts], dict[str, IssueFacts]]:
+    """The rows ordered by id, and the facts of each line (`known` saves re-parsing lines seen
+    before, byte for byte)."""
+    by_id: dict[str, IssueFacts] = {}
+    lines: dict[str, IssueFacts] = {}
     for number, raw in enumerate(_rust_lines(content), start=1):
         line = rust_trim(raw)
         if not line:
             continue
-        try:
-            value = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise BuildInputInvalid(
-                f"invalid observation surface: invalid jsonl at {path}:{number}: {exc}"
-            ) from None
-        if not isinstance(value, dict):
-            raise BuildInputInvalid(
-                f"invalid observation surface: jsonl row must be object at {path}:{number}"
-            )
-        issue_id = text(value.get("id"))
-        if issue_id is None:
-            raise BuildInputInvalid(
-                f"invalid observation surface: missing issue id at {path}:{number}"
-            )
-        by_id[issue_id] = value
-    return [by_id[issue_id] for issue_id in sorted(by_id)]
+        facts = None if known is None else known.get(line)
+        if facts is None:
+            facts = _parse_row(line, path, number)
+        lines[line] = facts
+        by_id[facts.id] = facts
+    return [by_id[issue_id] for issue_id in sorted(by_id)], lines
+
+
+def _parse_row(line: str, path: str, number: int) -> IssueFacts:
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise BuildInputInvalid(
+            f"invalid observation surface: invalid jsonl at {path}:{number}: {exc}"
+        ) from None
+    if not isinstance(value, dict):
+        raise BuildInputInvalid(
+            f"invalid observation surface: jsonl row must be object at {path}:{number}"
+        )
+    issue_id = text(value.get("id"))
+    if issue_id is None:
+        raise BuildInputInvalid(f"invalid observation surface: missing issue id at {path}:{number}")
+    return issue_facts(issue_id, value)

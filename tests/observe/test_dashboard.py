@@ -11,6 +11,7 @@ from premath.errors import InputInvalid
 from premath.observe.board import issue_board
 from premath.observe.builder import BuildPaths
 from premath.observe.dashboard import Dashboard, DashboardSources
+from premath.observe.facts import issue_facts
 from premath.observe.runs import run_entry
 from tests.support.observation import (
     blocks,
@@ -42,7 +43,7 @@ def test_columns_leases_and_the_bottleneck():
         issue("h", "related only", dependencies=[{"depends_on_id": "b", "type": "related"}]),
         issue("i", "live lease", lease=lease("i", "x", "2099-01-01T00:00:00Z")),
     ]
-    board = issue_board(rows, NOW)
+    board = issue_board([issue_facts(row["id"], row) for row in rows], NOW)
     columns = {key: row["column"] for key, row in board.issues.items()}
     assert columns == {
         "a": "in_progress",
@@ -67,7 +68,7 @@ def test_a_cycle_does_not_hang_the_downstream_count():
         issue("a", "x", dependencies=[blocks("a", "b")]),
         issue("b", "y", dependencies=[blocks("b", "a")]),
     ]
-    board = issue_board(rows, NOW)
+    board = issue_board([issue_facts(row["id"], row) for row in rows], NOW)
     assert {row["column"] for row in board.issues.values()} == {"blocked"}
 
 

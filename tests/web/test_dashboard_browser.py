@@ -5,6 +5,7 @@ reload; it works from the keyboard and at phone width. Screenshots are kept as
 `<pytest base temp>/screenshots/dashboard-1280.png` and `dashboard-390.png`."""
 
 import io
+import re
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -98,6 +99,8 @@ def test_the_dashboard_shows_the_store_and_follows_it_live(project, browser, tmp
 
 
 def test_keyboard_search_filter_and_detail(project, browser):
+    from playwright.sync_api import expect  # the browser fixture has checked it is installed
+
     with observe_serve(project, "--live") as server:
         page, log = _open(browser, server.port, 1280)
         page.keyboard.press("/")
@@ -126,9 +129,7 @@ def test_keyboard_search_filter_and_detail(project, browser):
         assert page.is_checked("#failures-first")
         page.fill("#projection-digest", "ev1_missing")
         page.click("#projection-form button")
-        page.wait_for_function(
-            "document.getElementById('pane-projection').textContent.startsWith('404')"
-        )
+        expect(page.locator("#pane-projection")).to_have_text(re.compile(r"^404: ev1_missing"))
         assert log.errors == []
 
 
