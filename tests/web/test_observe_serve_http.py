@@ -163,6 +163,7 @@ def test_d21_6_percent_escapes_decode_as_utf8(server):
     assert (answer.status, answer.json["instructionId"]) == (200, UNICODE_ID)
     missing = server.request("/instruction?id=%E2%9C%93+x%zz")
     assert (missing.status, missing.json) == (404, {"error": "✓ x%zz"})
+    assert server.request("/lat%65st").body == server.request("/latest").body
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "PATCH"])
