@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 
 from premath.errors import ArtifactInvalid, InputInvalid, IoFailure
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 from premath.observe import coherence as projections
 from premath.observe.facts import text
 from premath.observe.inputs import (
@@ -42,7 +43,6 @@ from premath.store.documents import os_error_text
 from premath.text import rust_trim
 
 DEFAULT_CIWITNESS_DIR = "artifacts/ciwitness"
-DEFAULT_ISSUES_PATH = ".premath/issues.jsonl"
 
 
 def rust_join(base: str, value: str) -> str:

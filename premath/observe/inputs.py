@@ -11,8 +11,9 @@ refuses FIFOs and devices (store/files.py), so a hostile witness folder cannot s
 """
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import orjson
 
@@ -24,6 +25,7 @@ from premath.store.issues_file import FileIdentity, file_identity
 from premath.text import rust_trim
 
 Document = dict[str, Any]
+T = TypeVar("T")
 
 LATEST_FILES = ("latest-required.json", "latest-delta.json", "latest-decision.json")
 """The three fixed witnesses, in the order the reference reads them."""
@@ -99,14 +101,25 @@ class InputReader:
         if self.cache and before is not None and before == file_identity(path):
             table[path] = (before, value)
 
+    def _remembered(
+        self, table: dict[str, tuple[FileIdentity, Any]], path: str, load: Callable[[], T]
+    ) -> T:
+        """`load()`, or its last result while the file's identity is unchanged (with cache)."""
+        found = self._cached(table, path)
+        if found is not None:
+            return cast(T, found)
+        before = file_identity(path)
+        value = load()
+        self._keep(table, path, before, value)
+        return value
+
     def witness(self, path: str) -> Document | None:
         """A witness object, or None when the file does not exist."""
         if not os.path.exists(path):
             return None
-        found = self._cached(self._documents, path)
-        if found is not None:
-            return dict(found)
-        before = file_identity(path)
+        return dict(self._remembered(self._documents, path, lambda: self._parse_witness(path)))
+
+    def _parse_witness(self, path: str) -> Document:
         data = self._read(path, DOCUMENT_CAP)
         try:
             value = orjson.loads(data)
@@ -115,24 +128,13 @@ class InputReader:
             raise BuildInputInvalid(f"failed to parse {path} as JSON: {reason}") from None
         if not isinstance(value, dict):
             raise BuildInputInvalid(f"invalid observation surface: expected object JSON: {path}")
-        self._keep(self._documents, path, before, value)
-        return dict(value)
+        return value
 
     def listing(self, directory: str) -> list[str]:
         """Names in the witness folder (unsorted), or [] when it does not exist."""
         if not os.path.exists(directory):
             return []
-        found = self._cached(self._listings, directory)
-        if found is not None:
-            return list(found)
-        before = file_identity(directory)
-        try:
-            names = os.listdir(directory)
-        except OSError as exc:
-            raise BuildInputInvalid(f"failed to read {directory}: {os_error_text(exc)}") from None
-        utf8 = [name for name in names if _is_utf8(name)]
-        self._keep(self._listings, directory, before, utf8)
-        return utf8
+        return list(self._remembered(self._listings, directory, lambda: _names(directory)))
 
     def issue_rows(self, path: str) -> list[IssueFacts]:
         """Issue rows by trimmed id (a later row replaces an earlier one), ordered by id."""
@@ -142,10 +144,9 @@ class InputReader:
             raise BuildInputInvalid(
                 f"invalid observation surface: issues path is not a file: {path}"
             )
-        found = self._cached(self._issues, path)
-        if found is not None:
-            return list(found)
-        before = file_identity(path)
+        return list(self._remembered(self._issues, path, lambda: self._parse_issues(path)))
+
+    def _parse_issues(self, path: str) -> list[IssueFacts]:
         data = self._read(path, STORE_CAP)
         try:
             content = data.decode("utf-8")
@@ -157,8 +158,15 @@ class InputReader:
         rows, lines = parse_issue_rows(content, path, known)
         if self.cache:
             self._lines[path] = lines
-        self._keep(self._issues, path, before, rows)
-        return list(rows)
+        return rows
+
+
+def _names(directory: str) -> list[str]:
+    try:
+        names = os.listdir(directory)
+    except OSError as exc:
+        raise BuildInputInvalid(f"failed to read {directory}: {os_error_text(exc)}") from None
+    return [name for name in names if _is_utf8(name)]
 
 
 def _is_utf8(name: str) -> bool:

@@ -11,6 +11,8 @@ record written as a JSON array of its fields is refused (divergence D21-13).
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from premath.models.serde import describe
+
 Document = dict[str, Any]
 Kind = Literal["text", "optional", "count", "flag", "texts", "value", "record", "records"]
 
@@ -177,24 +179,8 @@ def sorted_value(value: Any) -> Any:
     return value
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"boolean `{'true' if value else 'false'}`"
-    if isinstance(value, int):
-        return f"integer `{value}`"
-    if isinstance(value, float):
-        return f"floating point `{value!r}`"
-    if isinstance(value, str):
-        return f'string "{value}"'
-    if isinstance(value, list):
-        return "sequence"
-    return "map"
-
-
 def _invalid(value: Any, expected: str, where: str) -> DecodeError:
-    return DecodeError(f"invalid type: {_json_type(value)}, expected {expected} at {where}")
+    return DecodeError(f"invalid type: {describe(value)}, expected {expected} at {where}")
 
 
 def _decode_field(field: Field, value: Any, where: str) -> Any:
