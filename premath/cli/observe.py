@@ -1,6 +1,7 @@
 """`premath observe-build`, `premath observe` and `premath observe-serve` (specs/observation.md)."""
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
@@ -11,7 +12,10 @@ SURFACE_PATH = "artifacts/observation/latest.json"
 EVENTS_PATH = "artifacts/observation/events.jsonl"
 
 
-def _build_inputs(command: Any) -> Any:
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _build_inputs(command: F) -> F:
     """The input flags `observe-build` and `observe-serve --live` share."""
     for option in reversed(
         (

@@ -47,7 +47,7 @@ def _now_pair(now: datetime) -> tuple[int, int]:
     return nanos // 1_000_000_000, nanos % 1_000_000_000
 
 
-def _trajectory(path: str) -> tuple[Document, Document]:
+def _trajectory_sections(path: str) -> tuple[Document, Document]:
     from premath.harness.kpi import kpi_report
     from premath.harness.trajectory import query_trajectory
 
@@ -155,7 +155,7 @@ class Dashboard:
         path = self.sources.trajectory_path
         if path is None or not self._moved("trajectory", path):
             return
-        tail, kpi = _trajectory(path)
+        tail, kpi = _trajectory_sections(path)
         if tail != self._state.get("trajectory"):
             self._state["trajectory"] = changed["trajectory"] = tail
         if kpi != self._state.get("kpi"):

@@ -115,6 +115,3 @@ class SurfaceCache:
         if identity is not None and identity == file_identity(self.path):
             self._entry = (identity, surface)
         return surface
-
-    def identity(self) -> FileIdentity | None:
-        return file_identity(self.path)

@@ -24,7 +24,6 @@ from importlib import resources
 from typing import Any
 
 import anyio
-import anyio.abc
 import orjson
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from sse_starlette import EventSourceResponse, ServerSentEvent
@@ -39,7 +38,7 @@ from premath.clock import Clock
 from premath.errors import PremathError
 from premath.observe.dashboard import Dashboard, DashboardSources
 from premath.observe.runs import run_entry, run_report_html
-from premath.observe.surface import SurfaceCache, SurfaceUnavailable
+from premath.observe.surface import ObservationSurface, SurfaceCache, SurfaceUnavailable
 from premath.observe.views import (
     ObservationNotFound,
     ProjectionMatch,
@@ -185,8 +184,8 @@ class ObservationService:
 
     # --- the reference's API -------------------------------------------------------------------
 
-    def _viewed(self, request: Request, view: Callable[[Any], Document]) -> Response:
-        del request
+    def _viewed(self, view: Callable[[ObservationSurface], Document]) -> Response:
+        """A view of the surface, or the reference's 500 when it cannot be loaded."""
         try:
             return api_json(200, view(self.surface.load()))
         except SurfaceUnavailable as exc:
@@ -198,7 +197,7 @@ class ObservationService:
         if key not in params:
             return _error(400, "missing instruction id (use /instruction?id=<instruction_id>)")
         try:
-            return self._viewed(request, lambda s: instruction_view(s, params[key]))
+            return self._viewed(lambda s: instruction_view(s, params[key]))
         except ObservationNotFound as exc:
             return _error(404, exc.key)
 
@@ -217,7 +216,7 @@ class ObservationService:
             )
         mode: ProjectionMatch = "compatibility_alias" if match == "compatibility_alias" else "typed"
         try:
-            return self._viewed(request, lambda s: projection_view(s, params[key], mode))
+            return self._viewed(lambda s: projection_view(s, params[key], mode))
         except ObservationNotFound as exc:
             return _error(404, exc.key)
 
@@ -231,9 +230,9 @@ class ObservationService:
         answers: list[tuple[str, Callable[[Request], Response]]] = [
             ("/", index),
             ("/healthz", health),
-            ("/latest", lambda r: self._viewed(r, latest_view)),
-            ("/needs-attention", lambda r: self._viewed(r, needs_attention_view)),
-            ("/needs_attention", lambda r: self._viewed(r, needs_attention_view)),
+            ("/latest", lambda _: self._viewed(latest_view)),
+            ("/needs-attention", lambda _: self._viewed(needs_attention_view)),
+            ("/needs_attention", lambda _: self._viewed(needs_attention_view)),
             ("/instruction", self._instruction),
             ("/projection", self._projection),
         ]
@@ -361,9 +360,10 @@ class ObservationService:
     # --- the watcher ---------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Bring the dashboard (and, with --live, the surface) up to date now; pages subscribed
-        get the change. The watcher calls this on its timer; a host may call it before serving
-        so the first request already sees a built surface."""
+        """Bring the dashboard (and, with --live, the surface) up to date now; subscribed pages
+        get the change. The watcher calls it in a worker thread on its timer; a host may call
+        it once before serving (no page is subscribed yet), so the first request already sees
+        a built surface."""
         try:
             changed = self.dashboard.refresh()
         except Exception as exc:  # noqa: BLE001 - one bad refresh must not stop the watcher

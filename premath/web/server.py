@@ -161,9 +161,13 @@ class GuardedH11Protocol(H11Protocol):
             self._cancel_header_deadline()
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()
-        if not self.transport.is_closing():
-            self._arm_header_deadline()
+        super().on_response_complete()  # may start a pipelined request already received
+        if self.transport.is_closing():
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            self._timed_cycle = self.cycle  # that request's headers are in: no deadline
+            return
+        self._arm_header_deadline()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_deadline()

@@ -2,6 +2,7 @@
 change pushed within 2 s (the issue's bound), while bad inputs never stop the server."""
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -67,7 +68,8 @@ def test_live_builds_at_start_and_follows_the_issue_memory(project):
 
 
 def test_a_bad_witness_is_reported_and_the_last_good_surface_served(project):
-    with observe_serve(project, "--live") as running:
+    env = {"PREMATH_MAX_DOCUMENT_BYTES": "100000"}
+    with observe_serve(project, "--live", env=env) as running:
         stream = EventStream(running.port)
         assert stream.next_event()[0] == "snapshot"
         good = running.request("/latest").body
@@ -84,6 +86,10 @@ def test_a_bad_witness_is_reported_and_the_last_good_surface_served(project):
         assert running.request("/healthz").status == 200
         torn.unlink()
         assert _delta_with(stream, "live")["live"] == {"ok": True}
+        torn.write_bytes(b'{"pad": "' + b"x" * 200_000 + b'"}')  # over the server's cap
+        live = _delta_with(stream, "live")["live"]
+        assert "is larger than 100000 bytes" in live["error"]
+        assert running.request("/latest").body == good
         stream.close()
 
 
@@ -130,4 +136,33 @@ def test_pages_without_live_see_the_surface_change(project):
         assert run_premath("observe-build", cwd=project).returncode == 0
         delta = _delta_with(stream, "surface")
         assert delta["surface"]["summary"]["state"] == "rejected"
+        stream.close()
+
+
+def test_experiment_runs_are_listed_with_progress_and_their_report_served(project):
+    from tests.support.cli import run_premath
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "clean_harness"
+    shutil.copytree(example, project / "clean_harness")
+    experiment = "clean_harness/experiment.yaml"
+    ran = run_premath("experiment", "run", experiment, "--run-id", "demo", cwd=project)
+    assert ran.returncode == 0, ran.stderr
+    with observe_serve(project, "--live") as running:
+        stream = EventStream(running.port)
+        _, snapshot = stream.next_event()
+        (run,) = snapshot["runs"]
+        assert (run["runId"], run["running"], run["done"], run["total"]) == ("demo", False, 72, 72)
+        assert run["successCount"] + run["failureCount"] + run["errorCount"] == 72
+        report = running.request("/runs/demo/report")
+        assert report.status == 200
+        assert report.headers["content-type"] == "text/html; charset=utf-8"
+        assert b'id="task-grid"' in report.body
+        assert b'href="trials/000000-control-' in report.body  # trial links stay in the run
+        listing = running.request("/runs/demo/trials/")
+        trial = listing.body.split(b'href="', 2)[1].split(b'"')[0].decode()
+        stdout = running.request(f"/runs/demo/trials/{trial}attempt-1/stdout.txt")
+        assert (stdout.status, stdout.headers["content-type"]) == (200, "text/plain; charset=utf-8")
+        assert stdout.headers["content-security-policy"] == "default-src 'none'; sandbox"
+        missing = running.request("/runs/nope/report")
+        assert missing.status == 404
         stream.close()
