@@ -8,7 +8,7 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tour="$(mktemp -d "${TMPDIR:-/tmp}/premath-tour.XXXXXX")"  # setup
-trap 'rm -rf "$tour"' EXIT                                   # setup
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tour"' EXIT  # setup: no server outlives it
 cp -r "$repo/examples" "$repo/tools" "$tour/"                # setup
 cd "$tour"                                                   # setup
 export PS4='+ tour: '                                        # setup
@@ -46,6 +46,14 @@ premath issue add "Tidy more" --description $'Acceptance:\n- tidy\nVerification:
 premath harness-loop coordinator --worktree . --rounds 10 --work-cmd 'true'
 premath harness-kpi --json
 premath harness-policy decide --failure-class gate_timeout --attempt 2 --json
+
+# Watching the work
+premath observe-build
+premath observe --mode needs_attention --json
+premath observe-serve --live &
+premath issue add "Watch me" --description $'Acceptance:\n- seen\nVerification: `sh -c true`'
+premath harness-loop coordinator --worktree . --rounds 2 --work-cmd 'sleep 1'
+kill $!
 
 # Harness runs and experiments
 echo '{"id": "t1", "a": 2, "b": 3, "op": "+", "expected": 5}' > task.json

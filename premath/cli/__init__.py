@@ -103,13 +103,27 @@ COMMAND_GROUPS: dict[str, LazyGroup] = {
         "premath.cli.instruction:instruction_run",
         "Check an envelope, run its checks, write artifacts/ciwitness/<id>.json.",
     ),
+    "observe-build": LazyGroup(
+        "premath.cli.observe:observe_build",
+        "Build the observation surface from CI witnesses and issue memory.",
+    ),
+    "observe": LazyGroup(
+        "premath.cli.observe:observe",
+        "Query the observation surface: latest, needs_attention, instruction or projection.",
+    ),
+    "observe-serve": LazyGroup(
+        "premath.cli.observe:observe_serve",
+        "Serve the observation API and the live dashboard over HTTP until stopped.",
+    ),
     "init": LazyGroup(
         "premath.cli.init:init",
         "Create ROOT/.premath/issues.jsonl (from ROOT/.beads/issues.jsonl when present).",
     ),
 }
 
-KEEPS_RUNNING = frozenset({"harness-loop", "experiment", "bench", "run", "mcp-serve"})
+KEEPS_RUNNING = frozenset(
+    {"harness-loop", "experiment", "bench", "run", "mcp-serve", "observe-serve"}
+)
 """Commands and groups that run for long (loops, experiments, servers): the cyclic GC stays on."""
 
 

@@ -6,8 +6,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import orjson
-
 from premath.clock import Clock
 from premath.errors import PremathError
 from premath.issues import documents, graph, leases
@@ -15,6 +13,8 @@ from premath.issues import memory as issue_memory
 from premath.issues.check import check_issues
 from premath.mcp.ready_view import ReadyView, render_ready
 from premath.models.issue_row import DEPENDENCY_TYPES, IssueRow
+from premath.observe.surface import SurfaceUnavailable
+from premath.observe.views import ObservationNotFound, ObserveQuery, ProjectionMatch, observe
 from premath.store.issues_file import IssueMap, WarmStores, file_identity
 from premath.text import rust_trim
 from premath.timefmt import epoch_nanos
@@ -469,81 +469,35 @@ class ToolService:
 
     # --- observation surface --------------------------------------------------------------------
 
-    def _surface(self, args: Document) -> tuple[str, Document]:
-        path = rust_trim(args.get("surfacePath", "")) or self.config.surface_path
-        lead = f"failed to load observation surface at {path}: "
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            raise ToolRefused(f"{lead}failed to read observation surface: {exc}") from None
-        try:
-            surface = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise ToolRefused(f"{lead}failed to parse observation surface JSON: {exc}") from None
-        if not isinstance(surface, dict):
-            raise ToolRefused(f"{lead}failed to parse observation surface JSON: not an object")
-        schema = surface.get("schema")
-        if schema != 1:
-            raise ToolRefused(
-                f"{lead}invalid observation surface: schema mismatch (expected=1, actual={schema})"
-            )
-        kind = surface.get("surfaceKind")
-        if kind != "ci.observation.surface.v0":
-            raise ToolRefused(
-                f"{lead}invalid observation surface: surfaceKind mismatch "
-                f"(expected=ci.observation.surface.v0, actual={kind})"
-            )
-        return path, surface
+    def _surface(self, args: Document) -> str:
+        """The surface a call names (`surfacePath`), else the server's `--surface`."""
+        return rust_trim(args.get("surfacePath", "")) or self.config.surface_path
 
-    def _latest(self, surface: Document) -> Document:
-        latest = surface.get("latest") or {}
-        return {key: latest.get(key) for key in ("delta", "required", "decision")}
+    def _observe(self, args: Document, query: ObserveQuery) -> Document:
+        """Every `observe_*` tool: premath.observe's loader and views (agent-surface.md §1.9)."""
+        path = self._surface(args)
+        try:
+            view = observe(path, query)
+        except SurfaceUnavailable as exc:
+            raise ToolRefused(exc.message) from None
+        except ObservationNotFound as exc:
+            found = f"{exc.subject} not found: {exc.key}"
+            raise ToolRefused(f"failed to query {exc.subject}: {found}") from None
+        return {"action": f"observe.{query.mode}", "surfacePath": path, "view": view}
 
     def observe_latest(self, args: Document) -> Document:
-        path, surface = self._surface(args)
-        view = {"summary": surface.get("summary"), "latest": self._latest(surface)}
-        return {"action": "observe.latest", "surfacePath": path, "view": view}
+        return self._observe(args, ObserveQuery("latest"))
 
     def observe_needs_attention(self, args: Document) -> Document:
-        path, surface = self._surface(args)
-        summary = surface.get("summary") or {}
-        keys = (
-            "needsAttention",
-            "state",
-            "topFailureClass",
-            "latestProjectionDigest",
-            "latestInstructionId",
-            "coherence",
-        )
-        view = {key: summary.get(key) for key in keys}
-        return {"action": "observe.needs_attention", "surfacePath": path, "view": view}
+        return self._observe(args, ObserveQuery("needs_attention"))
 
     def observe_instruction(self, args: Document) -> Document:
-        path, surface = self._surface(args)
-        wanted = args["instructionId"]
-        for row in surface.get("instructions") or []:
-            if isinstance(row, dict) and row.get("instructionId") == wanted:
-                return {"action": "observe.instruction", "surfacePath": path, "view": row}
-        raise ToolRefused(f"failed to query instruction: instruction not found: {wanted}")
+        return self._observe(args, ObserveQuery("instruction", args["instructionId"]))
 
     def observe_projection(self, args: Document) -> Document:
-        path, surface = self._surface(args)
-        digest = args["projectionDigest"]
         alias = args.get("projectionMatch", "typed") == "compatibility_alias"
-        latest = self._latest(surface)
-
-        def kept(row: Any) -> Any:
-            if not isinstance(row, dict):
-                return None
-            if row.get("typedCoreProjectionDigest") == digest:
-                return row
-            return row if alias and row.get("projectionDigest") == digest else None
-
-        view = {"projectionDigest": digest, **{key: kept(row) for key, row in latest.items()}}
-        if all(view[key] is None for key in latest):
-            raise ToolRefused(f"failed to query projection: projection not found: {digest}")
-        return {"action": "observe.projection", "surfacePath": path, "view": view}
+        match: ProjectionMatch = "compatibility_alias" if alias else "typed"
+        return self._observe(args, ObserveQuery("projection", args["projectionDigest"], match))
 
     # --- substrate and instruction tools ----------------------------------------------------------
 

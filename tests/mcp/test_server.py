@@ -42,16 +42,46 @@ def test_lists_tools_with_schemas_and_calls_every_read_tool(workdir):
         row("bd-1"),
         row("bd-2", status="in_progress", assignee="w", lease=lease("bd-2", "w", PAST)),
     )
+    required = {
+        "ref": "artifacts/ciwitness/latest-required.json",
+        "witnessKind": "ci.required.v1",
+        "projectionPolicy": None,
+        "projectionDigest": "proj1_x",
+        "typedCoreProjectionDigest": "ev1_x",
+        "verdictClass": "accepted",
+        "requiredChecks": [],
+        "executedChecks": [],
+        "failureClasses": [],
+    }
+    instruction = {
+        "ref": "artifacts/ciwitness/i-1.json",
+        "witnessKind": "ci.instruction.v1",
+        "instructionId": "i-1",
+        "instructionDigest": None,
+        "instructionClassification": None,
+        "intent": None,
+        "scope": None,
+        "policyDigest": None,
+        "verdictClass": "accepted",
+        "requiredChecks": [],
+        "executedChecks": [],
+        "failureClasses": [],
+    }
     surface = {
         "schema": 1,
         "surfaceKind": "ci.observation.surface.v0",
-        "summary": {"state": "ok", "needsAttention": False},
-        "latest": {
-            "delta": None,
-            "required": {"typedCoreProjectionDigest": "ev1_x"},
-            "decision": None,
+        "summary": {
+            "state": "ok",
+            "needsAttention": False,
+            "topFailureClass": None,
+            "latestProjectionDigest": "ev1_x",
+            "latestInstructionId": "i-1",
+            "requiredCheckCount": 0,
+            "executedCheckCount": 0,
+            "changedPathCount": 0,
         },
-        "instructions": [{"instructionId": "i-1"}],
+        "latest": {"delta": None, "required": required, "decision": None},
+        "instructions": [instruction],
     }
     (workdir / "surface.json").write_bytes(orjson.dumps(surface))
 
@@ -82,9 +112,24 @@ def test_lists_tools_with_schemas_and_calls_every_read_tool(workdir):
             assert attention["needsAttention"] is False
             assert (await call(client, "observe_instruction", {"instructionId": "i-1"}))[1][
                 "view"
-            ] == {"instructionId": "i-1"}
+            ] == instruction
             found = (await call(client, "observe_projection", {"projectionDigest": "ev1_x"}))[1]
-            assert found["view"]["required"] == {"typedCoreProjectionDigest": "ev1_x"}
+            assert found["view"]["required"] == required
+            error, text = await call(client, "observe_projection", {"projectionDigest": "proj1_x"})
+            assert (error, text) == (
+                True,
+                "failed to query projection: projection not found: proj1_x",
+            )
+            alias = {"projectionDigest": "proj1_x", "projectionMatch": "compatibility_alias"}
+            assert (await call(client, "observe_projection", alias))[1]["view"]["required"] == (
+                required
+            )
+            error, text = await call(client, "observe_latest", {"surfacePath": "missing.json"})
+            assert (error, text) == (
+                True,
+                "failed to load observation surface at missing.json: failed to read observation "
+                "surface: No such file or directory (os error 2)",
+            )
             error, text = await call(client, "issue_backend_status")
             assert error
             assert "not available" in text
