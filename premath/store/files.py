@@ -42,11 +42,13 @@ LINE_CAP = ReadCap("PREMATH_MAX_LINE_BYTES", 64 * _MIB)
 """One line of a streamed JSONL file (trajectory, dataset, trials)."""
 
 
-def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+def open_regular(path: str | os.PathLike[str], *, follow_symlinks: bool = True) -> BinaryIO:
     """Open `path` for reading if it is a regular file; never blocks on a FIFO or device.
 
-    A directory raises IsADirectoryError, as reading it would; anything else InputInvalid."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    A directory raises IsADirectoryError, as reading it would; anything else InputInvalid.
+    Without `follow_symlinks`, a symlink as the last component raises OSError (ELOOP)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags if follow_symlinks else flags | os.O_NOFOLLOW)
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):  # as reading it would fail: callers word this OSError already

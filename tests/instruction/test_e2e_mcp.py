@@ -16,6 +16,7 @@ import pytest
 from tests.harness.join_check_inputs import baseline
 from tests.harness.loop_support import make_issues
 from tests.instruction.envelopes import envelope
+from tests.mcp.client import server_env
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("premath.mcp") is None or importlib.util.find_spec("mcp") is None,
@@ -62,9 +63,10 @@ def test_envelope_to_witness_to_gated_issue_update(cli_run, workdir):
     async def scenario():
         params = StdioServerParameters(
             command=sys.executable,
-            args=["-m", "premath", "mcp-serve", "--mutation-policy", "instruction-linked"],
+            # the pipeline ran on the frozen test clock: its witnesses are months "old"
+            args=["-m", "premath", "mcp-serve", "--witness-max-age", "none"],
             cwd=str(workdir),
-            env={"PYTHONPATH": str(REPO)},
+            env=server_env(),
         )
         with open(workdir / "server.stderr", "w") as errlog:
             async with (
