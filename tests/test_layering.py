@@ -1,7 +1,8 @@
 """The package's import rules (DEVELOPERS.md "Layout"), checked on the source itself.
 
 cli -> harness/runner/issues -> store -> models -> leaf modules; click only in cli/, subprocess
-only in runner/process.py, and no module imports a layer above its own.
+only in runner/process.py, the MCP SDK only in mcp/, starlette/uvicorn/anyio only in mcp/ and
+web/, and no module imports a layer above its own.
 """
 
 import ast
@@ -63,5 +64,9 @@ def test_imports_flow_one_way(path):
             assert module.startswith("premath.cli"), f"{module} imports click"
         if top == "subprocess":
             assert module == "premath.runner.process", f"{module} imports subprocess"
-        if top in ("mcp", "mcp_types", "anyio"):
+        if top in ("mcp", "mcp_types"):
             assert module.startswith("premath.mcp."), f"{module} imports the MCP SDK"
+        if top in ("starlette", "uvicorn", "anyio"):
+            assert module.startswith(("premath.mcp.", "premath.web.")), (
+                f"{module} imports the HTTP stack (only premath/mcp/ and premath/web/ may)"
+            )

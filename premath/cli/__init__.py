@@ -85,7 +85,7 @@ COMMAND_GROUPS: dict[str, LazyGroup] = {
     ),
     "mcp-serve": LazyGroup(
         "premath.cli.mcp_serve:mcp_serve",
-        "Serve the issue and dependency tools over MCP (stdio, newline-delimited JSON-RPC).",
+        "Serve the issue and dependency tools over MCP: stdio, or streamable HTTP at /mcp.",
     ),
     "instruction-check": LazyGroup(
         "premath.cli.instruction:instruction_check",
@@ -102,6 +102,10 @@ COMMAND_GROUPS: dict[str, LazyGroup] = {
     "instruction-run": LazyGroup(
         "premath.cli.instruction:instruction_run",
         "Check an envelope, run its checks, write artifacts/ciwitness/<id>.json.",
+    ),
+    "witness-key": LazyGroup(
+        "premath.cli.witness_key:witness_key",
+        "Show, rotate and retire the witness MAC keys (secrets are never printed).",
     ),
     "init": LazyGroup(
         "premath.cli.init:init",

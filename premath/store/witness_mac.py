@@ -187,13 +187,19 @@ def ensure_keyring(path: str | None = None) -> KeyRing:
 
 @contextlib.contextmanager
 def _editing(path: str) -> Iterator[KeyRing]:
+    """The key file's keys under its lock (its folder made private first, as the lock's
+    marker would otherwise create it with the default mode)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), mode=0o700, exist_ok=True)
     with artifact_lock(path, DEFAULT_LOCK_TIMEOUT_S):
         yield ensure_keyring(path)
 
 
 def rotate_key(path: str | None = None) -> KeyRing:
-    """Append a fresh key: it signs from now on; older keys still verify until retired."""
+    """Append a fresh key: it signs from now on; older keys still verify until retired. A
+    missing key file is created with its first key."""
     path = path or key_file_path()
+    if load_keyring(path) is None:
+        return ensure_keyring(path)
     with _editing(path) as ring:
         _publish(path, _key_text((*ring.keys, _new_key())), replace=True)
     rotated = load_keyring(path)
