@@ -103,3 +103,37 @@ def test_envelope_to_witness_to_gated_issue_update(cli_run, workdir):
     ]
     assert rows[0]["notes"] == "reviewed"
     assert before != (workdir / ".premath" / "issues.jsonl").read_bytes()
+
+
+def test_the_pipeline_signs_its_witness_beside_it_and_boot_reads_only_witnesses(cli_run, workdir):
+    """`instruction-run` writes `<id>.json.mac` (D22-3); the witness bytes are unchanged, the
+    MAC verifies, and `harness boot` (which lists `*.json`) never takes the sidecar for one."""
+    from premath.store.witness_mac import load_keyring, verify
+
+    shutil.copytree(REPO / "policies" / "instruction", workdir / "policies" / "instruction")
+    (workdir / "instructions").mkdir()
+    (workdir / "join").mkdir()
+    (workdir / "join" / "closed.json").write_text(json.dumps(baseline()))
+    make_issues(workdir, ["bd-1"])
+    accepted = write_envelope(workdir, "20260301T000000Z-review")
+    assert pipeline(cli_run, accepted, "true {check}") == 0
+    folder = workdir / "artifacts" / "ciwitness"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "20260301T000000Z-review.json",
+        "20260301T000000Z-review.json.mac",
+    ]
+    witness = folder / "20260301T000000Z-review.json"
+    data = witness.read_bytes()
+    assert orjson.loads(data)["verdictClass"] == "accepted"
+    assert data.endswith(b"}\n")
+    verified = verify(str(witness), data, "`x`", load_keyring())
+    assert verified.run_id.startswith("run1_")
+    boot = cli_run("harness", "boot", "--json")
+    roots = {root["name"]: root for root in boot.json["memoryRoots"]["roots"]}
+    assert roots["instructionWitnesses"]["count"] == 1
+    assert roots["instructionWitnesses"]["state"] == "present"
+    # a re-run from the CLI (a trusted local user) replaces the witness and signs it again
+    assert pipeline(cli_run, accepted, "true {check}") == 0
+    assert (
+        verify(str(witness), witness.read_bytes(), "`x`", load_keyring()).run_id != verified.run_id
+    )

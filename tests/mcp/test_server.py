@@ -129,6 +129,12 @@ def test_instruction_linked_policy_gates_every_mutation(workdir):
             error, text = await call(client, "issue_add", {"title": "t", "instructionId": "../x"})
             assert error
             assert "not found" in text
+            # the stdio server applies the same witness rules as HTTP (D22-3)
+            witness(workdir, "i-forged", signed=False)
+            error, text = await call(
+                client, "issue_claim", {"id": "bd-1", "assignee": "a", "instructionId": "i-forged"}
+            )
+            assert text.startswith("[failureClass=witness.mac_missing] instruction witness ")
             assert (workdir / ISSUES).read_bytes() == before
             witness(workdir, "i-1")
             error, claimed = await call(
