@@ -273,7 +273,8 @@ def build_http_app(
     )
     routes: list[BaseRoute] = [
         Route(HEALTH_PATH, _healthz, methods=["GET", "HEAD"]),
-        Route(MCP_PATH, StreamableHTTPASGIApp(manager)),
+        # POST only: a stateless server never sends on a GET stream, which would stay open idle
+        Route(MCP_PATH, StreamableHTTPASGIApp(manager), methods=["POST"]),
         *extra_routes,
     ]
     return Starlette(

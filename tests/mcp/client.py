@@ -141,7 +141,11 @@ def start_http_server(
         found = re.search(r"listening: (http\S+/mcp)", server.stderr())
         if found:
             server.url = found.group(1)
-            _wait_healthy(server)
+            try:
+                _wait_healthy(server)
+            except BaseException:
+                server.stop(signal.SIGKILL)
+                raise
             return server
         if process.poll() is not None:
             raise AssertionError(f"server exited {process.returncode}: {server.stderr()}")

@@ -175,6 +175,9 @@ def test_tokens_missing_wrong_and_from_another_server_are_refused(workdir):
         basic = httpx2.post(server.url, content=body, headers={"Authorization": f"Basic {token}"})
         assert basic.status_code == 401
         assert httpx2.get(server.base + "/healthz").json() == {"status": "ok"}
+        # stateless: no GET stream to hold open
+        auth = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream"}
+        assert httpx2.get(server.url, headers=auth).status_code == 405
 
         async def sdk_refused() -> None:
             with pytest.raises(ExceptionGroup) as failed:
