@@ -150,8 +150,10 @@ def mcp_serve(
     max_connections: int,
     access_log: str | None,
 ) -> int:
-    """Serve the issue and dependency tools over MCP: stdio (newline-delimited JSON-RPC), or
-    streamable HTTP at /mcp with bearer tokens (specs/mcp-http.md).
+    """Serve the issue and dependency tools over MCP: stdio, or streamable HTTP at /mcp.
+
+    Stdio speaks newline-delimited JSON-RPC to one client; streamable HTTP serves many, each
+    request with `Authorization: Bearer <token>` (specs/mcp-http.md).
 
     With --json, a start-up error is also printed as a JSON error document on stdout.
 

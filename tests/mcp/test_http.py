@@ -756,3 +756,64 @@ def test_help_and_stdio_do_not_import_the_http_stack():
         [sys.executable, "-c", code], capture_output=True, cwd=REPO_ROOT, check=True
     )
     assert done.stdout == b"[]\n"
+
+
+def test_what_the_stdio_server_survives_it_survives_over_http(workdir):
+    """The stdio server's bad-input table (tests/mcp/test_server.py) over HTTP: the same typed
+    refusals, and a broken store reported, then served again once repaired."""
+    from tests.mcp.test_server import BAD_CALLS
+
+    before = seed(workdir, row("bd-1"))
+    token, path = tokens(workdir)
+
+    async def scenario(url: str) -> None:
+        async with http_session(url, token) as client:
+            for name, arguments, message in BAD_CALLS:
+                assert await call(client, name, arguments) == (True, message)
+            assert (workdir / ISSUES).read_bytes() == before
+            (workdir / ISSUES).write_bytes(b"{corrupt\n" + before)
+            error, text = await call(client, "issue_ready")
+            assert (error, text.startswith(f"failed to load {ISSUES}: line 1: ")) == (True, True)
+            seed(workdir, row("bd-7"))
+            assert (await call(client, "issue_ready"))[1]["items"][0]["id"] == "bd-7"
+
+    with http_server(workdir, "--token-file", path, "--mutation-policy", "open") as server:
+        anyio.run(scenario, server.url)
+        garbage = post(server.url, token, b"this is not json")
+        assert garbage.status_code == 400
+        assert garbage.json()["error"]["code"] == -32700  # JSON-RPC parse error
+        assert post(server.url, token, rpc("issue_ready", {})).status_code == 200
+
+
+def test_extra_routes_are_served_beside_mcp_behind_the_same_token():
+    """`build_http_app(..., extra_routes=...)`: where the observation routes will mount."""
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from premath.clock import SystemClock
+    from premath.mcp.access_log import AccessLog
+    from premath.mcp.http import build_http_app
+    from premath.mcp.server import build_server
+    from premath.mcp.tokens import parse_token_file
+    from premath.mcp.tools import ServerConfig, ToolService
+
+    token = new_token()
+    service = ToolService(ServerConfig(mutation_policy="open"), SystemClock())
+    app = build_http_app(
+        build_server(service, "premath-mcp", "0"),
+        parse_token_file("tokens", f"viewer {token}\n"),
+        log=AccessLog(None),
+        extra_routes=[Route("/api/hello", lambda request: JSONResponse({"hello": "world"}))],
+    )
+
+    async def scenario() -> list[int]:
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://test") as client:
+            refused = await client.get("/api/hello")
+            assert refused.headers["www-authenticate"] == 'Bearer realm="premath"'
+            served = await client.get("/api/hello", headers={"Authorization": f"Bearer {token}"})
+            assert served.json() == {"hello": "world"}
+            health = await client.get("/healthz")
+            return [refused.status_code, served.status_code, health.status_code]
+
+    assert anyio.run(scenario) == [401, 200, 200]

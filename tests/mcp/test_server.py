@@ -7,6 +7,7 @@ import pytest
 
 from tests.cli.test_issue import ISSUES, PAST, lease, row, seed, stored
 from tests.mcp.client import POLICY_DIGEST, call, session, witness
+
 EXPECTED_TOOLS = [
     "issue_ready", "issue_list", "issue_check", "issue_backend_status", "issue_blocked",
     "issue_add", "issue_claim", "issue_lease_renew", "issue_lease_release", "issue_discover",
