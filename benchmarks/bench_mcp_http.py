@@ -28,14 +28,20 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
-import httpx2
 import orjson
 from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 from benchmarks._measure import Row, verdict
 from benchmarks.bench_issues import store_path
-from benchmarks.bench_mcp import REFERENCE, Timed, _reference_runs, _session, open_store
+from benchmarks.bench_mcp import (
+    REFERENCE,
+    Timed,
+    _reference_runs,
+    _session,
+    open_store,
+    timed_calls,
+)
+from premath.mcp.http_client import open_session
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MIX_CLIENTS = 32
@@ -74,20 +80,8 @@ def _cpu_s(pid: int) -> float:
 
 
 async def _http_calls(url: str, token: str, tool: str, arguments: dict, count: int) -> float:
-    headers = {"Authorization": f"Bearer {token}"}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(120.0)) as http,
-        streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write) as client,
-    ):
-        await client.initialize()
-        await client.call_tool("issue_lease_projection", {})
-        start = time.perf_counter()
-        for _ in range(count):
-            result = await client.call_tool(tool, arguments)
-            if result.is_error:
-                raise RuntimeError(result.content[0].text)
-        return time.perf_counter() - start
+    async with open_session(url, token) as client:
+        return await timed_calls(client, tool, arguments, count)
 
 
 def _http_rate(cwd: Path, tool: str, arguments: dict, count: int) -> Timed:
@@ -154,13 +148,7 @@ async def _mixed(url: str, token: str, seconds: float) -> tuple[list[float], int
 
     async def worker(name: str, start: anyio.Event) -> None:
         nonlocal cycles
-        headers = {"Authorization": f"Bearer {token}"}
-        async with (
-            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(120.0)) as http,
-            streamable_http_client(url, http_client=http) as (read, write),
-            ClientSession(read, write) as client,
-        ):
-            await client.initialize()
+        async with open_session(url, token) as client:
             await start.wait()
             while time.perf_counter() < stop_at:
                 claimed = await timed(client, "issue_claim_next", {"assignee": name})

@@ -4,8 +4,9 @@ result (`isError`), never a crash: the server keeps serving after bad input, unk
 broken stores.
 
 Each call runs on a worker thread with a deadline (D22-7): a call that blocks or runs long
-delays only itself, and past its deadline its caller gets a tool error while the thread runs to
-its end (a write it began completes whole; one that had not got the store by then never starts).
+delays only itself. Its lock waits end just before the deadline (the caller hears the lock's
+refusal, and the write never starts); anything else still running then is answered with a tool
+error while the thread runs to its end (a write it began completes whole).
 `InFlight` counts those threads so the process never exits under a write.
 """
 
@@ -130,8 +131,8 @@ def caller_of(ctx: Any) -> str:
 def _deadline_result(name: str, timeout_s: float) -> types.CallToolResult:
     return _text(
         f"[failureClass=tool.deadline_exceeded] {name} did not finish within {timeout_s:g} s "
-        "(mcp-serve --call-timeout); a write it had begun completes whole, one that had not "
-        "started never will: read the issue before retrying",
+        "(mcp-serve --call-timeout); it still runs to its end, and a write it makes completes "
+        "whole: read the issue before retrying",
         error=True,
     )
 

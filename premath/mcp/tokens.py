@@ -25,6 +25,7 @@ import stat
 from dataclasses import dataclass
 
 from premath.errors import InvalidUsage
+from premath.store.user_config import user_config_file
 
 TOKEN_ENV = "PREMATH_MCP_TOKEN"
 TOKEN_FILE_ENV = "PREMATH_MCP_TOKEN_FILE"
@@ -117,13 +118,7 @@ def token_from_env() -> TokenSet | None:
 
 def local_token_file() -> str:
     """Where a loopback server keeps the token it generates for itself."""
-    explicit = os.environ.get(TOKEN_FILE_ENV, "").strip()
-    if explicit:
-        return explicit
-    config = os.environ.get("XDG_CONFIG_HOME", "").strip() or os.path.join(
-        os.path.expanduser("~"), ".config"
-    )
-    return os.path.join(config, "premath", "mcp-serve.tokens")
+    return user_config_file("mcp-serve.tokens", TOKEN_FILE_ENV)
 
 
 def ensure_local_token_file() -> tuple[TokenSet, bool]:

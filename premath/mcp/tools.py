@@ -47,6 +47,8 @@ from premath.transport.write_witness import attach, jj_snapshot, write_witness
 Document = dict[str, Any]
 
 _DEADLINE: ContextVar[float | None] = ContextVar("premath_mcp_call_deadline", default=None)
+_LOCK_MARGIN_S = 0.1
+"""Lock waits end this long before the call's deadline, so a lock refusal reaches the caller."""
 
 
 @contextlib.contextmanager
@@ -271,12 +273,13 @@ class ToolService:
             raise ToolRefused(refused.message) from None
 
     def _timeout(self) -> float:
-        """The lock timeout, cut to what is left of the call's deadline: a write that cannot
-        start before the deadline never starts."""
+        """The lock timeout, cut to end just before the call's deadline: a write that cannot
+        start in time never starts, and its caller hears the lock's own refusal."""
         deadline = _DEADLINE.get()
         if deadline is None:
             return self.config.lock_timeout_s
-        return max(0.0, min(self.config.lock_timeout_s, deadline - time.monotonic()))
+        left = deadline - time.monotonic() - _LOCK_MARGIN_S
+        return max(0.0, min(self.config.lock_timeout_s, left))
 
     @contextlib.contextmanager
     def _serialised(self, busy: str) -> Iterator[None]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from premath.errors import RuleRefused
+from premath.store.files import file_kind
 
 PathKind = Literal["file", "folder"]
 
@@ -61,26 +62,11 @@ def confine(roots: PathRoots, field: str, path: str, kind: PathKind = "file") ->
     if kind == "file" and not stat.S_ISREG(mode):
         raise RuleRefused(
             "path.not_regular_file",
-            f"{field} `{path}` is {describe_mode(mode)}, not a regular file; name a file",
+            f"{field} `{path}` is {file_kind(mode)}, not a regular file; name a file",
         )
     if kind == "folder" and not stat.S_ISDIR(mode):
         raise RuleRefused(
             "path.not_a_folder",
-            f"{field} `{path}` is {describe_mode(mode)}, not a folder; name a folder",
+            f"{field} `{path}` is {file_kind(mode)}, not a folder; name a folder",
         )
     return path
-
-
-def describe_mode(mode: int) -> str:
-    """What a file of this mode is, in words ("a FIFO", "a device", ...)."""
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    return "not a regular file"

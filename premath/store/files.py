@@ -55,7 +55,8 @@ def open_regular(path: str | os.PathLike[str], *, follow_symlinks: bool = True) 
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
         if not stat.S_ISREG(mode):
             raise InputInvalid(
-                f"{os.fspath(path)} is not a regular file ({_kind(mode)}); give the path of a file"
+                f"{os.fspath(path)} is not a regular file ({file_kind(mode)}); give the path of "
+                "a file"
             )
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
@@ -64,13 +65,18 @@ def open_regular(path: str | os.PathLike[str], *, follow_symlinks: bool = True) 
         raise
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file of this mode is, in words ("a FIFO", "a device", ...)."""
     if stat.S_ISFIFO(mode):
         return "a FIFO"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "a device"
     if stat.S_ISSOCK(mode):
         return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISREG(mode):
+        return "a regular file"
     return "not a file"
 
 

@@ -32,6 +32,7 @@ from premath.errors import InvalidUsage, IoFailure, RuleRefused
 from premath.store.atomic import fsync_directory
 from premath.store.files import open_regular, write_all
 from premath.store.locks import DEFAULT_LOCK_TIMEOUT_S, artifact_lock
+from premath.store.user_config import user_config_file
 
 KEY_FILE_ENV = "PREMATH_WITNESS_KEY_FILE"
 SIDECAR_SUFFIX = ".mac"
@@ -47,13 +48,7 @@ _HEADER = (
 
 def key_file_path() -> str:
     """Where the witness keys live: the environment's choice, else the user's config folder."""
-    explicit = os.environ.get(KEY_FILE_ENV, "").strip()
-    if explicit:
-        return explicit
-    config = os.environ.get("XDG_CONFIG_HOME", "").strip() or os.path.join(
-        os.path.expanduser("~"), ".config"
-    )
-    return os.path.join(config, "premath", "witness.keys")
+    return user_config_file("witness.keys", KEY_FILE_ENV)
 
 
 def sidecar_path(witness_path: str | os.PathLike[str]) -> str:

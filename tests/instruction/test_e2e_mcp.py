@@ -41,6 +41,15 @@ def write_envelope(root: Path, name: str) -> str:
     return path
 
 
+def prepare(workdir: Path) -> None:
+    """A repository with the instruction policies, a closed join input and issue bd-1."""
+    shutil.copytree(REPO / "policies" / "instruction", workdir / "policies" / "instruction")
+    (workdir / "instructions").mkdir()
+    (workdir / "join").mkdir()
+    (workdir / "join" / "closed.json").write_text(json.dumps(baseline()))
+    make_issues(workdir, ["bd-1"])
+
+
 def pipeline(cli_run, path: str, check_command: str) -> int:
     args = ("instruction-run", "--instruction", path, "--check-command", check_command)
     return cli_run(*args, "--allow-failure", "--json").exit_code
@@ -50,11 +59,7 @@ def test_envelope_to_witness_to_gated_issue_update(cli_run, workdir):
     import anyio
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    shutil.copytree(REPO / "policies" / "instruction", workdir / "policies" / "instruction")
-    (workdir / "instructions").mkdir()
-    (workdir / "join").mkdir()
-    (workdir / "join" / "closed.json").write_text(json.dumps(baseline()))
-    make_issues(workdir, ["bd-1"])
+    prepare(workdir)
     accepted = write_envelope(workdir, "20260301T000000Z-review")
     rejected = write_envelope(workdir, "20260301T000001Z-review-failing")
     assert pipeline(cli_run, accepted, "true {check}") == 0
@@ -110,11 +115,7 @@ def test_the_pipeline_signs_its_witness_beside_it_and_boot_reads_only_witnesses(
     MAC verifies, and `harness boot` (which lists `*.json`) never takes the sidecar for one."""
     from premath.store.witness_mac import load_keyring, verify
 
-    shutil.copytree(REPO / "policies" / "instruction", workdir / "policies" / "instruction")
-    (workdir / "instructions").mkdir()
-    (workdir / "join").mkdir()
-    (workdir / "join" / "closed.json").write_text(json.dumps(baseline()))
-    make_issues(workdir, ["bd-1"])
+    prepare(workdir)
     accepted = write_envelope(workdir, "20260301T000000Z-review")
     assert pipeline(cli_run, accepted, "true {check}") == 0
     folder = workdir / "artifacts" / "ciwitness"

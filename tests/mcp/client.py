@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx2
 import orjson
 from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
 
+from premath.mcp.http_client import open_session
 from premath.store.witness_mac import KEY_FILE_ENV, ensure_keyring, new_run_id, sidecar_bytes
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -178,14 +178,7 @@ def http_server(
             server.stop(signal.SIGKILL)
 
 
-@contextlib.asynccontextmanager
-async def http_session(url: str, token: str | None) -> AsyncIterator[ClientSession]:
-    """The SDK's streamable HTTP client with `Authorization: Bearer <token>`."""
-    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60.0)) as http,
-        streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(read, write) as client,
-    ):
-        await client.initialize()
-        yield client
+def http_session(url: str, token: str | None):
+    """The SDK's streamable HTTP client with `Authorization: Bearer <token>` (premath's own
+    connect helper, the one remote workers use)."""
+    return open_session(url, token, timeout_s=60.0)

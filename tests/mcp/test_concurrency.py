@@ -41,6 +41,22 @@ def cli_claimer(workdir, name: str) -> list[str]:
         claimed.append(document["issue"]["id"])
 
 
+async def drain(client, name: str, mine: list[str], failures: list[str]) -> None:
+    """Claim-next until nothing is left; a failed call (tool error or transport) is counted."""
+    while True:
+        try:
+            error, document = await call(client, "issue_claim_next", {"assignee": name})
+        except Exception as exc:  # noqa: BLE001 - a failed call is counted, not raised
+            failures.append(repr(exc))
+            return
+        if error:
+            failures.append(document)
+            return
+        if "issue" not in document:
+            return
+        mine.append(document["issue"]["id"])
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_mcp_and_cli_claimers_drain_one_store_exactly_once(workdir):
@@ -50,15 +66,7 @@ def test_mcp_and_cli_claimers_drain_one_store_exactly_once(workdir):
 
     async def mcp_claimer(name: str) -> None:
         async with session(workdir, "--mutation-policy", "open") as client:
-            mine = claims.setdefault(name, [])
-            while True:
-                error, document = await call(client, "issue_claim_next", {"assignee": name})
-                if error:
-                    failures.append(document)
-                    return
-                if "issue" not in document:
-                    return
-                mine.append(document["issue"]["id"])
+            await drain(client, name, claims.setdefault(name, []), failures)
 
     async def cli_runner(name: str) -> None:
         claims[name] = await anyio.to_thread.run_sync(cli_claimer, workdir, name)
@@ -102,18 +110,7 @@ def test_64_http_clients_drain_2000_issues_each_claimed_exactly_once(workdir):
         async with http_session(url, token) as client:
             mine = claims.setdefault(name, [])
             await start.wait()
-            while True:
-                try:
-                    error, document = await call(client, "issue_claim_next", {"assignee": name})
-                except Exception as exc:  # noqa: BLE001 - a failed call is counted, not raised
-                    failures.append(repr(exc))
-                    return
-                if error:
-                    failures.append(document)
-                    return
-                if "issue" not in document:
-                    return
-                mine.append(document["issue"]["id"])
+            await drain(client, name, mine, failures)
 
     async def everyone(url: str) -> None:
         start = anyio.Event()
