@@ -3,15 +3,15 @@ streamable HTTP transport at `/mcp`, behind bearer-token authentication (specs/m
 
 `build_http_app` is the one ASGI app: `/mcp` (stateless streamable HTTP, JSON responses), an
 unauthenticated `/healthz`, and any extra Starlette routes a caller mounts beside them (the
-observation routes and dashboard), all behind the same middleware:
+observation routes and dashboard), all behind the same middleware, outermost first:
 - `AccessLogMiddleware`: one structured line per request (method, path, status, caller's token
   id, duration); never a header or a body;
+- `TokenAuth`: every request but `/healthz` carries `Authorization: Bearer <token>` (401 with
+  `WWW-Authenticate` otherwise, even for unknown paths, before any body is read); the caller
+  becomes the SDK's `AuthenticatedUser` named by the token's id;
 - `RequestGuard`: bodies over `max_body_bytes` are answered 413, a body that does not arrive
   within `body_timeout_s` 408, and a response the client will not read is dropped after
-  `send_timeout_s`;
-- `TokenAuth`: every request but `/healthz` carries `Authorization: Bearer <token>` (401 with
-  `WWW-Authenticate` otherwise, even for unknown paths); the caller becomes the SDK's
-  `AuthenticatedUser` named by the token's id.
+  `send_timeout_s`.
 
 `run_uvicorn` is the one function that starts uvicorn; its HTTP protocol closes a connection
 whose request head does not arrive within `head_timeout_s` (uvicorn alone waits forever for a
@@ -281,8 +281,8 @@ def build_http_app(
         routes=routes,
         middleware=[
             Middleware(AccessLogMiddleware, log=log),
+            Middleware(TokenAuth, tokens=tokens),  # before any body is read
             Middleware(RequestGuard, limits=limits),
-            Middleware(TokenAuth, tokens=tokens),
         ],
         lifespan=lambda app: manager.run(),
     )
@@ -318,30 +318,29 @@ def _head_timeout_protocol(head_timeout_s: float) -> type:
                 # headers and body leave in two writes: without this, Nagle holds the body
                 # until the client's delayed ACK (40 ms a call on a kept-alive connection)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._waiting_for: Any = None
+            self._head_timer: Any = None
             self._arm()
 
         def _arm(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
             self._head_timer = self.loop.call_later(head_timeout_s, self._too_slow)
-            self._waiting_for = self.cycle
 
         def _too_slow(self) -> None:
-            if self.cycle is self._waiting_for and not self.transport.is_closing():
+            """No request in progress (none yet, or the last one answered): the next head is
+            late. A request being served is never cut by this timer."""
+            waiting = self.cycle is None or self.cycle.response_complete
+            if waiting and not self.transport.is_closing():
                 self.transport.close()
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            if self.cycle is not self._waiting_for:
-                self._head_timer.cancel()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
-            self._head_timer.cancel()
             if not self.transport.is_closing():
                 self._arm()
 
         def connection_lost(self, exc: Exception | None) -> None:
-            self._head_timer.cancel()
+            if self._head_timer is not None:
+                self._head_timer.cancel()
             super().connection_lost(exc)
 
     return HeadTimeoutProtocol
