@@ -122,6 +122,7 @@ class ToolService:
         self._read_warm = WarmStores()
         self._read_locks: dict[str, threading.Lock] = {}
         self._writing = threading.Lock()
+        self._projecting = threading.Lock()
         self._ready_views: dict[str, ReadyView] = {}
 
     def _read(self, path: str, now: datetime) -> IssueMap:
@@ -159,14 +160,15 @@ class ToolService:
             return "jsonl"
         from premath.issues.projection import projection_is_stale, write_projection
 
-        if projection_is_stale(self.config.projection_path, path):
-            now_ns = epoch_nanos(self.clock.now())
-            try:
-                write_projection(self.config.projection_path, issues, path, now_ns)
-            except OSError as exc:
-                raise ToolRefused(
-                    f"failed to write projection {self.config.projection_path}: {exc}"
-                ) from None
+        with self._projecting:  # calls run on threads: one projection write at a time
+            if projection_is_stale(self.config.projection_path, path):
+                now_ns = epoch_nanos(self.clock.now())
+                try:
+                    write_projection(self.config.projection_path, issues, path, now_ns)
+                except OSError as exc:
+                    raise ToolRefused(
+                        f"failed to write projection {self.config.projection_path}: {exc}"
+                    ) from None
         return "surreal-projection"
 
     def _refresh_projection(self, path: str) -> None:
