@@ -881,3 +881,32 @@ def test_extra_routes_are_served_beside_mcp_behind_the_same_token():
             return [refused.status_code, served.status_code, health.status_code]
 
     assert anyio.run(scenario) == [401, 200, 200]
+
+
+def test_allow_path_widens_the_roots_and_the_file_rule_still_holds(workdir, tmp_path_factory):
+    seeded(workdir)
+    token, path = tokens(workdir)
+    shared = tmp_path_factory.mktemp("shared")
+    (shared / "surface.json").write_bytes(orjson.dumps(SURFACE))
+
+    async def scenario(url: str) -> list[tuple[bool, object]]:
+        async with http_session(url, token) as client:
+            return [
+                await call(client, "observe_latest", {"surfacePath": str(shared / "surface.json")}),
+                await call(client, "observe_latest", {"surfacePath": "/dev/zero"}),
+            ]
+
+    with http_server(workdir, "--token-file", path) as server:
+        outside, _ = anyio.run(scenario, server.url)
+    assert outside[0] is True
+    assert outside[1].startswith("[failureClass=path.outside_root] surfacePath ")
+    options = ("--token-file", path, "--allow-path", str(shared), "--allow-path", "/dev")
+    with http_server(workdir, *options) as server:
+        allowed, device = anyio.run(scenario, server.url)
+    assert allowed[0] is False
+    assert allowed[1]["view"]["summary"] == {"state": "ok", "needsAttention": False}
+    assert device == (
+        True,
+        "[failureClass=path.not_regular_file] surfacePath `/dev/zero` is a device, not a "
+        "regular file; name a file",
+    )
