@@ -34,3 +34,12 @@ def cli_run(workdir, clock):
         return invoke(*args, app=AppContext(clock=clock, lock_timeout_s=2.0), stdin=stdin)
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def witness_key_file(tmp_path_factory, monkeypatch):
+    """Every test signs and verifies instruction witnesses with a key of its own, outside the
+    user's config folder (premath.store.witness_mac, D22-3)."""
+    path = tmp_path_factory.mktemp("witness-keys") / "witness.keys"
+    monkeypatch.setenv("PREMATH_WITNESS_KEY_FILE", str(path))
+    return path

@@ -85,7 +85,7 @@ COMMAND_GROUPS: dict[str, LazyGroup] = {
     ),
     "mcp-serve": LazyGroup(
         "premath.cli.mcp_serve:mcp_serve",
-        "Serve the issue and dependency tools over MCP (stdio, newline-delimited JSON-RPC).",
+        "Serve the issue and dependency tools over MCP: stdio, or streamable HTTP at /mcp.",
     ),
     "instruction-check": LazyGroup(
         "premath.cli.instruction:instruction_check",
@@ -114,6 +114,10 @@ COMMAND_GROUPS: dict[str, LazyGroup] = {
     "observe-serve": LazyGroup(
         "premath.cli.observe:observe_serve",
         "Serve the observation API and the live dashboard over HTTP until stopped.",
+    ),
+    "witness-key": LazyGroup(
+        "premath.cli.witness_key:witness_key",
+        "Show, rotate and retire the witness MAC keys (secrets are never printed).",
     ),
     "init": LazyGroup(
         "premath.cli.init:init",

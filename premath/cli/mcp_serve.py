@@ -1,13 +1,15 @@
-"""`premath mcp-serve`: the issue memory and transport as MCP tools over stdio (premath/mcp)."""
+"""`premath mcp-serve`: the issue memory and transport as MCP tools over stdio, or over
+streamable HTTP as a boundary many agents share (premath/mcp, specs/mcp-http.md)."""
 
 import os
+import re
 import sys
 
 import click
 
 from premath.cli._options import json_option
 from premath.cli._root import CONTEXT_SETTINGS, AppContext, StrictCommand, pass_app
-from premath.errors import InputInvalid
+from premath.errors import InputInvalid, InvalidUsage
 
 
 @click.command("mcp-serve", cls=StrictCommand, context_settings=CONTEXT_SETTINGS)
@@ -36,6 +38,90 @@ from premath.errors import InputInvalid
 @click.option("--repo-root", default=".", show_default=True, help="Repository root")
 @click.option("--server-name", default="premath-mcp", show_default=True, help="serverInfo.name")
 @click.option("--server-version", default="0.1.0", show_default=True, help="serverInfo.version")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "streamable-http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio (one client), or streamable HTTP at /mcp (many clients, bearer tokens)",
+)
+@click.option(
+    "--bind",
+    default="127.0.0.1:8765",
+    show_default=True,
+    help="HOST:PORT to listen on (streamable-http; port 0 picks a free port)",
+)
+@click.option(
+    "--token-file",
+    help="Bearer tokens, one `<token id> <token>` a line, mode 0600 (default: "
+    "$PREMATH_MCP_TOKEN, else on loopback a generated ~/.config/premath/mcp-serve.tokens)",
+)
+@click.option("--tls-cert", help="TLS certificate (PEM) to serve HTTPS; with --tls-key")
+@click.option("--tls-key", help="TLS private key (PEM); with --tls-cert")
+@click.option(
+    "--allow-path",
+    multiple=True,
+    help="A folder outside the repository root that client-named paths may use (repeatable)",
+)
+@click.option(
+    "--call-timeout",
+    type=click.FloatRange(min=0.1),
+    default=30.0,
+    show_default=True,
+    help="Seconds a tool call may take before it is answered with a tool error",
+)
+@click.option(
+    "--instruction-run-timeout",
+    type=click.FloatRange(min=0.1),
+    default=900.0,
+    show_default=True,
+    help="Seconds an instruction_run call (its checks) may take",
+)
+@click.option(
+    "--witness-trust",
+    type=click.Choice(["mac", "reference"]),
+    default="mac",
+    show_default=True,
+    help="mac: a witness counts only if premath's pipeline wrote it (MAC, no symlink, scope, "
+    "age); reference: any accepted witness file, as the reference trusts it",
+)
+@click.option(
+    "--witness-max-age",
+    default="24h",
+    show_default=True,
+    help="Oldest instruction witness the gate honours (e.g. 90m, 24h, 7d; `none`: no limit)",
+)
+@click.option(
+    "--witness-key-file",
+    help="Witness MAC keys (default: $PREMATH_WITNESS_KEY_FILE, else "
+    "~/.config/premath/witness.keys)",
+)
+@click.option(
+    "--max-body-bytes",
+    type=click.IntRange(min=1024),
+    default=4 * 1024 * 1024,
+    show_default=True,
+    help="Largest HTTP request body; larger ones are answered 413",
+)
+@click.option(
+    "--client-timeout",
+    type=click.FloatRange(min=0.1),
+    default=15.0,
+    show_default=True,
+    help="Seconds a client gets to send a request's head, and again its body (slow clients)",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=4096,
+    show_default=True,
+    help="Open HTTP connections served at once; more are answered 503",
+)
+@click.option(
+    "--access-log",
+    help="Where access lines go: `-` is stderr (the default over HTTP), or a file; none over "
+    "stdio unless given",
+)
 @json_option
 @pass_app
 def mcp_serve(
@@ -48,17 +134,36 @@ def mcp_serve(
     repo_root: str,
     server_name: str,
     server_version: str,
+    transport: str,
+    bind: str,
+    token_file: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
+    allow_path: tuple[str, ...],
+    call_timeout: float,
+    instruction_run_timeout: float,
+    witness_trust: str,
+    witness_max_age: str,
+    witness_key_file: str | None,
+    max_body_bytes: int,
+    client_timeout: float,
+    max_connections: int,
+    access_log: str | None,
 ) -> int:
-    """Serve the issue and dependency tools over MCP (stdio, newline-delimited JSON-RPC).
+    """Serve the issue and dependency tools over MCP: stdio, or streamable HTTP at /mcp.
+
+    Stdio speaks newline-delimited JSON-RPC to one client; streamable HTTP serves many, each
+    request with `Authorization: Bearer <token>` (specs/mcp-http.md).
 
     With --json, a start-up error is also printed as a JSON error document on stdout.
 
     \b
     premath mcp-serve --issues .premath/issues.jsonl
+    premath mcp-serve --transport streamable-http --bind 127.0.0.1:8765 --token-file tokens
     """
     lines = [
         "premath mcp-serve",
-        "  transport: stdio",
+        f"  transport: {transport}",
         f"  server: {server_name} {server_version}",
         f"  default issues path: {issues}",
         f"  issue query backend: {issue_query_backend}",
@@ -81,7 +186,11 @@ def mcp_serve(
             f"mcp server failed: invalid mutation_policy `{policy}` "
             "(expected `open` or `instruction-linked`)"
         )
-    from premath.mcp.server import serve  # lazy: the SDK loads only here
+    max_age_s = _duration_s(witness_max_age)
+    if (tls_cert is None) != (tls_key is None):
+        raise InvalidUsage("--tls-cert and --tls-key go together")
+    from premath.mcp.access_log import open_access_log
+    from premath.mcp.server import CallLimits, serve  # lazy: the SDK loads only here
     from premath.mcp.tools import ServerConfig
 
     root = repo_root if os.path.isabs(repo_root) else os.path.join(os.getcwd(), repo_root)
@@ -96,6 +205,61 @@ def mcp_serve(
         surface_path=surface,
         repo_root=root,
         lock_timeout_s=app.lock_timeout(),
+        allowed_paths=allow_path,
+        witness_trust="reference" if witness_trust == "reference" else "mac",
+        witness_max_age_s=max_age_s,
+        witness_key_file=witness_key_file,
     )
-    serve(config, server_name, server_version)
+    limits = CallLimits(call_timeout_s=call_timeout, run_timeout_s=instruction_run_timeout)
+    if transport == "stdio":
+        serve(config, server_name, server_version, limits, open_access_log(access_log))
+        return 0
+    from premath.mcp.http import Bind, HttpLimits, serve_http
+    from premath.mcp.tokens import resolve_tokens
+
+    address = Bind.parse(bind)
+    tokens, note = resolve_tokens(token_file, loopback=address.loopback, where=bind)
+    if note:
+        sys.stderr.write(f"  {note}\n")
+    if not address.loopback and tls_cert is None:
+        sys.stderr.write(
+            "warning: serving plain HTTP on a non-loopback address: bearer tokens cross the "
+            "network in clear text; use --tls-cert/--tls-key or a TLS reverse proxy\n"
+        )
+    http_limits = HttpLimits(
+        max_body_bytes=max_body_bytes,
+        head_timeout_s=client_timeout,
+        body_timeout_s=client_timeout,
+        max_connections=max_connections,
+        shutdown_grace_s=call_timeout + 5,
+    )
+    serve_http(
+        config,
+        server_name,
+        server_version,
+        bind=address,
+        tokens=tokens,
+        limits=limits,
+        http_limits=http_limits,
+        log=open_access_log(access_log or "-"),
+        tls=(tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None,
+    )
     return 0
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd]?)")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _duration_s(text: str) -> float | None:
+    """`--witness-max-age`: seconds, or a number with s/m/h/d; `none` is no limit."""
+    value = text.strip().lower()
+    if value == "none":
+        return None
+    match = _DURATION.fullmatch(value)
+    if match is None or float(match.group(1)) <= 0:
+        raise InvalidUsage(
+            f"--witness-max-age must be a positive duration like 90m, 24h or 7d, or none; "
+            f"got {text!r}"
+        )
+    return float(match.group(1)) * _UNITS[match.group(2)]

@@ -36,13 +36,14 @@ OnChange = Callable[[IssueRow], None]
 
 @dataclass(frozen=True)
 class LeaseCall:
-    """How one lease action runs: its time, the lock timeout, the hook on the changed row, and
-    the warm stores of a long-running caller."""
+    """How one lease action runs: its time, the lock timeout, the hook on the changed row, the
+    warm stores of a long-running caller, and the issues claim-next may choose (None: any)."""
 
     now: datetime
     timeout_s: float
     on_change: OnChange | None = None
     warm: WarmStores | None = None
+    issue_scope: frozenset[str] | None = None
 
 
 class Rejected(Exception):
@@ -179,7 +180,12 @@ def claim_next(request: ClaimNextRequest, call: LeaseCall) -> LeaseOutcome:
 
     def edit(issues: IssueMap) -> IssueRow | None:
         return leases.claim_next_issue(
-            issues, owner, now_ns=now_ns, expiry_ns=expiry_ns, lease_id=request.lease_id
+            issues,
+            owner,
+            now_ns=now_ns,
+            expiry_ns=expiry_ns,
+            lease_id=request.lease_id,
+            eligible=call.issue_scope,
         )
 
     path = issues_path_of(request.issues_path)

@@ -6,9 +6,8 @@ import orjson
 import pytest
 
 from tests.cli.test_issue import ISSUES, PAST, lease, row, seed, stored
-from tests.mcp.client import call, session
+from tests.mcp.client import POLICY_DIGEST, call, session, witness
 
-POLICY_DIGEST = "pol1_4ba916ce38da5c5607eb7f41d963294b34b644deb1fa6d55e133b072ca001b39"
 EXPECTED_TOOLS = [
     "issue_ready", "issue_list", "issue_check", "issue_backend_status", "issue_blocked",
     "issue_add", "issue_claim", "issue_lease_renew", "issue_lease_release", "issue_discover",
@@ -18,22 +17,18 @@ EXPECTED_TOOLS = [
 ]  # fmt: skip
 
 
-def witness(workdir, instruction_id: str, **fields) -> None:
-    document = {
-        "instructionId": instruction_id,
-        "verdictClass": "accepted",
-        "policyDigest": POLICY_DIGEST,
-        "capabilityClaims": ["capabilities.change_morphisms", "capabilities.change_morphisms.all"],
-        "failureClasses": [],
-        **fields,
-    }
-    path = workdir / "artifacts" / "ciwitness" / f"{instruction_id}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(orjson.dumps(document))
-
-
 def run(coroutine) -> None:
     anyio.run(coroutine)
+
+
+def sign_as_pipeline(path) -> None:
+    """Give a witness file's current bytes a valid MAC (what the pipeline would write)."""
+    from premath.store.witness_mac import ensure_keyring, new_run_id, sidecar_bytes
+
+    data = path.read_bytes()
+    (path.parent / f"{path.name}.mac").write_bytes(
+        sidecar_bytes(ensure_keyring().signing, new_run_id(), data)
+    )
 
 
 def test_lists_tools_with_schemas_and_calls_every_read_tool(workdir):
@@ -141,7 +136,16 @@ def test_lists_tools_with_schemas_and_calls_every_read_tool(workdir):
                 "",
             )
             assert checked["stderr"].startswith("instruction_envelope_invalid: ")
-            error, ran = await call(client, "instruction_run", {"instructionPath": "x.json"})
+            error, text = await call(client, "instruction_run", {"instructionPath": "x.json"})
+            assert (error, text) == (
+                True,
+                "mutation policy `instruction-linked` requires `instruction_id` on mutation tools",
+            )
+            assert not (workdir / "artifacts" / "ciwitness" / "x.json").exists()
+            witness(workdir, "i-run")
+            error, ran = await call(
+                client, "instruction_run", {"instructionPath": "x.json", "instructionId": "i-run"}
+            )
             assert (error, ran["ok"], ran["exitCode"], ran["allowFailure"]) == (
                 False,
                 False,
@@ -171,6 +175,12 @@ def test_instruction_linked_policy_gates_every_mutation(workdir):
             error, text = await call(client, "issue_add", {"title": "t", "instructionId": "../x"})
             assert error
             assert "not found" in text
+            # the stdio server applies the same witness rules as HTTP (D22-3)
+            witness(workdir, "i-forged", signed=False)
+            error, text = await call(
+                client, "issue_claim", {"id": "bd-1", "assignee": "a", "instructionId": "i-forged"}
+            )
+            assert text.startswith("[failureClass=witness.mac_missing] instruction witness ")
             assert (workdir / ISSUES).read_bytes() == before
             witness(workdir, "i-1")
             error, claimed = await call(
@@ -213,7 +223,9 @@ def test_instruction_linked_policy_gates_every_mutation(workdir):
                 client, "issue_lease_release", {"id": "bd-1", "instructionId": "i-5"}
             )
             assert text == "instruction witness is not accepted for `i-5` (verdictClass=rejected)"
-            (workdir / "artifacts" / "ciwitness" / "i-6.json").write_text("{broken")
+            broken = witness(workdir, "i-6")
+            broken.write_text("{broken")
+            sign_as_pipeline(broken)
             error, text = await call(
                 client, "issue_lease_release", {"id": "bd-1", "instructionId": "i-6"}
             )
