@@ -32,6 +32,7 @@ from tests.mcp.client import (
     token_file,
     witness,
 )
+from tests.support.observation import minimal_surface
 
 TOOLS_READ = [
     ("issue_ready", {}),
@@ -46,13 +47,6 @@ TOOLS_READ = [
     ("observe_projection", {"projectionDigest": "ev1_x"}),
     ("instruction_check", {"instructionPath": "instructions/20260301T000000Z-x.json"}),
 ]
-SURFACE = {
-    "schema": 1,
-    "surfaceKind": "ci.observation.surface.v0",
-    "summary": {"state": "ok", "needsAttention": False},
-    "latest": {"delta": None, "required": {"typedCoreProjectionDigest": "ev1_x"}, "decision": None},
-    "instructions": [{"instructionId": "i-1"}],
-}
 
 
 def mutations(gate: dict) -> list[tuple[str, dict]]:
@@ -74,7 +68,9 @@ def mutations(gate: dict) -> list[tuple[str, dict]]:
 
 def seeded(workdir) -> bytes:
     (workdir / "artifacts" / "observation").mkdir(parents=True)
-    (workdir / "artifacts" / "observation" / "latest.json").write_bytes(orjson.dumps(SURFACE))
+    (workdir / "artifacts" / "observation" / "latest.json").write_bytes(
+        orjson.dumps(minimal_surface())
+    )
     return seed(workdir, row("bd-1"), row("bd-2"))
 
 
@@ -887,7 +883,7 @@ def test_allow_path_widens_the_roots_and_the_file_rule_still_holds(workdir, tmp_
     seeded(workdir)
     token, path = tokens(workdir)
     shared = tmp_path_factory.mktemp("shared")
-    (shared / "surface.json").write_bytes(orjson.dumps(SURFACE))
+    (shared / "surface.json").write_bytes(orjson.dumps(minimal_surface()))
 
     async def scenario(url: str) -> list[tuple[bool, object]]:
         async with http_session(url, token) as client:
@@ -904,7 +900,7 @@ def test_allow_path_widens_the_roots_and_the_file_rule_still_holds(workdir, tmp_
     with http_server(workdir, *options) as server:
         allowed, device = anyio.run(scenario, server.url)
     assert allowed[0] is False
-    assert allowed[1]["view"]["summary"] == {"state": "ok", "needsAttention": False}
+    assert allowed[1]["view"]["summary"] == minimal_surface()["summary"]
     assert device == (
         True,
         "[failureClass=path.not_regular_file] surfacePath `/dev/zero` is a device, not a "

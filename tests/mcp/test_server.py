@@ -7,6 +7,7 @@ import pytest
 
 from tests.cli.test_issue import ISSUES, PAST, lease, row, seed, stored
 from tests.mcp.client import POLICY_DIGEST, call, session, witness
+from tests.support.observation import minimal_surface
 
 EXPECTED_TOOLS = [
     "issue_ready", "issue_list", "issue_check", "issue_backend_status", "issue_blocked",
@@ -37,47 +38,8 @@ def test_lists_tools_with_schemas_and_calls_every_read_tool(workdir):
         row("bd-1"),
         row("bd-2", status="in_progress", assignee="w", lease=lease("bd-2", "w", PAST)),
     )
-    required = {
-        "ref": "artifacts/ciwitness/latest-required.json",
-        "witnessKind": "ci.required.v1",
-        "projectionPolicy": None,
-        "projectionDigest": "proj1_x",
-        "typedCoreProjectionDigest": "ev1_x",
-        "verdictClass": "accepted",
-        "requiredChecks": [],
-        "executedChecks": [],
-        "failureClasses": [],
-    }
-    instruction = {
-        "ref": "artifacts/ciwitness/i-1.json",
-        "witnessKind": "ci.instruction.v1",
-        "instructionId": "i-1",
-        "instructionDigest": None,
-        "instructionClassification": None,
-        "intent": None,
-        "scope": None,
-        "policyDigest": None,
-        "verdictClass": "accepted",
-        "requiredChecks": [],
-        "executedChecks": [],
-        "failureClasses": [],
-    }
-    surface = {
-        "schema": 1,
-        "surfaceKind": "ci.observation.surface.v0",
-        "summary": {
-            "state": "ok",
-            "needsAttention": False,
-            "topFailureClass": None,
-            "latestProjectionDigest": "ev1_x",
-            "latestInstructionId": "i-1",
-            "requiredCheckCount": 0,
-            "executedCheckCount": 0,
-            "changedPathCount": 0,
-        },
-        "latest": {"delta": None, "required": required, "decision": None},
-        "instructions": [instruction],
-    }
+    surface = minimal_surface()
+    required, instruction = surface["latest"]["required"], surface["instructions"][0]
     (workdir / "surface.json").write_bytes(orjson.dumps(surface))
 
     async def scenario():

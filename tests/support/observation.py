@@ -128,3 +128,50 @@ def write_issues(root: Path, rows: list[dict[str, Any]]) -> Path:
 def seed_project(root: Path, decision: str = "accept") -> None:
     write_witnesses(root, decision)
     write_issues(root, sample_issues())
+
+
+def minimal_surface() -> dict[str, Any]:
+    """A small surface the reference's decoding accepts: one required witness (typed digest
+    `ev1_x`) and one instruction (`i-1`)."""
+    required = {
+        "ref": "artifacts/ciwitness/latest-required.json",
+        "witnessKind": "ci.required.v1",
+        "projectionPolicy": None,
+        "projectionDigest": "proj1_x",
+        "typedCoreProjectionDigest": "ev1_x",
+        "verdictClass": "accepted",
+        "requiredChecks": [],
+        "executedChecks": [],
+        "failureClasses": [],
+    }
+    instruction = {
+        "ref": "artifacts/ciwitness/i-1.json",
+        "witnessKind": "ci.instruction.v1",
+        "instructionId": "i-1",
+        "instructionDigest": None,
+        "instructionClassification": None,
+        "intent": None,
+        "scope": None,
+        "policyDigest": None,
+        "verdictClass": "accepted",
+        "requiredChecks": [],
+        "executedChecks": [],
+        "failureClasses": [],
+    }
+    surface = {
+        "schema": 1,
+        "surfaceKind": "ci.observation.surface.v0",
+        "summary": {
+            "state": "ok",
+            "needsAttention": False,
+            "topFailureClass": None,
+            "latestProjectionDigest": "ev1_x",
+            "latestInstructionId": "i-1",
+            "requiredCheckCount": 0,
+            "executedCheckCount": 0,
+            "changedPathCount": 0,
+        },
+        "latest": {"delta": None, "required": required, "decision": None},
+        "instructions": [instruction],
+    }
+    return surface
