@@ -14,6 +14,7 @@ import orjson
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from premath.harness.host.context import HostContext
 from premath.harness.host.contract import BUILTIN_CONTRACT_PATH
 from premath.harness.host.evaluate import (
     ACTION_CLAIMS,
@@ -91,7 +92,7 @@ def test_only_evidenced_mutations_are_accepted_each_with_one_row(
     options = EvalOptions(
         program_path=str(root / "prog.json"),
         contract_path=str(root / "contract.json"),
-        trajectory_path=str(trajectory),
+        context=HostContext(trajectory_path=str(trajectory)),
     )
     import os
 

@@ -1,0 +1,41 @@
+"""Where a program's host calls run: the repository root, default paths, the step it serves.
+
+`premath scheme-eval` runs with the reference's defaults (paths relative to the working folder,
+`--repo-root .`). A worker's work step (`--work-program`) runs the same evaluator with the loop's
+own paths as defaults, the claimed issue as every call's `issueId`, the step's lineage refs on
+every row, and the step's deadline.
+"""
+
+import os
+from dataclasses import dataclass
+
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH
+
+DEFAULT_SESSION_PATH = ".premath/harness_session.json"
+DEFAULT_LEDGER_PATH = ".premath/harness_feature_ledger.json"
+DEFAULT_SURFACE_PATH = "artifacts/observation/latest.json"
+DEFAULT_TRAJECTORY_PATH = ".premath/harness_trajectory.jsonl"
+
+
+@dataclass(frozen=True)
+class HostContext:
+    repo_root: str = "."
+    """Instruction witnesses are read under it; path arguments must resolve inside it."""
+    base_dir: str | None = None
+    """Relative path arguments resolve here (None: as given, against the working folder)."""
+    issues_path: str = DEFAULT_ISSUES_PATH
+    session_path: str = DEFAULT_SESSION_PATH
+    ledger_path: str = DEFAULT_LEDGER_PATH
+    surface_path: str = DEFAULT_SURFACE_PATH
+    trajectory_path: str = DEFAULT_TRAJECTORY_PATH
+    """Where each call's row is appended (and `harness.trajectory.append`'s default)."""
+    lineage_refs: tuple[str, ...] = ()
+    """Added to every call's row (a worker step's site lineage)."""
+    deadline: float | None = None
+    """`time.monotonic()` after which no further call starts."""
+
+    def resolve(self, path: str) -> str:
+        """A path argument as the action opens it."""
+        if self.base_dir is None or os.path.isabs(path):
+            return path
+        return os.path.join(self.base_dir, path)

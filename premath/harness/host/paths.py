@@ -1,0 +1,74 @@
+"""Path arguments of host calls: no shell, no network, nothing outside the repository root.
+
+The evaluator denies direct effects (`shell.`, `network.`, ...); a path argument must not be a
+way around that. Before any host action opens a path a program names, the path is refused when
+it names a network location (a URL, bash's `/dev/tcp` and `/dev/udp`) or a shell (a pipe
+`|cmd` or `cmd|`, a command substitution) as `scheme_eval.effect_denied`; when it resolves
+(symlinks followed) outside the repository root as `path.outside_root`; and when it exists but
+is not a regular file (a FIFO, a device, a folder where a file is meant) as
+`path.not_regular_file`, so no call can block on a FIFO or read `/dev/zero`.
+Divergence D24-3: the reference opens whatever path a program names.
+
+The MCP server's client paths follow the same idea (issue 22's `store/confine.py`); once both
+are in one tree this module should delegate its root check to that one function.
+"""
+
+import os
+import re
+import stat
+
+from premath.harness.host.args import HostActionFailed
+
+EFFECT_DENIED = "scheme_eval.effect_denied"
+_NETWORK = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^/dev/(tcp|udp)/")
+_SHELL = re.compile(r"^\s*\||\|\s*$|\$\(|`")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a regular file"
+
+
+def refuse_effects(action: str, field: str, path: str) -> None:
+    """`scheme_eval.effect_denied` for a path that names a network location or a shell."""
+    if _NETWORK.search(path):
+        raise HostActionFailed(
+            EFFECT_DENIED,
+            f"direct effect denied in evaluator profile: {action} {field} `{path}` names a "
+            "network location",
+        )
+    if _SHELL.search(path):
+        raise HostActionFailed(
+            EFFECT_DENIED,
+            f"direct effect denied in evaluator profile: {action} {field} `{path}` names a shell "
+            "command",
+        )
+
+
+def confined_path(action: str, field: str, path: str, repo_root: str) -> str:
+    """`path` as given, once it is a plain file path inside `repo_root` (module doc)."""
+    refuse_effects(action, field, path)
+    real = os.path.realpath(path)
+    root = os.path.realpath(repo_root)
+    if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        raise HostActionFailed(
+            "path.outside_root",
+            f"{action} {field} `{path}` resolves to {real}, outside the repository root {root}",
+        )
+    try:
+        mode = os.stat(real).st_mode
+    except OSError:
+        return path
+    if not stat.S_ISREG(mode):
+        raise HostActionFailed(
+            "path.not_regular_file",
+            f"{action} {field} `{path}` is {_kind(mode)}, not a regular file",
+        )
+    return path
