@@ -36,6 +36,7 @@ class HostContext:
 
     def resolve(self, path: str) -> str:
         """A path argument as the action opens it."""
-        if self.base_dir is None or os.path.isabs(path):
+        if self.base_dir in (None, ".") or os.path.isabs(path):
             return path
+        assert self.base_dir is not None
         return os.path.join(self.base_dir, path)

@@ -257,6 +257,32 @@ def evaluate_program(
     return run_program(loaded, options, now=now, lock_timeout=lock_timeout, started_at=started_at)
 
 
+def replay_program(
+    options: EvalOptions,
+    effects_path: str,
+    *,
+    now: Callable[[], datetime],
+    lock_timeout: float,
+) -> dict[str, Any]:
+    """Run the program again and compare with the effects recorded at `effects_path`
+    (host/replay.py): the result document with its `replay` block."""
+    from premath.harness.host.replay import (
+        check_same_program,
+        load_recorded_effects,
+        replay_report,
+    )
+
+    started_at = format_seconds_z(now())
+    loaded = load_program(options)
+    recorded = load_recorded_effects(effects_path)
+    check_same_program(effects_path, recorded, loaded.parsed(options.bindings))
+    document = run_program(
+        loaded, options, now=now, lock_timeout=lock_timeout, started_at=started_at
+    )
+    document["replay"] = replay_report(effects_path, recorded, document)
+    return document
+
+
 def run_program(
     loaded: LoadedProgram,
     options: EvalOptions,
@@ -393,6 +419,20 @@ def stage(failure_class: str, diagnostic: str) -> str:
     return "unknown"
 
 
+def _replay_lines(replay: dict[str, Any]) -> list[str]:
+    count = len(replay["differences"])
+    lines = [f"  Replay: {replay['result']} ({count} difference{'s' if count != 1 else ''})"]
+    for item in replay["differences"]:
+        change = (
+            item.get("detail") or f"recorded {item['recorded']!r}, replayed {item['replayed']!r}"
+        )
+        lines.append(
+            f"  - call {item['index']} {item['callId']} ({item['action']}) {item['field']}: "
+            f"{change}"
+        )
+    return lines
+
+
 def result_text(document: dict[str, Any]) -> str:
     lines = [
         "premath scheme-eval",
@@ -416,4 +456,6 @@ def result_text(document: dict[str, Any]) -> str:
             f"  Diagnostic: {diagnostic}",
             "  Hint: rerun with --json for full failure envelope",
         ]
+    if "replay" in document:
+        lines += _replay_lines(document["replay"])
     return "\n".join(lines)

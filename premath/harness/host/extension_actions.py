@@ -10,8 +10,11 @@ policy `instruction-linked`, action claim `capabilities.change_morphisms.<action
 witness's policy digest must be the one the call declared. Issue rows get the MCP write witness.
 
 An issue argument left out (or blank) is the call's `issueId`: a static program run by a worker
-step acts on the claimed issue. A mutation that names another issue than the call's `issueId`
-is refused (`mutation.issue_binding_mismatch`): evidence is for one issue.
+step acts on the claimed issue (`harness.feature.write`'s feature is then that issue's). A
+mutation that names another issue than the call's `issueId` is refused
+(`mutation.issue_binding_mismatch`): evidence is for one issue. `harness.trajectory.append`
+names no issue unless asked (its row joins the step by its step id and lineage, and is no gate
+outcome of its own), and then only the call's.
 """
 
 import os
@@ -107,7 +110,7 @@ ARG_SPECS: dict[str, tuple[Arg, ...]] = {
     ),
     "harness.feature.write": (
         Arg("path", path=True),
-        Arg("featureId", required=True),
+        Arg("featureId"),
         Arg("status", required=True),
         Arg("issueId"),
         Arg("summary"),
@@ -149,7 +152,6 @@ ISSUE_ARG = {
     "dep.replace": "issueId",
     "harness.session.write": "issueId",
     "harness.feature.write": "issueId",
-    "harness.trajectory.append": "issueId",
 }
 """The argument naming the issue an action reads or changes; it defaults to the call's issue."""
 ISSUE_ARG_REQUIRED = frozenset(
@@ -208,6 +210,11 @@ def _gate(call: ExtensionCall, context: HostContext) -> Document:
 
 def _bind_issue(call: ExtensionCall, args: Document, effect: Effect) -> None:
     """Default the issue argument to the call's issue; a mutation of another issue is refused."""
+    if call.action == "harness.trajectory.append":
+        given = args.get("issueId")
+        if given is not None and call.issue_id is not None and given != call.issue_id:
+            raise _binding_mismatch(call, given)
+        return
     name = ISSUE_ARG.get(call.action)
     if name is None:
         return
@@ -221,11 +228,15 @@ def _bind_issue(call: ExtensionCall, args: Document, effect: Effect) -> None:
         and call.issue_id is not None
         and rust_trim(given or "") != call.issue_id
     ):
-        raise HostActionFailed(
-            "mutation.issue_binding_mismatch",
-            f"mutation action `{call.action}` names issue `{given}` but its evidence is bound to "
-            f"issue `{call.issue_id}` (the call's issueId)",
-        )
+        raise _binding_mismatch(call, given)
+
+
+def _binding_mismatch(call: ExtensionCall, given: Any) -> HostActionFailed:
+    return HostActionFailed(
+        "mutation.issue_binding_mismatch",
+        f"mutation action `{call.action}` names issue `{given}` but its evidence is bound to "
+        f"issue `{call.issue_id}` (the call's issueId)",
+    )
 
 
 def _paths(call: ExtensionCall, args: Document, context: HostContext) -> None:
@@ -507,10 +518,15 @@ def _feature_write(run: _Run) -> Document:
             f"invalid harness.feature.write args: status must be one of "
             f"{', '.join(FEATURE_STATUSES)} (got `{args['status']}`)",
         )
+    feature_id = args.get("featureId", args.get("issueId"))
+    if feature_id is None:
+        raise HostActionFailed(
+            INVALID, "invalid harness.feature.write args: missing field `featureId`"
+        )
     path = _path(args, "path", run.context.ledger_path)
     document = write_feature(
         path,
-        feature_id=args["featureId"],
+        feature_id=feature_id,
         status=args["status"],
         now=run.now(),
         lock_timeout_s=run.lock_timeout,
