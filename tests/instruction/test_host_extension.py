@@ -70,7 +70,7 @@ def test_issue_show_reads_the_calls_issue_by_default(repo):
     [
         ("observe.latest", {}),
         ("observe.needs_attention", {}),
-        ("observe.instruction", {"instructionId": "i-1"}),
+        ("observe.instruction", {"instructionId": "20260222T010000Z-ci-wiring"}),
         ("observe.instruction", {"instructionId": "nope"}),
         ("observe.projection", {"projectionDigest": TYPED}),
         (
@@ -96,6 +96,7 @@ def test_observe_actions_answer_exactly_as_the_mcp_tools(tmp_path, monkeypatch, 
     payload = effect["payload"]
     answer = payload if effect["resultClass"] == "accepted" else payload["diagnostic"]
     assert (effect["resultClass"], answer) == expected
+    assert (expected[0] == "accepted") == found
 
 
 def test_observe_without_a_surface_says_it_is_missing(repo):
