@@ -66,21 +66,24 @@ def test_issue_show_reads_the_calls_issue_by_default(repo):
 
 
 @pytest.mark.parametrize(
-    ("action", "args"),
+    ("action", "args", "found"),
     [
-        ("observe.latest", {}),
-        ("observe.needs_attention", {}),
-        ("observe.instruction", {"instructionId": "20260222T010000Z-ci-wiring"}),
-        ("observe.instruction", {"instructionId": "nope"}),
-        ("observe.projection", {"projectionDigest": TYPED}),
+        ("observe.latest", {}, True),
+        ("observe.needs_attention", {}, True),
+        ("observe.instruction", {"instructionId": "20260222T010000Z-ci-wiring"}, True),
+        ("observe.instruction", {"instructionId": "nope"}, False),
+        ("observe.projection", {"projectionDigest": TYPED}, True),
         (
             "observe.projection",
             {"projectionDigest": ALIAS, "projectionMatch": "compatibility_alias"},
+            True,
         ),
-        ("observe.projection", {"projectionDigest": ALIAS}),
+        ("observe.projection", {"projectionDigest": ALIAS}, False),
     ],
 )
-def test_observe_actions_answer_exactly_as_the_mcp_tools(tmp_path, monkeypatch, action, args):
+def test_observe_actions_answer_exactly_as_the_mcp_tools(
+    tmp_path, monkeypatch, action, args, found
+):
     from tests.support.cli import invoke
 
     monkeypatch.chdir(tmp_path)
