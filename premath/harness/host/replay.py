@@ -40,7 +40,10 @@ def _invalid(path: str, reason: str) -> StartupError:
 
 def load_recorded_effects(path: str) -> list[dict[str, Any]]:
     """The recorded effects at `path`, checked whole (module doc)."""
-    document = read_json(path, "replay effects", struct=False)
+    try:
+        document = read_json(path, "replay effects", struct=False)
+    except StartupError as exc:
+        raise StartupError(exc.message, REPLAY_INVALID) from None
     if isinstance(document, dict):
         effects = document.get("effects")
         count = document.get("executedCallCount")
