@@ -197,9 +197,11 @@ def load_work_program(
     path: str, *, repo_root: str, max_calls: int, contract: str | None = None
 ) -> ProgramWork:
     """The program at `path`, refused as a usage error (exit 2) before anything is claimed when
-    it cannot run: unreadable, malformed, over `max_calls`, or the contract unusable."""
+    it cannot run (unreadable, malformed, over `max_calls`, the contract or extension unusable)
+    or any call would be refused whatever the stores hold (an unknown or denied action, missing
+    mutation evidence, arguments of the wrong type)."""
     from premath.harness.host.contract import BUILTIN_CONTRACT_PATH, resolve_contract_path
-    from premath.harness.host.evaluate import EvalOptions, load_program
+    from premath.harness.host.evaluate import EvalOptions, load_program, static_refusals
     from premath.harness.host.extension import resolve_extension_path
     from premath.harness.host.startup import StartupError
 
@@ -216,4 +218,11 @@ def load_work_program(
         loaded = load_program(options)
     except StartupError as exc:
         raise InvalidUsage(f"--work-program {path} cannot run: {exc.message}") from None
+    refused = static_refusals(loaded, options.bindings)
+    if refused:
+        listed = "; ".join(
+            f"call {call.index} {call.call_id} ({call.action}): {diagnostic} ({failure_class})"
+            for call, failure_class, diagnostic in refused
+        )
+        raise InvalidUsage(f"--work-program {path} would be refused: {listed}")
     return ProgramWork(path, loaded, options)

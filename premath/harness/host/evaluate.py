@@ -109,6 +109,30 @@ def load_program(options: EvalOptions) -> LoadedProgram:
     return LoadedProgram(document, contract, extension, allowlist)
 
 
+def static_refusals(loaded: LoadedProgram, bindings: Bindings) -> list[tuple[Call, str, str]]:
+    """(call, class, diagnostic) of every call refused before it would touch anything: the
+    pipeline's policy steps (blank, denied, unbound, unallowlisted, MCP-only, mutation
+    evidence) and the args of the in-process actions. A work program must have none, so it is
+    refused before a worker claims (harness/work.py)."""
+    from premath.harness.host.args import parse_args
+    from premath.harness.host.extension_actions import ARG_SPECS
+    from premath.harness.host.local_actions import ARG_FIELDS
+
+    refused = []
+    for call in loaded.parsed(bindings).calls:
+        payload = _policy_rejection(call, loaded)
+        if payload is not None:
+            refused.append((call, payload["failureClasses"][0], payload["diagnostic"]))
+            continue
+        spec = ARG_FIELDS.get(call.action) or ARG_SPECS.get(call.action)
+        try:
+            if spec is not None:
+                parse_args(call.action, call.args, spec)
+        except HostActionFailed as exc:
+            refused.append((call, exc.failure_class, exc.diagnostic))
+    return refused
+
+
 def _mutation_claim(action: str, extension: HostExtension | None) -> str | None:
     """The capability claim a mutation needs; None for an action that mutates nothing."""
     if action in ACTION_CLAIMS:
