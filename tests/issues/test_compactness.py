@@ -1,4 +1,4 @@
-"""`issue check --compactness`: redundant `blocks` edges, as the reference's CI wrapper finds them."""
+"""`issue check --compactness`: redundant `blocks` edges, as the reference's CI wrapper finds."""
 
 from premath.issues.compactness import compactness_findings
 
