@@ -8,8 +8,10 @@ every row, and the step's deadline.
 
 import os
 from dataclasses import dataclass
+from datetime import datetime
 
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
+from premath.store.issues_file import IssueMap, WarmStores
 
 DEFAULT_SESSION_PATH = ".premath/harness_session.json"
 DEFAULT_LEDGER_PATH = ".premath/harness_feature_ledger.json"
@@ -33,6 +35,9 @@ class HostContext:
     """Added to every call's row (a worker step's site lineage)."""
     deadline: float | None = None
     """`time.monotonic()` after which no further call starts."""
+    stores: WarmStores | None = None
+    """Parsed issue stores kept between the reads of a program (revalidated by one `stat` per
+    read): a program of reads parses its store once, not once per call."""
 
     def resolve(self, path: str) -> str:
         """A path argument as the action opens it."""
@@ -40,3 +45,11 @@ class HostContext:
             return path
         assert self.base_dir is not None
         return os.path.join(self.base_dir, path)
+
+    def read_store(self, path: str, now: datetime) -> IssueMap:
+        """The issue store at `path` for a read-only action (never changed by the caller)."""
+        if self.stores is None:
+            from premath.issues.memory import read_store
+
+            return read_store(path, now)
+        return self.stores.read(path, now)

@@ -316,13 +316,55 @@ def run_program(
     started_at: str | None = None,
 ) -> dict[str, Any]:
     """Run a loaded program's calls with `options.bindings`; the result document."""
-    from premath.runner.interrupts import raise_if_stopped
-
     started_at = started_at or format_seconds_z(now())
     program = loaded.parsed(options.bindings)
-    lineage = options.context.lineage_refs
+    if options.context.stores is None:
+        from premath.store.issues_file import WarmStores
+
+        options = replace(options, context=replace(options.context, stores=WarmStores()))
     effects: list[dict[str, Any]] = []
     classes: set[str] = set()
+    _run_calls(loaded, options, program, now, lock_timeout, effects, classes)
+    if effects:
+        _sync_rows(options.context.trajectory_path)
+    rejected = any(effect["resultClass"] != "accepted" for effect in effects)
+    document: dict[str, Any] = {
+        "schema": 1,
+        "kind": RESULT_KIND,
+        "profile": PROFILE,
+        "programPath": options.program_path,
+        "controlPlaneContract": options.contract_path,
+        "trajectoryPath": options.context.trajectory_path,
+        "allowlistedActions": list(loaded.allowlist),
+        "executedCallCount": len(effects),
+        "result": "rejected" if rejected else "accepted",
+        "failureClasses": sorted(classes),
+        "startedAt": started_at,
+        "finishedAt": format_seconds_z(now()),
+        "effects": effects,
+    }
+    if loaded.extension is not None:
+        document["contractExtension"] = loaded.extension.summary()
+    return document
+
+
+def _run_calls(
+    loaded: LoadedProgram,
+    options: EvalOptions,
+    program: Program,
+    now: Callable[[], datetime],
+    lock_timeout: float,
+    effects: list[dict[str, Any]],
+    classes: set[str],
+) -> None:
+    """Run the calls in order, each recorded before the next; stop at the first not accepted.
+
+    A call's row is written at once (readers see it) but fsynced with the next mutation's row
+    or when the program ends (`_sync_rows`): a read's record needs no fsync of its own, and one
+    per call would be most of a read call's cost."""
+    from premath.runner.interrupts import raise_if_stopped
+
+    lineage = options.context.lineage_refs
     for call in program.calls:
         raise_if_stopped()
         if lineage:
@@ -334,8 +376,9 @@ def run_program(
         result_class = effect_classes[0] if effect_classes else "accepted"
         own_ref = host_effect_ref(call.action, digest, call.index)
         refs = _sorted_refs([*call.witness_refs, own_ref, *outcome.witness_refs])
+        mutates = _mutation_claim(call.action, loaded.extension) is not None
         row = _append_row(
-            options, call, digest, result_class, refs, (call_started, now()), lock_timeout
+            options, call, digest, result_class, refs, (call_started, now()), lock_timeout, mutates
         )
         effects.append(
             {
@@ -360,25 +403,18 @@ def run_program(
         classes.update(effect_classes)
         if result_class != "accepted":
             break
-    rejected = any(effect["resultClass"] != "accepted" for effect in effects)
-    document: dict[str, Any] = {
-        "schema": 1,
-        "kind": RESULT_KIND,
-        "profile": PROFILE,
-        "programPath": options.program_path,
-        "controlPlaneContract": options.contract_path,
-        "trajectoryPath": options.context.trajectory_path,
-        "allowlistedActions": list(loaded.allowlist),
-        "executedCallCount": len(effects),
-        "result": "rejected" if rejected else "accepted",
-        "failureClasses": sorted(classes),
-        "startedAt": started_at,
-        "finishedAt": format_seconds_z(now()),
-        "effects": effects,
-    }
-    if loaded.extension is not None:
-        document["contractExtension"] = loaded.extension.summary()
-    return document
+
+
+def _sync_rows(path: str) -> None:
+    from premath.store.jsonl import sync_file
+
+    try:
+        sync_file(path)
+    except OSError as exc:
+        raise IoFailure(
+            f"failed to append harness trajectory row at {path}: {exc.strerror or exc} "
+            "(scheme_eval.host_action_execution_error)"
+        ) from None
 
 
 def _append_row(
@@ -389,6 +425,7 @@ def _append_row(
     refs: list[str],
     times: tuple[datetime, datetime],
     lock_timeout: float,
+    sync: bool,
 ) -> dict[str, Any]:
     started, finished = times
     try:
@@ -405,6 +442,7 @@ def _append_row(
             finished_at=format_seconds_z(finished),
             now=finished,
             lock_timeout=lock_timeout,
+            sync=sync,
         )
     except (InputInvalid, IoFailure, LockBusy) as exc:
         raise IoFailure(f"{exc.message} (scheme_eval.host_action_execution_error)") from None

@@ -298,7 +298,7 @@ def _issue_show(run: _Run) -> Document:
 
     path = run.issues_path()
     now = run.now()
-    return show_document(path, issue_memory.read_store(path, now), run.args["id"], now)
+    return show_document(path, run.context.read_store(path, now), run.args["id"], now)
 
 
 def _observe(run: _Run) -> Document:

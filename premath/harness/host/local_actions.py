@@ -7,7 +7,8 @@ from premath.errors import ArtifactInvalid, InputInvalid, IoFailure, NotFound
 from premath.harness.host.args import Arg, HostActionFailed, parse_args
 from premath.harness.host.context import HostContext
 from premath.harness.host.paths import confined_path
-from premath.issues import documents, memory
+from premath.issues import documents, graph, memory
+from premath.issues.check import check_issues
 from premath.models.vocabulary import GraphScope
 
 DEFAULT_NOTE_WARN_THRESHOLD = 2000
@@ -33,26 +34,26 @@ def issues_path(action: str, args: dict[str, Any], context: HostContext) -> str:
 
 def _run(action: str, args: dict[str, Any], now: datetime, context: HostContext) -> dict[str, Any]:
     path = issues_path(action, args, context)
+    scope = args.get("graphScope", "active")
+    if action == "dep.diagnostics" and scope not in ("active", "full"):
+        raise HostActionFailed(
+            INVALID, f"dep.diagnostics graphScope must be `active` or `full` (got `{scope}`)"
+        )
+    issues = context.read_store(path, now)
     if action == "issue.ready":
-        return documents.ready_document(path, memory.ready(path, now=now))
+        return documents.ready_document(path, graph.ready_issues(issues))
     if action == "issue.blocked":
-        return documents.blocked_document(path, memory.blocked(path, now=now))
+        return documents.blocked_document(path, graph.blocked_issues(issues))
     if action == "issue.list":
-        rows = memory.list_issues(
-            path, now=now, status=args.get("status"), assignee=args.get("assignee")
+        rows = memory.filter_issues(
+            issues, status=args.get("status"), assignee=args.get("assignee")
         )
         return documents.list_document(path, rows)
     if action == "issue.check":
         threshold = args.get("noteWarnThreshold", DEFAULT_NOTE_WARN_THRESHOLD)
-        report = memory.check(path, now=now, note_warn_threshold=threshold)
-        return documents.check_document(path, report)
-    scope = args.get("graphScope", "active")
-    if scope not in ("active", "full"):
-        raise HostActionFailed(
-            INVALID, f"dep.diagnostics graphScope must be `active` or `full` (got `{scope}`)"
-        )
+        return documents.check_document(path, check_issues(issues, threshold))
     graph_scope: GraphScope = "active" if scope == "active" else "full"
-    integrity = memory.dep_diagnostics(path, now=now, scope=graph_scope)
+    integrity = graph.integrity(issues, graph_scope)
     return documents.dep_diagnostics_document(path, graph_scope, integrity)
 
 
