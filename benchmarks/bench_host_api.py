@@ -2,10 +2,11 @@
 
 A worker's program makes its host calls in-process: each call goes through the per-call
 pipeline (allowlist, evidence, dispatch), yields one `premath.host_effect.v0` envelope and
-appends one trajectory row (locked; fsynced with the program's last row). Measured here as the worker step runs it
-(`ProgramWork.run`): a program of read calls (`issue.show`, `issue.ready`, `issue.list`) over a
-store of issues, per call, wall and CPU time. The baseline is what an agent pays without the
-host API: one spawned `premath issue show ID --json`. Target: under 2 ms per read call.
+appends one trajectory row (locked; fsynced with the program's last row). Measured as the
+worker step runs it (`ProgramWork.run`): a program of read calls (`issue.show`,
+`issue.ready`, `issue.list`) over a store of issues, per call, wall and CPU time. The baseline
+is what an agent pays without the host API: one spawned `premath issue show ID --json`.
+Target: under 2 ms per read call.
 """
 
 import json
