@@ -49,6 +49,8 @@ RESULT_KIND = "premath.scheme_eval.result.v0"
 PROFILE = "steel.default.v0"
 DEFAULT_STEP_PREFIX = "scheme_eval"
 DEADLINE_EXCEEDED = "scheme_eval.deadline_exceeded"
+PREMATH_POLICY_CLASSES = ("mutation.", "path.")
+"""premath's own refusal classes of the extension's gate and path rules (text stage only)."""
 DENIED_PREFIXES = ("shell.", "network.", "http.", "exec.")
 MUTATION_CLAIM = "capabilities.change_morphisms"
 ALL_MUTATIONS_CLAIM = "capabilities.change_morphisms.all"
@@ -474,7 +476,7 @@ def stage(failure_class: str, diagnostic: str) -> str:
         "scheme_eval.effect_denied",
         "scheme_eval.host_action_unallowlisted",
         "control_plane_host_action_mcp_transport_required",
-    ):
+    ) or failure_class.startswith(PREMATH_POLICY_CLASSES):
         return "policy/capability"
     if failure_class in ("scheme_eval.invalid_program", "scheme_eval.call_budget_exceeded"):
         return "input validation"
