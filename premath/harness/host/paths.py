@@ -24,18 +24,6 @@ _NETWORK = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^/dev/(tcp|udp)/")
 _SHELL = re.compile(r"^\s*\||\|\s*$|\$\(|`")
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    return "not a regular file"
-
-
 def refuse_effects(action: str, field: str, path: str) -> None:
     """`scheme_eval.effect_denied` for a path that names a network location or a shell."""
     if _NETWORK.search(path):
@@ -69,6 +57,6 @@ def confined_path(action: str, field: str, path: str, repo_root: str) -> str:
     if not stat.S_ISREG(mode):
         raise HostActionFailed(
             "path.not_regular_file",
-            f"{action} {field} `{path}` is {_kind(mode)}, not a regular file",
+            f"{action} {field} `{path}` is not a regular file (a FIFO, a device or a folder)",
         )
     return path
