@@ -351,3 +351,57 @@ def test_a_tampered_extension_refuses_to_start(cli_run, workdir, change, message
 def test_the_shipped_extension_is_the_repositorys_policy():
     repo_copy = Path(__file__).resolve().parents[2] / EXTENSION_PATH
     assert repo_copy.read_bytes() == BUILTIN_EXTENSION_PATH.read_bytes()
+
+
+ALL_MUTATIONS = [
+    *MUTATIONS,
+    ("dep.remove", {"dependsOnId": "bd-2"}),
+    ("dep.replace", {"dependsOnId": "bd-2", "toDepType": "related"}),
+    ("instruction.run", {"instructionPath": "instructions/20260301T000000Z-other.json"}),
+]
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {
+        str(path.relative_to(root)): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and path.name not in ("traj.jsonl", "prog.json")
+    }
+
+
+@pytest.mark.parametrize(("action", "args"), ALL_MUTATIONS, ids=[m[0] for m in ALL_MUTATIONS])
+def test_each_mutation_is_refused_without_evidence_or_with_another_actions(repo, action, args):
+    other = "issue.discover" if action != "issue.discover" else "issue.update"
+    ref = accepted_instruction(repo, "20260301T000000Z-other", [CHANGE, claim(other)])
+    before = tree(repo)
+    program(repo, {"action": action, "args": args})
+    assert only_effect(evaluate(repo))["resultClass"] == "mutation.use_evidence_missing"
+    program(repo, {"action": action, "args": args}, **evidence(ref, claim(action)))
+    refused = only_effect(evaluate(repo, bindings=Bindings(issue_id="bd-1")))
+    assert refused["resultClass"] == "mutation.instruction_witness_rejected"
+    assert (
+        f"missing required action capability claim `{claim(action)}`"
+        in (refused["payload"]["diagnostic"])
+    )
+    assert tree(repo) == before  # nothing written but the two effect rows
+    assert len(rows(repo / "traj.jsonl")) == 2
+
+
+@pytest.mark.parametrize(
+    ("action", "args"),
+    [
+        ("observe.needs_attention", {}),
+        ("observe.instruction", {"instructionId": "i-1"}),
+        ("observe.projection", {"projectionDigest": "ev1_x", "projectionMatch": "nearby"}),
+        ("issue.show", {"id": "bd-404"}),
+        ("instruction.check", {"instructionPath": "instructions/missing.json"}),
+    ],
+)
+def test_each_read_is_refused_with_its_class(repo, action, args):
+    program(repo, {"action": action, "args": args})
+    effect = only_effect(evaluate(repo))
+    expected = {
+        "observe.projection": "scheme_eval.invalid_program",
+        "instruction.check": "instruction_envelope_invalid",
+    }.get(action, "scheme_eval.host_action_execution_error")
+    assert effect["resultClass"] == expected
