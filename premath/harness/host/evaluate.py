@@ -20,6 +20,7 @@ from typing import Any
 
 from premath.errors import InputInvalid, IoFailure, LockBusy
 from premath.harness.host import routes
+from premath.harness.host.action_run import ActionCall
 from premath.harness.host.args import HostActionFailed
 from premath.harness.host.context import HostContext
 from premath.harness.host.contract import HostContract, host_contract, load_contract
@@ -33,11 +34,7 @@ from premath.harness.host.effects import (
     step_id,
 )
 from premath.harness.host.extension import HostExtension, load_extension
-from premath.harness.host.extension_actions import (
-    EXTENSION_EFFECTS,
-    ExtensionCall,
-    run_extension_action,
-)
+from premath.harness.host.extension_actions import EXTENSION_EFFECTS, run_extension_action
 from premath.harness.host.local_actions import LOCAL_ACTIONS, run_local_action
 from premath.harness.host.program import Bindings, Call, Program, check_program, parse_program
 from premath.harness.host.startup import read_json
@@ -233,7 +230,7 @@ def _run_call(
         if call.action in LOCAL_ACTIONS:
             return CallOutcome(run_local_action(call.action, call.args, now(), context), [])
         assert loaded.extension is not None  # allowlisted, so bound by the extension
-        extension_call = ExtensionCall(
+        extension_call = ActionCall(
             action=call.action,
             args=call.args,
             issue_id=call.issue_id,
