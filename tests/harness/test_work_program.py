@@ -16,7 +16,14 @@ import pytest
 from premath.clock import SystemClock
 from premath.harness.retry import policy_digest
 from premath.harness.worker import run_worker
-from tests.harness.loop_support import issue_rows, ledger, make_issues, trajectory, worker_config
+from tests.harness.loop_support import (
+    issue_rows,
+    ledger,
+    make_issues,
+    session,
+    trajectory,
+    worker_config,
+)
 from tests.instruction.host_support import (
     CHANGE,
     accepted_instruction,
@@ -266,4 +273,7 @@ def test_harness_step_runs_one_program_step(cli_run, workdir):
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     assert (result.json["issueId"], result.json["outcome"]) == ("bd-1", "completed")
-    assert_every_effect_joins_its_step(workdir, calls_per_step=len(CALLS))
+    (step,) = assert_every_effect_joins_its_step(workdir, calls_per_step=len(CALLS))
+    handoff = session(workdir)
+    assert host_refs(handoff["witnessRefs"]) == host_refs(step["witnessRefs"])
+    assert len(host_refs(step["witnessRefs"])) == len(CALLS)
