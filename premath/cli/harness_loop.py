@@ -97,6 +97,24 @@ SETTINGS_FLAGS = (
         {"help": "Shell command for the work [env PREMATH_WORK_CMD, else true]"},
     ),
     Flag(
+        "work_program",
+        ("--work-program",),
+        {
+            "help": "Host-action program (scheme-eval JSON) run as the work instead of a command; "
+            "its host calls are the only effects, the claimed issue is each call's issueId",
+        },
+    ),
+    Flag(
+        "work_program_max_calls",
+        ("--work-program-max-calls",),
+        {
+            "type": click.IntRange(min=1),
+            "default": 32,
+            "show_default": True,
+            "help": "Most host calls the work program may make (checked before any claim)",
+        },
+    ),
+    Flag(
         "verify_cmd",
         ("--verify-cmd",),
         {

@@ -261,21 +261,38 @@ def issue_blocked(app: AppContext, issues: str) -> Reply:
     show_default=True,
     help="Warn when an issue's notes are longer than this many characters",
 )
+@click.option(
+    "--compactness",
+    is_flag=True,
+    help="Also find redundant `blocks` edges (to closed issues, or implied by another edge); "
+    "any finding exits 1 (what tools/ci/check_issue_graph.py runs)",
+)
 @issues_option
 @json_option
 @pass_app
-def issue_check(app: AppContext, note_warn_threshold: int, issues: str) -> Reply:
+def issue_check(app: AppContext, note_warn_threshold: int, compactness: bool, issues: str) -> Reply:
     """Check the issue graph contract (acceptance, verification command); exit 1 when rejected.
 
     \b
     premath issue check --json
+    premath issue check --compactness
     """
     from premath.issues.documents import check_document
-    from premath.issues.memory import check
+    from premath.issues.memory import check, read_store
 
     report = check(issues, now=app.clock.now(), note_warn_threshold=note_warn_threshold)
+    document = check_document(issues, report)
+    if not compactness:
+        return Reply(document, text=check_text, exit_code=0 if report.accepted else 1)
+    from premath.issues.compactness import compactness_findings, compactness_lines
+
+    findings = compactness_findings(read_store(issues, app.clock.now()))
+    document["compactness"] = [finding.to_document() for finding in findings]
+    exit_code = 0 if report.accepted and not findings else 1
     return Reply(
-        check_document(issues, report), text=check_text, exit_code=0 if report.accepted else 1
+        document,
+        text=lambda d: "\n".join([check_text(d), *compactness_lines(findings)]),
+        exit_code=exit_code,
     )
 
 

@@ -3,7 +3,9 @@
 kpi = completed issues per day per active worker, times the gate pass rate, over a window
 ending at the latest row; specs/kpi.md "Formula" gives the formula.
 Divergences: D5-4 (a worker is named by the step id minus `.<issueId>.<n>`, not its first
-dotted piece), D5-5 (relative paths resolve against the working folder; errors exit 2).
+dotted piece), D5-5 (relative paths resolve against the working folder; errors exit 2), D24-5
+(host-effect records, rows of action `scheme_eval.*`, are calls inside a step, not steps: the
+step's own row counts them once).
 """
 
 import os
@@ -29,6 +31,8 @@ from premath.store.jsonl import iter_lines, report_torn_tail
 from premath.timefmt import parse_strict_rfc3339
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+HOST_EFFECT_ACTIONS = ("scheme_eval.", "rhai_eval.")
+"""Row actions of host-effect records (one per host call of a program, agent-surface.md §3.8)."""
 
 
 class KpiInputInvalid(ArtifactInvalid):
@@ -98,6 +102,8 @@ def load_kpi_rows(path: str) -> list[KpiRow]:
                     "trajectory row missing required fields "
                     f"(stepId/action/resultClass/finishedAt) at {where}"
                 )
+            if action.startswith(HOST_EFFECT_ACTIONS):
+                continue
             rows.append(
                 KpiRow(
                     step_id,

@@ -49,7 +49,12 @@ def list_issues(
     path: str, *, now: datetime, status: str | None = None, assignee: str | None = None
 ) -> list[IssueRow]:
     """Issues in id order, only those with exactly `status` / `assignee` when given."""
-    issues = read_store(path, now)
+    return filter_issues(read_store(path, now), status=status, assignee=assignee)
+
+
+def filter_issues(
+    issues: IssueMap, *, status: str | None = None, assignee: str | None = None
+) -> list[IssueRow]:
     return [
         row
         for row in (issues[issue_id] for issue_id in sorted(issues))

@@ -26,7 +26,12 @@ from premath.issues.check import check_issues
 from premath.mcp.ready_view import ReadyView, render_ready
 from premath.models.issue_row import DEPENDENCY_TYPES, IssueRow
 from premath.observe.surface import SurfaceUnavailable
-from premath.observe.views import ObservationNotFound, ObserveQuery, ProjectionMatch, observe
+from premath.observe.views import (
+    ObservationNotFound,
+    ObserveQuery,
+    ProjectionMatch,
+    observe_result,
+)
 from premath.store.confine import PathKind, PathRoots, confine
 from premath.store.files import STORE_CAP, read_bounded
 from premath.store.issues_file import IssueMap, WarmStores, file_identity
@@ -577,15 +582,12 @@ class ToolService:
 
     def _observe(self, args: Document, query: ObserveQuery) -> Document:
         """Every `observe_*` tool: premath.observe's loader and views (agent-surface.md §1.9)."""
-        path = self._surface(args)
         try:
-            view = observe(path, query)
+            return observe_result(self._surface(args), query)
         except SurfaceUnavailable as exc:
             raise ToolRefused(exc.message) from None
         except ObservationNotFound as exc:
-            found = f"{exc.subject} not found: {exc.key}"
-            raise ToolRefused(f"failed to query {exc.subject}: {found}") from None
-        return {"action": f"observe.{query.mode}", "surfacePath": path, "view": view}
+            raise ToolRefused(exc.query_failure) from None
 
     def observe_latest(self, args: Document) -> Document:
         return self._observe(args, ObserveQuery("latest"))

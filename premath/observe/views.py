@@ -24,6 +24,11 @@ class ObservationNotFound(NotFound):
         self.subject = subject
         self.key = key
 
+    @property
+    def query_failure(self) -> str:
+        """The MCP tool's (and the host action's) wording of the miss (agent-surface.md §1.9)."""
+        return f"failed to query {self.subject}: {self.subject} not found: {self.key}"
+
 
 @dataclass(frozen=True)
 class ObserveQuery:
@@ -118,3 +123,10 @@ def observe(surface_path: str, query: ObserveQuery) -> Document:
     `observe_*` tools and the host API's `observe.*` actions (SurfaceUnavailable,
     ObservationNotFound)."""
     return answer(load_surface(surface_path), query)
+
+
+def observe_result(surface_path: str, query: ObserveQuery) -> Document:
+    """`{action, surfacePath, view}`: the MCP `observe_*` tool's result, and the host API's
+    `observe.*` payload, byte for byte the same (SurfaceUnavailable, ObservationNotFound)."""
+    view = observe(surface_path, query)
+    return {"action": f"observe.{query.mode}", "surfacePath": surface_path, "view": view}
