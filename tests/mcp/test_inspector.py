@@ -1,37 +1,43 @@
 """A real MCP client nobody here wrote: the MCP Inspector's CLI mode lists our tools and calls
-`issue_ready` against `premath mcp-serve` (CI installs it: .ci/run)."""
+`issue_ready` against `premath mcp-serve`. Whether the Inspector is installed is decided up front
+(tests/support/optional_tools.py); CI installs it (.ci/run)."""
 
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import orjson
-import pytest
 
 from tests.cli.test_issue import row, seed
 from tests.mcp.client import REPO_ROOT
+from tests.support import optional_tools
 
-INSPECTOR = "@modelcontextprotocol/inspector"
+
+def inspector_script(package: Path) -> Path:
+    """The package's own `mcp-inspector` entry point (what `npx` would start)."""
+    bins = orjson.loads((package / "package.json").read_bytes())["bin"]
+    entry = bins["mcp-inspector"] if isinstance(bins, dict) else bins
+    return package / entry
 
 
 def inspector(workdir, *method: str) -> dict:
-    if shutil.which("npx") is None:
-        pytest.skip("npx is not installed (the MCP Inspector runs on Node)")
-    argv = ["npx", "--no-install", INSPECTOR, "--cli", sys.executable, "-m", "premath", "mcp-serve"]
+    package = Path(optional_tools.require(optional_tools.inspector()))
+    node = shutil.which("node")
+    assert node is not None, "npm is installed but node is not on PATH"
+    argv = [node, str(inspector_script(package)), "--cli", sys.executable, "-m", "premath"]
     done = subprocess.run(
-        [*argv, "--mutation-policy", "open", *method],
+        [*argv, "mcp-serve", "--mutation-policy", "open", *method],
         capture_output=True,
         cwd=workdir,
         env={
             "PYTHONPATH": str(REPO_ROOT),
-            "PATH": f"{shutil.which('npx').rsplit('/', 1)[0]}:/usr/bin:/bin",
+            "PATH": f"{Path(node).parent}:/usr/bin:/bin",
             "HOME": str(workdir),
         },
         timeout=120,
         check=False,
     )
-    if done.returncode != 0 and b"could not determine executable" in done.stderr + done.stdout:
-        pytest.skip(f"{INSPECTOR} is not installed (npm install -g {INSPECTOR})")
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     return orjson.loads(done.stdout)
 

@@ -11,7 +11,8 @@ import pytest
 from premath.runner.report.analysis import report_run
 from premath.runner.runs import run_experiment
 from tests.runner.conftest import make_experiment
-from tests.support.browser import chromium, find_chromium
+from tests.support import optional_tools
+from tests.support.browser import chromium
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -61,12 +62,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def binary() -> str:
-    found = find_chromium()
-    if found is None:
-        pytest.skip(
-            "no chromium on PATH: install it (Debian: apt-get install chromium; .ci/run does)"
-        )
-    return found
+    return optional_tools.require(optional_tools.chromium())
 
 
 def test_the_page_loads_alone_without_console_errors(page, binary):
