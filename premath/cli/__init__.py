@@ -105,7 +105,7 @@ COMMAND_GROUPS: dict[str, LazyGroup] = {
     ),
     "init": LazyGroup(
         "premath.cli.init:init",
-        "Create ROOT/.premath/issues.jsonl (from ROOT/.beads/issues.jsonl when present).",
+        "Create ROOT/.premath/issues.jsonl, importing ROOT/.beads/issues.jsonl if any.",
     ),
 }
 

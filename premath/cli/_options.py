@@ -12,6 +12,9 @@ json_option = click.option(
     "--json", "json_output", is_flag=True, expose_value=False, help="Output as JSON"
 )
 
+PROJECT_ROOT = "the nearest folder above holding .premath/, else the git root"
+"""Where default paths live (premath.store.root), as help texts say it."""
+
 
 def discovered_default(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """Option callback: a path left at its default lives under the project root found by
@@ -25,14 +28,16 @@ def discovered_default(ctx: click.Context, param: click.Parameter, value: Any) -
     return rebase(value)
 
 
-def path_option(default: str, help_text: str, alias: str) -> Callable[[F], F]:
-    """`--path` (the reference's spelling) and the loop's spelling of the same file."""
+def project_path_option(*param_decls: str, default: str, help_text: str) -> Callable[[F], F]:
+    """A path option whose default lives in the project, said once in its help."""
     return click.option(
-        "--path",
-        alias,
-        "path",
+        *param_decls,
         default=default,
-        show_default=True,
-        help=help_text,
+        help=f"{help_text} [default: {default} in {PROJECT_ROOT}]",
         callback=discovered_default,
     )
+
+
+def path_option(default: str, help_text: str, alias: str) -> Callable[[F], F]:
+    """`--path` (the reference's spelling) and the loop's spelling of the same file."""
+    return project_path_option("--path", alias, "path", default=default, help_text=help_text)

@@ -13,7 +13,7 @@ from premath.bench.defaults import (
     DEFAULT_TIMEOUT_S,
     DEFAULT_TOOL_TIMEOUT_S,
 )
-from premath.cli._options import json_option
+from premath.cli._options import json_option, project_path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 
 
@@ -247,11 +247,10 @@ def batch_text(document: dict[str, Any]) -> str:
     show_default=True,
     help="Trials run at once.",
 )
-@click.option(
+@project_path_option(
     "--runs-dir",
     default=".premath/bench/batches",
-    show_default=True,
-    help="Folder holding the batch's run folder.",
+    help_text="Folder holding the batch's run folder.",
 )
 @click.option("--run-id", help="Name of the batch (default: batch-<UTC stamp>).")
 @click.option(

@@ -8,14 +8,14 @@ from typing import Any
 
 import click
 
-from premath.cli._options import json_option
+from premath.cli._options import json_option, project_path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 
 RUNS_DIR = ".premath/runs"
 EXECUTORS = ["local", "docker", "ray"]
 
-runs_dir_option = click.option(
-    "--runs-dir", default=RUNS_DIR, show_default=True, help="Folder holding run folders"
+runs_dir_option = project_path_option(
+    "--runs-dir", default=RUNS_DIR, help_text="Folder holding run folders"
 )
 concurrency_option = click.option(
     "--concurrency",

@@ -4,7 +4,7 @@ from typing import Any
 
 import click
 
-from premath.cli._options import discovered_default, json_option
+from premath.cli._options import json_option, project_path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
@@ -146,14 +146,12 @@ def _escalate_text(document: dict[str, Any]) -> str:
     help="Issue to escalate [default: PREMATH_ACTIVE_ISSUE_ID, PREMATH_ISSUE_ID, the harness "
     "session's issue, else the only ready issue]",
 )
-@click.option(
+@project_path_option(
     "--issues",
     "--issues-path",
     "issues_path",
     default=DEFAULT_ISSUES_PATH,
-    show_default=True,
-    callback=discovered_default,
-    help="Issue memory the escalation writes to",
+    help_text="Issues JSONL the escalation writes to",
 )
 @click.option("--scope", default="required", show_default=True, help="Escalation scope label")
 @click.option("--witness-ref", default="", help="Witness the failure came from")

@@ -4,7 +4,7 @@ from typing import Any
 
 import click
 
-from premath.cli._options import discovered_default, json_option, path_option
+from premath.cli._options import json_option, path_option, project_path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH, SESSION_STATES
 
@@ -83,14 +83,12 @@ def harness_session_read(path: str) -> Reply:
 @click.option("--instruction-ref", multiple=True, help="Instruction witness references")
 @click.option("--witness-ref", multiple=True, help="Gate/CI witness references")
 @click.option("--lineage-ref", multiple=True, help="Site lineage references (ctx/cover/refinement)")
-@click.option(
+@project_path_option(
     "--issues",
     "--issues-path",
     "issues",
     default=DEFAULT_ISSUES_PATH,
-    show_default=True,
-    callback=discovered_default,
-    help="Optional issues JSONL path for snapshot reference derivation",
+    help_text="Issues JSONL path; the session records a digest of it",
 )
 @json_option
 @pass_app
@@ -134,11 +132,10 @@ def harness_session_write(
 
 @harness_session.command("bootstrap")
 @session_path_option
-@click.option(
+@project_path_option(
     "--feature-ledger",
     default=LEDGER_PATH,
-    show_default=True,
-    help="Harness feature-ledger artifact path used for deterministic next-step projection",
+    help_text="Feature ledger the next step is read from",
 )
 @json_option
 def harness_session_bootstrap(path: str, feature_ledger: str) -> Reply:

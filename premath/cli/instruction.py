@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from premath.cli._options import json_option
+from premath.cli._options import PROJECT_ROOT, json_option
 from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand, pass_app
 
 
@@ -59,8 +59,16 @@ def instruction_witness(
 
 
 @click.command("instruction-run", cls=StrictCommand, context_settings=CONTEXT_SETTINGS)
-@click.option("--instruction", required=True, help="Instruction envelope JSON path")
-@click.option("--repo-root", default=".", show_default=True, help="Repository root")
+@click.option(
+    "--instruction",
+    required=True,
+    help="Instruction envelope JSON path (a relative path is under --repo-root)",
+)
+@click.option(
+    "--repo-root",
+    help="Repository root: witnesses go to its artifacts/ciwitness/, check logs to its "
+    f".premath/ [default: {PROJECT_ROOT}]",
+)
 @click.option(
     "--check-command",
     default="mise run {check}",
@@ -71,7 +79,11 @@ def instruction_witness(
 @json_option
 @pass_app
 def instruction_run(
-    app: AppContext, instruction: str, repo_root: str, check_command: str, allow_failure: bool
+    app: AppContext,
+    instruction: str,
+    repo_root: str | None,
+    check_command: str,
+    allow_failure: bool,
 ) -> Reply:
     """Check an envelope, run its checks, write artifacts/ciwitness/<id>.json.
 
@@ -84,10 +96,11 @@ def instruction_run(
     import os
 
     from premath.harness.instruction.pipeline import run_instruction
+    from premath.store.root import discover_root
 
     result = run_instruction(
         instruction,
-        repo_root,
+        discover_root() if repo_root is None else repo_root,
         now=app.clock.now,
         check_command=check_command,
         site_profile=os.environ.get("PREMATH_SQUEAK_SITE_PROFILE", "local"),

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from premath.cli._issues import issues_option, lines_text
-from premath.cli._options import F, json_option
+from premath.cli._options import F, json_option, project_path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.errors import IoFailure
 
@@ -533,9 +533,7 @@ def issue_discover(
 
 @issue.command("migrate-events")
 @issues_option
-@click.option(
-    "--events", default=".premath/memory/events.jsonl", show_default=True, help="Event log path"
-)
+@project_path_option("--events", default=".premath/memory/events.jsonl", help_text="Event log path")
 @json_option
 @pass_app
 def issue_migrate_events(app: AppContext, /, issues: str, events: str) -> Reply:
@@ -552,9 +550,7 @@ def issue_migrate_events(app: AppContext, /, issues: str, events: str) -> Reply:
 
 
 @issue.command("replay-events")
-@click.option(
-    "--events", default=".premath/memory/events.jsonl", show_default=True, help="Event log path"
-)
+@project_path_option("--events", default=".premath/memory/events.jsonl", help_text="Event log path")
 @issues_option
 @click.option("--cache", help="Replay cache path (default: replay-cache.json beside --issues)")
 @json_option
@@ -575,11 +571,8 @@ def issue_replay_events(app: AppContext, /, events: str, issues: str, cache: str
 @issue.command("backend-status")
 @issues_option
 @click.option("--repo", default=".", show_default=True, help="Repository root (for jj)")
-@click.option(
-    "--projection",
-    default=".premath/surreal_issue_cache.json",
-    show_default=True,
-    help="Query projection path",
+@project_path_option(
+    "--projection", default=".premath/surreal_issue_cache.json", help_text="Query projection path"
 )
 @json_option
 @pass_app

@@ -5,15 +5,13 @@ import sys
 
 import click
 
-from premath.cli._options import json_option
+from premath.cli._options import PROJECT_ROOT, json_option, project_path_option
 from premath.cli._root import CONTEXT_SETTINGS, AppContext, StrictCommand, pass_app
 from premath.errors import InputInvalid
 
 
 @click.command("mcp-serve", cls=StrictCommand, context_settings=CONTEXT_SETTINGS)
-@click.option(
-    "--issues", default=".premath/issues.jsonl", show_default=True, help="Default issues path"
-)
+@project_path_option("--issues", default=".premath/issues.jsonl", help_text="Default issues path")
 @click.option("--issue-query-backend", default="jsonl", show_default=True, help="jsonl or surreal")
 @click.option(
     "--issue-query-projection",
@@ -33,7 +31,10 @@ from premath.errors import InputInvalid
     show_default=True,
     help="Default observation surface",
 )
-@click.option("--repo-root", default=".", show_default=True, help="Repository root")
+@click.option(
+    "--repo-root",
+    help=f"Repository root: instruction witnesses, the projection cache [default: {PROJECT_ROOT}]",
+)
 @click.option("--server-name", default="premath-mcp", show_default=True, help="serverInfo.name")
 @click.option("--server-version", default="0.1.0", show_default=True, help="serverInfo.version")
 @json_option
@@ -45,7 +46,7 @@ def mcp_serve(
     issue_query_projection: str,
     mutation_policy: str,
     surface: str,
-    repo_root: str,
+    repo_root: str | None,
     server_name: str,
     server_version: str,
 ) -> int:
@@ -56,6 +57,10 @@ def mcp_serve(
     \b
     premath mcp-serve --issues .premath/issues.jsonl
     """
+    if repo_root is None:
+        from premath.store.root import discover_root
+
+        repo_root = discover_root()
     lines = [
         "premath mcp-serve",
         "  transport: stdio",

@@ -51,7 +51,9 @@ def run_text(document: dict[str, Any]) -> str:
 @click.option("--image", help="Harness image (docker executor)")
 @click.option("--memory-mb", type=click.IntRange(16), help="Memory cap in MiB")
 @click.option(
-    "--out", "out_dir", help="Empty folder for the trial (default: .premath/runs/single-<stamp>)"
+    "--out",
+    "out_dir",
+    help="Empty folder for the trial [default: .premath/runs/single-<stamp> in the project root]",
 )
 @json_option
 @pass_app

@@ -6,7 +6,7 @@ nothing on stdout and exits 1 (2 for a usage error).
 
 import click
 
-from premath.cli._options import json_option
+from premath.cli._options import json_option, project_path_option
 from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand, pass_app
 
 
@@ -17,11 +17,10 @@ from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand
     help="Control-plane contract [default: specs/premath/draft/CONTROL-PLANE-CONTRACT.json, "
     "else the copy shipped with premath]",
 )
-@click.option(
+@project_path_option(
     "--trajectory-path",
     default=".premath/harness_trajectory.jsonl",
-    show_default=True,
-    help="Trajectory the calls are recorded in",
+    help_text="Trajectory the calls are recorded in",
 )
 @click.option(
     "--step-prefix",

@@ -21,6 +21,7 @@ from premath.runner.paths import DEFAULT_RUNS_DIR, AttemptPaths
 from premath.runner.results import judge
 from premath.runner.trial import write_task_file
 from premath.store.files import read_bounded
+from premath.store.root import rebase
 from premath.timefmt import session_stamp
 
 
@@ -57,7 +58,7 @@ def _trial_folder(out_dir: str | None, now: datetime) -> Path:
             raise Conflict(f"{out_dir} is not empty; choose an empty or new --out folder")
         folder.parent.mkdir(parents=True, exist_ok=True)
         return folder
-    base = Path(DEFAULT_RUNS_DIR)
+    base = Path(rebase(DEFAULT_RUNS_DIR))  # the project's runs folder (premath.store.root)
     base.mkdir(parents=True, exist_ok=True)
     stem = f"single-{session_stamp(now)}"
     for suffix in range(1, 10_000):
