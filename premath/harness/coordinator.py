@@ -316,6 +316,7 @@ def run_coordinator(
     lock_timeout_s: float = 10.0,
 ) -> CoordinatorReport:
     """Rounds until nothing is ready, a worker fails, the rounds run out, or an interrupt."""
+    cfg.settings.paths.require_issues()  # refused before its log folder is made
     stop = threading.Event()
     result = CoordinatorReport()
     run_dir = _run_dir(cfg.log_root, now())

@@ -269,7 +269,8 @@ def _required_owner(assignee: str) -> str:
 
 
 def claim(path: str, issue_id: str, assignee: str, *, now: datetime, timeout_s: float) -> IssueRow:
-    """`issue claim`: default lease (TTL 3600 s); a missing file is an empty store."""
+    """`issue claim`: default lease (TTL 3600 s); a missing file is refused before the lock
+    (D25-4: the reference reported `issue not found` and left the lock's folder behind)."""
     owner = _required_owner(assignee)
     now_ns, _ = _now(now)
     expiry_ns = leases.lease_expiry(now_ns, None, None)
@@ -277,9 +278,7 @@ def claim(path: str, issue_id: str, assignee: str, *, now: datetime, timeout_s: 
     def edit(issues: IssueMap) -> IssueRow:
         return leases.claim_issue(issues, issue_id, owner, now_ns=now_ns, expiry_ns=expiry_ns)
 
-    row = _edit_row(path, edit, now=now, timeout_s=timeout_s)
-    assert row is not None  # claim_issue returns the row or raises
-    return row
+    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
 
 
 def claim_next(
@@ -309,9 +308,12 @@ def claim_next(
     def edit(row: IssueRow) -> None:
         leases.grant_claim(row, owner, now_ns=now_ns, expiry_ns=expiry_ns, lease_id=lease_id)
 
+    missing = IoFailure(f"issues file not found: {path} (lease_mutation_store_io)")
+    if not os.path.exists(path):
+        raise missing  # before the lock, whose folder would be left behind (D25-4)
     row = edit_chosen_row(path, choose, edit, now=now, timeout_s=timeout_s)
     if row is None and not os.path.exists(path):
-        raise IoFailure(f"issues file not found: {path} (lease_mutation_store_io)")
+        raise missing
     return row
 
 

@@ -6,7 +6,7 @@ DIVERGENT = {
     "issue.add.explicit-and-errors": "D16-2",  # D1-1, and a warning for `--status weird`
     "issue.blocked.missing-file": "D1-1",
     "issue.check.missing-file": "D1-1",
-    "issue.claim-next.errors": "D1-1",
+    "issue.claim-next.errors": "D25-4",  # D1-1, and no .premath/ left by a refused claim
     "issue.claim-next.skips": "D3-1",  # our behaviour: tests/cli/test_issue_claim_next.py
     "issue.claim-next.ttl-bounds": "D1-1",
     "issue.claim.rejections": "D1-1",

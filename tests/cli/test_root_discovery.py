@@ -229,9 +229,12 @@ def test_every_default_premath_path_option_is_resolved_in_the_project():
                 pending.append((f"{name} {sub}", found))
         roots = [param for param in command.params if param.name == "repo_root"]
         discovered_root = bool(roots) and not isinstance(roots[0].default, str)
-        for param in command.params:
-            default = param.default
-            if isinstance(default, str) and default.startswith(".premath"):
-                if param.callback is not discovered_default and not discovered_root:
-                    unresolved.append(f"{name} {param.opts[0]}")
+        unresolved += [
+            f"{name} {param.opts[0]}"
+            for param in command.params
+            if isinstance(param.default, str)
+            and param.default.startswith(".premath")
+            and param.callback is not discovered_default
+            and not discovered_root
+        ]
     assert unresolved == []
