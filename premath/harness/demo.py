@@ -171,7 +171,7 @@ def demo_text(document: dict[str, Any], verbose: bool = False) -> str:
         kpi_text(kpi),
         "",
         "What the KPI numbers mean:",
-        f"  rows={counts['windowRows']} steps recorded in the trajectory, "
+        f"  rows={counts['windowRows']} issue steps and failures in the trajectory, "
         f"completed={counts['completedRows']} of them closed their issue, "
         f"workers={counts['activeWorkers']} distinct workers.",
         f"  pass_rate={ratios['gatePassRate']}: the share of steps that passed verification "
