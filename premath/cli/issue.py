@@ -193,12 +193,14 @@ def issue_add(app: AppContext, /, title: str, issues: str, **fields: Any) -> Rep
     \b
     premath issue add "Fix it" --description $'Acceptance:\\n- parses\\nVerification: `pytest -q`'
     """
+    from premath.issues.check import new_issue_warnings
     from premath.issues.documents import issue_document
     from premath.issues.lifecycle import input_warnings
     from premath.issues.memory import add_issue
 
     row = add_issue(issues, title, now=app.clock.now(), timeout_s=app.lock_timeout(), **fields)
     warnings = input_warnings(title=title, status=fields["status"])
+    warnings += new_issue_warnings(fields["description"], fields["status"])
     return Reply(issue_document("issue.add", issues, row), text=added_text, warnings=warnings)
 
 
@@ -216,9 +218,11 @@ def issue_list(app: AppContext, status: str | None, assignee: str | None, issues
     """
     from premath.issues.documents import list_document
     from premath.issues.memory import list_issues
+    from premath.timefmt import epoch_nanos
 
-    rows = list_issues(issues, now=app.clock.now(), status=status, assignee=assignee)
-    return Reply(list_document(issues, rows), text=list_text)
+    now = app.clock.now()
+    rows = list_issues(issues, now=now, status=status, assignee=assignee)
+    return Reply(list_document(issues, rows, epoch_nanos(now)), text=list_text)
 
 
 @issue.command("ready")
@@ -522,13 +526,18 @@ def issue_discover(
     \b
     premath issue discover bd-1 "Flaky fixture" --json
     """
+    from premath.issues.check import new_issue_warnings
     from premath.issues.documents import discovered_document
     from premath.issues.memory import discover_issue
 
     row = discover_issue(
         issues, parent_id, title, now=app.clock.now(), timeout_s=app.lock_timeout(), **fields
     )
-    return Reply(discovered_document(issues, row, parent_id), text=discovered_text)
+    return Reply(
+        discovered_document(issues, row, parent_id),
+        text=discovered_text,
+        warnings=new_issue_warnings(fields["description"], "open"),
+    )
 
 
 @issue.command("migrate-events")

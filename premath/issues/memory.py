@@ -48,19 +48,22 @@ def read_store(path: str, now: datetime) -> IssueMap:
 def list_issues(
     path: str, *, now: datetime, status: str | None = None, assignee: str | None = None
 ) -> list[IssueRow]:
-    """Issues in id order, only those with exactly `status` / `assignee` when given."""
+    """Issues in claim-next's order (D25-1), only those with exactly `status` / `assignee`."""
     issues = read_store(path, now)
-    return [
+    rows = [
         row
-        for row in (issues[issue_id] for issue_id in sorted(issues))
+        for row in issues.values()
         if (status is None or row["status"] == status)
         and (assignee is None or row.get("assignee", "") == assignee)
     ]
+    rows.sort(key=leases.claim_order)
+    return rows
 
 
 def ready(path: str, *, now: datetime) -> list[IssueRow]:
-    """Open issues whose blocking dependencies are all closed, by id."""
-    return graph.ready_issues(read_store(path, now))
+    """Open issues whose blocking dependencies are all closed, in the order claim-next takes
+    them (D25-1; the reference lists them by id)."""
+    return graph.ready_issues(read_store(path, now), order=leases.claim_order)
 
 
 def blocked(path: str, *, now: datetime) -> list[BlockedIssue]:

@@ -243,7 +243,7 @@ def test_claim_next_on_a_missing_store_fails_and_creates_no_file(cli_run, workdi
     out = cli_run("issue", "claim-next", "--assignee", "w", "--json")
     assert out.exit_code == 1
     assert "lease_mutation_store_io" in out.json["error"]["message"]
-    assert sorted(p.name for p in (workdir / ".premath").iterdir()) == []
+    assert not (workdir / ".premath").exists()  # refused before the lock (D25-4)
 
 
 def test_lease_renew_by_the_holder(cli_run, workdir, clock):

@@ -8,6 +8,7 @@ from premath.issues import documents, memory
 from premath.models.serde import SchemaViolation, describe, optional_string, unsigned
 from premath.models.vocabulary import GraphScope
 from premath.text import rust_trim
+from premath.timefmt import epoch_nanos
 
 DEFAULT_ISSUES_PATH = ".premath/issues.jsonl"
 DEFAULT_NOTE_WARN_THRESHOLD = 2000
@@ -70,7 +71,7 @@ def _run(action: str, args: dict[str, Any], now: datetime) -> dict[str, Any]:
         rows = memory.list_issues(
             path, now=now, status=args.get("status"), assignee=args.get("assignee")
         )
-        return documents.list_document(path, rows)
+        return documents.list_document(path, rows, epoch_nanos(now))
     if action == "issue.check":
         threshold = args.get("noteWarnThreshold")
         report = memory.check(
