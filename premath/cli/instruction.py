@@ -104,6 +104,7 @@ def instruction_run(
         now=app.clock.now,
         check_command=check_command,
         site_profile=os.environ.get("PREMATH_SQUEAK_SITE_PROFILE", "local"),
+        report=lambda line: click.echo(line, err=True),
     )
     if result.invalid is not None:
         from premath.harness.instruction.errors import InstructionError

@@ -26,7 +26,15 @@ from typing import Any, Literal
 
 from premath.clock import Clock
 from premath.errors import InputInvalid, Interrupted, LeaseRefused, NotFound, PremathError
-from premath.harness.commands import CommandRun, command_env, failure_classes_of, run_command
+from premath.harness.commands import (
+    COMMAND_NOT_EXECUTABLE,
+    COMMAND_NOT_FOUND,
+    CommandRun,
+    command_env,
+    failure_classes_of,
+    missing_program,
+    run_command,
+)
 from premath.harness.escalation import EscalationResult, escalate
 from premath.harness.feature_ledger import load_ledger, read_prefix, write_feature
 from premath.harness.handoff import (
@@ -452,6 +460,28 @@ def _renew(cfg: WorkerConfig, claim: Claim, now: datetime) -> bool:
     return True
 
 
+def missing_programs(cfg: WorkerConfig, claim: Claim) -> list[str]:
+    """What the user must do about step commands whose program is not installed (D25-5): said
+    before the first attempt, and the failed step's next step. `mise` missing for an issue
+    without a Verification command is the usual case."""
+    path = command_env({}, cfg.pass_env).get("PATH", "")
+    advice = []
+    for name, command in (("work", cfg.work_cmd), ("verify", claim.verify_cmd)):
+        program = None if command is None else missing_program(command, path, cfg.worktree)
+        if program is None:
+            continue
+        if name == "work":
+            fix = "fix --work-cmd"
+        elif cfg.verify_cmd is not None:
+            fix = "fix --verify-cmd"
+        elif command == DEFAULT_VERIFY_CMD:
+            fix = "add a Verification command to the issue or pass --verify-cmd"
+        else:
+            fix = f"fix the Verification command of {claim.issue_id} or pass --verify-cmd"
+        advice.append(f"{program} is not installed: {fix}")
+    return advice
+
+
 def run_attempts(
     cfg: WorkerConfig,
     claim: Claim,
@@ -461,6 +491,8 @@ def run_attempts(
     report: Report = lambda _line: None,
 ) -> list[Attempt]:
     """Attempts until success, a refused gate, a lost lease, or the policy says escalate."""
+    for advice in missing_programs(cfg, claim):
+        report(f"[worker:{cfg.worker_id}] {advice}")
     attempts: list[Attempt] = []
     while True:
         number = len(attempts) + 1
@@ -672,6 +704,10 @@ def _finish(
         step_witness_ref=_step_witness_path(cfg, claim) if failed else None,
         transport_refs=transport_refs,
     )
+    if {COMMAND_NOT_FOUND, COMMAND_NOT_EXECUTABLE} & set(classes):
+        report.next_step = "; ".join(missing_programs(cfg, claim)) or (
+            "a command's program is not installed or not executable: see the step witness"
+        )
     if report.step_witness_ref is not None:
         _write_step_witness(report, os.path.join(cfg.paths.repo_root, report.step_witness_ref))
     _record(cfg, report, clock.now())

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from premath.harness.commands import command_env, run_command
+from premath.harness.commands import command_env, missing_program, run_command
 from premath.harness.instruction.envelope import (
     parse_envelope,
     read_envelope_bytes,
@@ -97,8 +97,10 @@ def run_instruction(
     now: Callable[[], datetime],
     check_command: str = DEFAULT_CHECK_COMMAND,
     site_profile: str = "local",
+    report: Callable[[str], None] = lambda _line: None,
 ) -> PipelineResult:
-    """Check, run and witness one instruction envelope; the witness is always written."""
+    """Check, run and witness one instruction envelope; the witness is always written. A check
+    command whose program is not installed (mise, by default) is reported before it runs."""
     root = Path(repo_root)
     path = Path(instruction) if os.path.isabs(instruction) else root / instruction
     instruction_id = path.stem or path.name or "instruction-invalid"
@@ -125,6 +127,13 @@ def run_instruction(
     runtime["instructionDigest"] = checked["instructionDigest"]
     results = []
     if checked["executionDecision"]["state"] == "execute":
+        path_env = command_env({}, ()).get("PATH", "")
+        program = missing_program(check_command.replace("{check}", "check"), path_env, str(root))
+        if program is not None and checked["requestedChecks"]:
+            report(
+                f"warning: {program} is not installed: the checks will fail to start; install it "
+                "or pass --check-command (e.g. --check-command 'sh -c {check}')"
+            )
         results = [
             _run_check(root, check, check_command, instruction_id)
             for check in checked["requestedChecks"]
