@@ -197,19 +197,21 @@ def bench_record(app: AppContext, run_dir: str, row: str) -> Reply:
 
 def batch_text(document: dict[str, Any]) -> str:
     from premath.runner.report.render import report_text
+    from premath.terminal import terminal_width, wrap
 
+    width = terminal_width()
     trials = document["trials"]
-    return "\n".join(
-        [
-            f"premath bench batch: {document['run_id']} ({document['run_dir']})",
-            f"  Trials: {trials['scheduled']} scheduled, {trials['ran']} run now; "
-            f"{trials['success']} success, {trials['failure']} failure, {trials['error']} error, "
-            f"{trials['pending']} pending",
-            f"  Summary: {document['report_path']}",
-            "",
-            report_text(document["report"]),
-        ]
+    lines = wrap(f"premath bench batch: {document['run_id']} ({document['run_dir']})", width)
+    lines += wrap(
+        f"Trials: {trials['scheduled']} scheduled, {trials['ran']} run now; "
+        f"{trials['success']} success, {trials['failure']} failure, {trials['error']} error, "
+        f"{trials['pending']} pending",
+        width,
+        indent="  ",
+        hang="  ",
     )
+    lines += wrap(f"Summary: {document['report_path']}", width, indent="  ", hang="  ")
+    return "\n".join([*lines, "", report_text(document["report"], width)])
 
 
 @bench.command("batch")
@@ -303,4 +305,9 @@ def bench_batch(
         html_path=options["html_path"],
         show_progress=sys.stderr.isatty() if progress is None else progress,
     )
-    return Reply(document, text=batch_text)
+    from premath.runner.runs import every_trial_errored
+
+    reason = every_trial_errored(document)
+    if reason is not None:
+        click.echo(f"error: {reason}", err=True)
+    return Reply(document, text=batch_text, exit_code=0 if reason is None else 1)

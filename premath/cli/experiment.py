@@ -49,10 +49,13 @@ fail_on_error_rate_option = click.option(
 
 
 def _error_gate(document: dict[str, Any], any_error: bool, max_rate: float | None) -> int:
-    """The exit code the --fail-on-error options ask for; the reason goes to stderr."""
-    from premath.runner.runs import error_gate_failure
+    """1 when every trial ended in error, or as the --fail-on-error options ask; the reason
+    goes to stderr."""
+    from premath.runner.runs import error_gate_failure, every_trial_errored
 
-    reason = error_gate_failure(document, 0.0 if any_error else max_rate)
+    reason = every_trial_errored(document) or error_gate_failure(
+        document, 0.0 if any_error else max_rate
+    )
     if reason is None:
         return 0
     click.echo(f"error: {reason}", err=True)
@@ -78,16 +81,33 @@ def validate_text(document: dict[str, Any]) -> str:
 
 
 def run_text(document: dict[str, Any]) -> str:
-    trials = document["trials"]
-    lines = [
-        f"premath {document['action'].replace('.', ' ')}",
-        f"  Run: {document['run_id']}",
-        f"  Folder: {document['run_dir']}",
-        f"  Trials: {trials['scheduled']} scheduled, {trials['ran']} run now; "
+    """The run in words, fitted to the terminal; errors by their most common messages."""
+    from premath.terminal import terminal_width, wrap
+
+    width = terminal_width()
+    trials, run_id = document["trials"], document["run_id"]
+    lines = [f"premath {document['action'].replace('.', ' ')}", f"  Run: {run_id}"]
+    lines += wrap(f"Folder: {document['run_dir']}", width, indent="  ", hang="  ")
+    lines += wrap(
+        f"Trials: {trials['scheduled']} scheduled, {trials['ran']} run now; "
         f"{trials['success']} success, {trials['failure']} failure, {trials['error']} error, "
         f"{trials['pending']} pending",
-        f"  Next: premath experiment report {document['run_id']}",
-    ]
+        width,
+        indent="  ",
+        hang="  ",
+    )
+    if document["error_messages"]:
+        lines.append("  Errors, most common first:")
+        for error in document["error_messages"]:
+            text = f"{error['count']} x {error['error_class']}: {error['message']}"
+            lines += wrap(text, width, indent="    ", hang="  ")
+    next_step = f"premath experiment report {run_id}"
+    if (
+        trials["error"]
+        and trials["error"] == trials["success"] + trials["failure"] + trials["error"]
+    ):
+        next_step = f"fix the cause above, then premath experiment resume {run_id} --rerun-errors"
+    lines += wrap(f"Next: {next_step}", width, indent="  ", hang="  ")
     return "\n".join(lines)
 
 

@@ -118,7 +118,7 @@ def run_single(
         label=paths.root.name,
     )
     process = runner.execute(invocation, paths)
-    verdict = judge(process, paths.result_file)
+    verdict = judge(process, paths.result_file, stderr_file=paths.stderr_file)
     return {
         "action": "run",
         "outcome": verdict.outcome,
