@@ -13,6 +13,11 @@ MIN_WIDTH = 40
 """Narrower terminals get this width: below it nothing useful fits anyway."""
 
 
+def counted(count: int, noun: str) -> str:
+    """`1 round`, `2 rounds`: a count with its noun in the right number (regular plurals)."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def terminal_width() -> int:
     """Columns of the terminal stdout writes to (`COLUMNS` first; 80 when not a terminal)."""
     return max(MIN_WIDTH, shutil.get_terminal_size((80, 24)).columns)

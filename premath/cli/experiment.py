@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from premath.cli._options import json_option, project_path_option
+from premath.cli._options import FloatRange, IntRange, json_option, project_path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 
 RUNS_DIR = ".premath/runs"
@@ -19,7 +19,7 @@ runs_dir_option = project_path_option(
 )
 concurrency_option = click.option(
     "--concurrency",
-    type=click.IntRange(1, 256),
+    type=IntRange(1, 256),
     help="Trials run at once (default: the experiment's `concurrency`, else 1)",
 )
 ray_address_option = click.option(
@@ -42,7 +42,7 @@ fail_on_error_option = click.option(
 )
 fail_on_error_rate_option = click.option(
     "--fail-on-error-rate",
-    type=click.FloatRange(0.0, 1.0),
+    type=FloatRange(0.0, 1.0),
     metavar="RATE",
     help="Exit 1 when the share of final trials that ended in error is above RATE (0..1)",
 )
@@ -67,13 +67,16 @@ def _show_progress(flag: bool | None) -> bool:
 
 
 def validate_text(document: dict[str, Any]) -> str:
+    from premath.terminal import counted
+
     return "\n".join(
         [
             "premath experiment validate",
             f"  Experiment: {document['experiment_id']} ({document['path']})",
             f"  Variants: {', '.join(document['variants'])}",
-            f"  Trials: {document['trials']} ({len(document['variants'])} variants x "
-            f"{document['tasks']} tasks x {document['replications']} replications)",
+            f"  Trials: {document['trials']} ({counted(len(document['variants']), 'variant')} x "
+            f"{counted(document['tasks'], 'task')} x "
+            f"{counted(document['replications'], 'replication')})",
             f"  Executor: {document['executor']}",
             f"  Digest: {document['digest']}",
         ]
@@ -113,7 +116,10 @@ def run_text(document: dict[str, Any]) -> str:
 
 @click.group("experiment", cls=StrictGroup)
 def experiment() -> None:
-    """Run a harness over a dataset under variants, resume runs, compare variants"""
+    """Run a harness under variants and compare them.
+
+    A run is every (variant, task, replication) trial; see specs/experiment.md.
+    """
 
 
 @experiment.command("validate")
@@ -125,7 +131,7 @@ def experiment() -> None:
 )
 @json_option
 def experiment_validate(experiment_file: str, executor: str | None) -> Reply:
-    """Check an experiment file and its dataset, listing every problem at once.
+    """Check an experiment file and its dataset. Every problem is listed at once.
 
     \b
     premath experiment validate examples/clean_harness/experiment.yaml
@@ -178,7 +184,8 @@ def experiment_run(
     """Run every trial of an experiment into a new run folder.
 
     \b
-    premath experiment run examples/clean_harness/experiment.yaml --concurrency 4 --json
+    premath experiment run examples/clean_harness/experiment.yaml \\
+        --concurrency 4 --json
     premath experiment run experiment.yaml --fail-on-error-rate 0.1   # CI gate
     """
     from premath.runner.runs import run_experiment
@@ -222,7 +229,7 @@ def experiment_resume(
     fail_on_error: bool,
     fail_on_error_rate: float | None,
 ) -> Reply:
-    """Continue an interrupted run without redoing finished trials (RUN: id or folder).
+    """Continue an interrupted run without redoing finished trials. RUN: a run id or folder.
 
     \b
     premath experiment resume demo --rerun-errors
@@ -248,14 +255,14 @@ def experiment_resume(
 @runs_dir_option
 @click.option(
     "--resamples",
-    type=click.IntRange(100, 1_000_000),
+    type=IntRange(100, 1_000_000),
     default=2000,
     show_default=True,
     help="Bootstrap resamples",
 )
 @click.option(
     "--confidence",
-    type=click.FloatRange(0.5, 0.999),
+    type=FloatRange(0.5, 0.999),
     default=0.95,
     show_default=True,
     help="Confidence level of the intervals",
@@ -271,7 +278,8 @@ def experiment_report(
     seed: int | None,
     html_path: str | None,
 ) -> Reply:
-    """Compare each variant with the baseline, per task: pass rates, errors, tests, CIs, grid.
+    """Compare each variant with the baseline, task by task. Pass rates, errors, tests, CIs and
+    the task grid; --html also writes a self-contained page.
 
     \b
     premath experiment report demo --html demo.html

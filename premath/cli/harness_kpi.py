@@ -54,7 +54,8 @@ def harness_kpi(
     rollback_kpi: float,
     min_sample_rows: int,
 ) -> Reply:
-    """Compute the throughput KPI: completed issues/day per active worker times gate pass rate.
+    """Compute the throughput KPI from the trajectory. Issues closed per worker per day, times
+    the share of steps that passed (specs/kpi.md).
 
     \b
     premath harness-kpi --window-hours 24 --json

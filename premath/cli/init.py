@@ -11,7 +11,7 @@ from premath.cli._root import AppContext, Reply, StrictCommand, pass_app
 @json_option
 @pass_app
 def init(app: AppContext, /, root: str | None) -> Reply:
-    """Create ROOT/.premath/issues.jsonl, importing ROOT/.beads/issues.jsonl if any.
+    """Create the project's .premath/issues.jsonl. From ROOT/.beads/issues.jsonl when present.
 
     ROOT defaults to the project root: the nearest folder above holding .premath/, else the
     git root, else the working folder. A beads store is read row by row: kept rows are

@@ -17,7 +17,8 @@ from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand
 @click.option("--repo-root", default=".", show_default=True, help="Repository root")
 @json_option
 def instruction_check(instruction: str, repo_root: str) -> Reply:
-    """Validate an instruction envelope: schema, policy binding, classification, proposal.
+    """Validate an instruction envelope and its policy. Schema, policy binding, classification
+    and proposal (specs/instructions.md).
 
     \b
     premath instruction-check --instruction instructions/change.json --json
@@ -44,10 +45,11 @@ def instruction_witness(
     pre_execution_reason: str | None,
     repo_root: str,
 ) -> Reply:
-    """Build the `ci.instruction.v1` witness of an instruction run.
+    """Build the witness of an instruction run. Its kind is `ci.instruction.v1`.
 
     \b
-    premath instruction-witness --instruction instructions/change.json --runtime runtime.json --json
+    premath instruction-witness --instruction instructions/change.json \\
+        --runtime runtime.json --json
     """
     from premath.harness.instruction.witness import instruction_witness as build
     from premath.harness.instruction.witness import witness_text
@@ -85,7 +87,8 @@ def instruction_run(
     check_command: str,
     allow_failure: bool,
 ) -> Reply:
-    """Check an envelope, run its checks, write artifacts/ciwitness/<id>.json.
+    """Run an instruction's checks and write its witness. The envelope is checked first; the
+    witness goes to artifacts/ciwitness/<id>.json.
 
     Exit 0 when accepted (or --allow-failure), 1 when rejected, 2 when the envelope is invalid
     (a pre-execution reject witness is still written).

@@ -50,7 +50,7 @@ def mcp_serve(
     server_name: str,
     server_version: str,
 ) -> int:
-    """Serve the issue and dependency tools over MCP (stdio, newline-delimited JSON-RPC).
+    """Serve the issue and dependency tools over MCP. Over stdio, as newline-delimited JSON-RPC.
 
     With --json, a start-up error is also printed as a JSON error document on stdout.
 

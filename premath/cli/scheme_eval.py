@@ -6,7 +6,7 @@ nothing on stdout and exits 1 (2 for a usage error).
 
 import click
 
-from premath.cli._options import json_option, project_path_option
+from premath.cli._options import IntRange, json_option, project_path_option
 from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand, pass_app
 
 
@@ -30,7 +30,7 @@ from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand
 )
 @click.option(
     "--max-calls",
-    type=click.IntRange(min=0),
+    type=IntRange(min=0),
     default=32,
     show_default=True,
     help="Most host-action calls the program may make",
@@ -53,7 +53,8 @@ def scheme_eval(
     instruction_ref: str | None,
     capability_claims: tuple[str, ...],
 ) -> Reply:
-    """Evaluate a program of host-action calls under the control-plane allowlist.
+    """Run a program of host-action calls, allowlisted. Only calls the control-plane contract
+    allows are made (specs/instructions.md).
 
     \b
     premath scheme-eval --program program.json --json

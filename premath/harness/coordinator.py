@@ -321,7 +321,8 @@ def run_coordinator(
     result = CoordinatorReport()
     run_dir = _run_dir(cfg.log_root, now())
     result.log_dir = str(run_dir)
-    report(f"[coordinator] worker logs: {run_dir}")
+    shown = os.path.relpath(run_dir)  # a person reads it: short when under the working folder
+    report(f"[coordinator] worker logs: {run_dir if shown.startswith('..') else shown}")
     started: list[str] = []
 
     def interrupted() -> None:

@@ -139,12 +139,13 @@ def _run_in(
     }
 
 
-_INTERNAL_LINES = (" override policy ", "[coordinator] worker logs: ")
+_INTERNAL_LINES = ("[coordinator] worker logs: ",)
 
 
 def demo_text(document: dict[str, Any], verbose: bool = False) -> str:
     """What happened, in words; the KPI explained; what to try next (divergence-free: ours)."""
     from premath.harness.kpi import kpi_text
+    from premath.terminal import counted
 
     coordinator, kpi = document["coordinator"], document["kpi"]
     ratios, counts = kpi["ratios"], kpi["counts"]
@@ -155,8 +156,8 @@ def demo_text(document: dict[str, Any], verbose: bool = False) -> str:
     ]
     where = f"in {document['folder']} (kept)" if document["folder"] else "in a temporary folder"
     lines = [
-        f"premath demo: {document['sampleIssueCount']} sample issues with dependencies, "
-        f"{document['workerCount']} workers running in parallel, {where}.",
+        f"premath demo: {counted(document['sampleIssueCount'], 'sample issue')} with "
+        f"dependencies, {counted(document['workerCount'], 'worker')} running in parallel, {where}.",
         "Each worker claims a ready issue under a lease, runs a work command and a verify "
         "command, passes the join gate, then closes the issue; blocked issues wait for their "
         "blockers.",
@@ -164,7 +165,7 @@ def demo_text(document: dict[str, Any], verbose: bool = False) -> str:
         *progress,
         "",
         f"Result: {coordinator['closedCount']} of {document['sampleIssueCount']} issues closed, "
-        f"{coordinator['failedCount']} failed, in {coordinator['roundCount']} rounds "
+        f"{coordinator['failedCount']} failed, in {counted(coordinator['roundCount'], 'round')} "
         f"(stopped: {coordinator['stoppedReason']}); the issue graph check says "
         f"{document['issueCheck']}.",
         "",

@@ -53,6 +53,7 @@ from premath.store.atomic import write_atomic
 from premath.store.canonical import document_bytes
 from premath.store.jsonl import iter_lines, report_torn_tail
 from premath.store.locks import hold_marker
+from premath.terminal import counted
 from premath.text import id_token
 from premath.timefmt import format_seconds_z, session_stamp
 
@@ -403,8 +404,8 @@ def every_trial_errored(summary: dict[str, Any]) -> str | None:
     # A batch's run lives under its own runs folder: name it by its folder.
     run = summary["run_id"] if summary["action"].startswith("experiment.") else summary["run_dir"]
     return (
-        f"every trial ended in error ({final} of {final}); most common, {top['count']} "
-        f"trials: {top['message']}; fix the cause, then "
+        f"every trial ended in error ({final} of {final}); most common, "
+        f"{counted(top['count'], 'trial')}: {top['message']}; fix the cause, then "
         f"`premath experiment resume {run} --rerun-errors`"
     )
 
@@ -541,7 +542,7 @@ def _execute_pending(
             progress.finish()
             if isinstance(exc, KeyboardInterrupt):
                 raise Interrupted(
-                    f"interrupted: {progress.done} of {progress.total} trials are recorded "
+                    f"interrupted: {progress.done} of {counted(progress.total, 'trial')} recorded "
                     f"and kept; continue with `premath experiment resume {state.run_id}`"
                 ) from None
             if isinstance(exc, OSError):

@@ -145,3 +145,18 @@ def test_the_loop_says_how_to_start_a_project(cli_run, workdir):
     assert result.exit_code == 1
     assert "no premath project here" in result.stderr
     assert "premath issue add TITLE" in result.stderr
+
+
+def test_the_policy_line_shows_only_with_verbose_or_an_override(cli_run, workdir):
+    make_issues(workdir, ["bd-1", "bd-2", "bd-3"])
+    plain = cli_run("harness-loop", "worker", "--worker-id", "w1", "--verify-cmd", "true")
+    assert plain.exit_code == 0
+    assert "override policy" not in plain.stderr
+    verbose = cli_run("harness-loop", "worker", "--worker-id", "w1", "--verify-cmd", "true", "-v")
+    assert "[worker:w1] override policy mode=instruction-linked;" in verbose.stderr
+    coordinated = cli_run(
+        "harness-loop", "coordinator", "--worktree", ".", "--verify-cmd", "true", "-v"
+    )
+    assert coordinated.exit_code == 0, coordinated.stderr
+    assert "[worker:worker.1] override policy mode=instruction-linked;" in coordinated.stderr
+    assert "[coordinator] worker logs: .premath/harness_steps/coordinator/" in coordinated.stderr

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from premath.terminal import fit_table, terminal_width, wrap
+from premath.terminal import counted, fit_table, terminal_width, wrap
 
 MISSING = "\u2013"  # an en dash
 """What a value without data shows (no judged trial, no pair, no test)."""
@@ -134,13 +134,14 @@ def _metadata_items(report: dict[str, Any]) -> list[tuple[str, str]]:
         (
             "finished",
             meta["finished_at"]
-            or f"not yet ({trials['pending']} trials pending: premath experiment resume "
-            f"{report['run_id']})",
+            or f"not yet ({counted(trials['pending'], 'trial')} pending: premath experiment "
+            f"resume {report['run_id']})",
         ),
         (
             "trials",
             f"{trials['final']} of {trials['scheduled']} final, {trials['pending']} pending "
-            f"({report['tasks']} tasks x {report['design']['replications']} replications)",
+            f"({counted(report['tasks'], 'task')} x "
+            f"{counted(report['design']['replications'], 'replication')})",
         ),
     ]
 
