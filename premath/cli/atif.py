@@ -45,7 +45,7 @@ def atif() -> None:
 
 
 @atif.command("validate")
-@click.argument("files", nargs=-1, required=True)
+@click.argument("files", nargs=-1, required=True, metavar="PATHS...")
 @click.option(
     "--no-validate-media",
     is_flag=True,
@@ -55,8 +55,11 @@ def atif() -> None:
 def atif_validate(files: tuple[str, ...], no_validate_media: bool) -> Reply:
     """Check ATIF trajectories with Harbor's rules. Exit 1 if any is invalid.
 
+    PATHS: trajectory files, or bench run folders (each stands for its atif/trajectory.json,
+    as `atif export` takes the folder).
+
     \b
-    premath atif validate runs/*/atif/trajectory.json --json
+    premath atif validate bench-run runs/*/atif/trajectory.json --json
     """
     from premath.atif.validate import validate_files
 
