@@ -145,7 +145,7 @@ _INTERNAL_LINES = ("[coordinator] worker logs: ",)
 def demo_text(document: dict[str, Any], verbose: bool = False) -> str:
     """What happened, in words; the KPI explained; what to try next (divergence-free: ours)."""
     from premath.harness.kpi import kpi_text
-    from premath.terminal import counted
+    from premath.terminal import counted, terminal_width, wrap
 
     coordinator, kpi = document["coordinator"], document["kpi"]
     ratios, counts = kpi["ratios"], kpi["counts"]
@@ -185,13 +185,27 @@ def demo_text(document: dict[str, Any], verbose: bool = False) -> str:
         f"(here: {kpi['decision']['state']}).",
         "",
         "Try it in your own repository:",
-        '  premath issue add "Fix the parser" --description $\'Acceptance:\\n- parses\\n'
-        "Verification: `pytest -q`'",
-        "  premath harness step --worker-id me --work-cmd 'your fix command' --json",
-        "  premath harness-loop coordinator --worktree . --rounds 5 --work-cmd '...'",
     ]
     if document["folder"]:
         lines.append(f"The demo's files are in {document['folder']} (.premath/ holds the record).")
     elif not verbose:
         lines.append("Run `premath demo -v` for every line, `--keep DIR` to keep the files.")
-    return "\n".join(lines)
+    # Prose is fitted to the terminal; the commands to copy are already short lines.
+    width = terminal_width()
+    fitted = [
+        part
+        for line in lines
+        for part in (
+            line.splitlines() or [""]
+            if line.startswith("[") or "\n" in line  # progress lines, the KPI's own lines
+            else wrap(line.lstrip(), width, indent=line[: len(line) - len(line.lstrip())])
+        )
+    ]
+    commands = [
+        '  premath issue add "Fix the parser" \\',
+        "    --description $'Acceptance:\\n- parses\\nVerification: `pytest -q`'",
+        "  premath harness step --worker-id me --work-cmd 'your fix command' --json",
+        "  premath harness-loop coordinator --worktree . --rounds 5 --work-cmd '...'",
+    ]
+    at = fitted.index("Try it in your own repository:") + 1
+    return "\n".join([*fitted[:at], *commands, *fitted[at:]])

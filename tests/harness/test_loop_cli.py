@@ -86,12 +86,14 @@ def test_demo_drains_the_sample_issues_and_passes_the_kpi(cli_run):
     assert "[harness-kpi] deterministic throughput benchmark" in text.stdout
     assert "What the KPI numbers mean:" in text.stdout
     assert "override policy" not in text.stdout
-    assert text.stdout.rstrip().splitlines()[-4:-1] == [
-        '  premath issue add "Fix the parser" --description $\'Acceptance:\\n- parses\\n'
-        "Verification: `pytest -q`'",
+    assert text.stdout.rstrip().splitlines()[-5:-1] == [
+        '  premath issue add "Fix the parser" \\',
+        "    --description $'Acceptance:\\n- parses\\nVerification: `pytest -q`'",
         "  premath harness step --worker-id me --work-cmd 'your fix command' --json",
         "  premath harness-loop coordinator --worktree . --rounds 5 --work-cmd '...'",
     ]
+    assert max(map(len, text.stdout.splitlines())) <= 80  # piped: fitted to 80 columns
+    assert "in 1 round (stopped" in text.stdout  # not "in 1 rounds"
     assert "override policy" in cli_run("demo", "-v").stdout
 
 
@@ -100,7 +102,7 @@ def test_demo_keeps_its_folder(cli_run, tmp_path):
     result = cli_run("demo", "--keep", str(kept))
     assert result.exit_code == 0, result.stderr
     assert (kept / ".premath" / "issues.jsonl").is_file()
-    assert f"The demo's files are in {kept}" in result.stdout
+    assert f"The demo's files are in {kept}" in " ".join(result.stdout.split())  # wrapped
     refused = cli_run("demo", "--keep", str(kept), "--json")
     assert (refused.exit_code, refused.json["error"]["code"]) == (2, "usage_error")
 
