@@ -203,20 +203,13 @@ def bench_record(app: AppContext, run_dir: str, row: str) -> Reply:
 
 
 def batch_text(document: dict[str, Any]) -> str:
+    from premath.cli.experiment import trials_lines
     from premath.runner.report.render import report_text
     from premath.terminal import terminal_width, wrap
 
     width = terminal_width()
-    trials = document["trials"]
     lines = wrap(f"premath bench batch: {document['run_id']} ({document['run_dir']})", width)
-    lines += wrap(
-        f"Trials: {trials['scheduled']} scheduled, {trials['ran']} run now; "
-        f"{trials['success']} success, {trials['failure']} failure, {trials['error']} error, "
-        f"{trials['pending']} pending",
-        width,
-        indent="  ",
-        hang="  ",
-    )
+    lines += trials_lines(document["trials"], width)
     lines += wrap(f"Summary: {document['report_path']}", width, indent="  ", hang="  ")
     return "\n".join([*lines, "", report_text(document["report"], width)])
 

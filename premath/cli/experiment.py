@@ -83,6 +83,20 @@ def validate_text(document: dict[str, Any]) -> str:
     )
 
 
+def trials_lines(trials: dict[str, int], width: int) -> list[str]:
+    """The `  Trials: ...` line of a run (or batch) summary, fitted to `width`."""
+    from premath.terminal import wrap
+
+    return wrap(
+        f"Trials: {trials['scheduled']} scheduled, {trials['ran']} run now; "
+        f"{trials['success']} success, {trials['failure']} failure, {trials['error']} error, "
+        f"{trials['pending']} pending",
+        width,
+        indent="  ",
+        hang="  ",
+    )
+
+
 def run_text(document: dict[str, Any]) -> str:
     """The run in words, fitted to the terminal; errors by their most common messages."""
     from premath.terminal import terminal_width, wrap
@@ -91,14 +105,7 @@ def run_text(document: dict[str, Any]) -> str:
     trials, run_id = document["trials"], document["run_id"]
     lines = [f"premath {document['action'].replace('.', ' ')}", f"  Run: {run_id}"]
     lines += wrap(f"Folder: {document['run_dir']}", width, indent="  ", hang="  ")
-    lines += wrap(
-        f"Trials: {trials['scheduled']} scheduled, {trials['ran']} run now; "
-        f"{trials['success']} success, {trials['failure']} failure, {trials['error']} error, "
-        f"{trials['pending']} pending",
-        width,
-        indent="  ",
-        hang="  ",
-    )
+    lines += trials_lines(trials, width)
     if document["error_messages"]:
         lines.append("  Errors, most common first:")
         for error in document["error_messages"]:

@@ -26,15 +26,15 @@ def bench(cli_run, *args):
     return cli_run("bench", "run", *args)
 
 
+def sample_run(cli_run, *args):
+    """The sample task with the sample harness under the example policy."""
+    task = ("--task", str(SAMPLE_TASK), "--command", sample_command())
+    return bench(cli_run, *task, "--policy", str(EXAMPLE_POLICY), *args)
+
+
 def test_sample_run_leaves_four_valid_artifacts(cli_run, workdir, workspace):
-    result = bench(
+    result = sample_run(
         cli_run,
-        "--task",
-        str(SAMPLE_TASK),
-        "--command",
-        sample_command(),
-        "--policy",
-        str(EXAMPLE_POLICY),
         "--cwd",
         str(workspace),
         "--run-dir",
@@ -406,18 +406,7 @@ def test_the_readme_s_sample_run_leaves_the_current_folder_alone_and_validates_b
 ):
     """The README's command, without --cwd: the sample harness works in the run's work area,
     and `atif validate` takes the run folder as `atif export` does."""
-    result = bench(
-        cli_run,
-        "--task",
-        str(SAMPLE_TASK),
-        "--command",
-        sample_command(),
-        "--policy",
-        str(EXAMPLE_POLICY),
-        "--run-dir",
-        "bench-run",
-        "--json",
-    )
+    result = sample_run(cli_run, "--run-dir", "bench-run", "--json")
     assert result.exit_code == 0, result.stderr
     assert sorted(path.name for path in workdir.iterdir()) == ["bench-run"]
     assert (workdir / "bench-run" / "work" / "hello.txt").read_text() == "hello\n"

@@ -7,26 +7,10 @@ import click
 import pytest
 
 from premath.cli import cli
-from tests.support.cli import invoke
+from tests.support.cli import every_command, invoke
 from tests.support.terminal import PREMATH, run_in_pty, screen_lines
 
-
-def _every_command() -> list[tuple[str, ...]]:
-    context = click.Context(cli)
-    paths: list[tuple[str, ...]] = [()]
-    pending: list[tuple[tuple[str, ...], click.Command]] = [((), cli)]
-    while pending:
-        path, command = pending.pop()
-        if isinstance(command, click.Group):
-            for name in command.list_commands(context):
-                sub = command.get_command(context, name)
-                assert sub is not None
-                paths.append((*path, name))
-                pending.append(((*path, name), sub))
-    return sorted(paths)
-
-
-COMMANDS = _every_command()
+COMMANDS = [path for path, _ in every_command()]
 JARGON = [
     re.compile(r"\bTusk\b"),  # the reference's internal code name
     re.compile(r"\bD\d+-\d+\b"),  # divergence ids: docs/divergences.md, not help
@@ -58,13 +42,7 @@ def test_help_speaks_the_user_s_language(path):
 
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "premath")
 def test_each_option_shows_one_default(path):
-    command: click.Command = cli
-    context = click.Context(cli)
-    for name in path:
-        assert isinstance(command, click.Group)
-        found = command.get_command(context, name)
-        assert found is not None
-        command = found
+    command = dict(every_command())[path]
     doubled = [
         param.opts[0]
         for param in command.params

@@ -212,21 +212,12 @@ def test_every_default_premath_path_option_is_resolved_in_the_project():
     """Every option in the CLI whose default is a `.premath/...` path goes through the one
     root-discovery function: its own callback, or a `--repo-root` it is relative to whose
     default is the discovered root (no command resolves one against the working folder)."""
-    import click
-
-    from premath.cli import cli
     from premath.cli._options import discovered_default
+    from tests.support.cli import every_command
 
     unresolved = []
-    context = click.Context(cli)
-    pending: list[tuple[str, click.Command]] = [("premath", cli)]
-    while pending:
-        name, command = pending.pop()
-        if isinstance(command, click.Group):
-            for sub in command.list_commands(context):
-                found = command.get_command(context, sub)
-                assert found is not None
-                pending.append((f"{name} {sub}", found))
+    for path, command in every_command():
+        name = " ".join(("premath", *path))
         roots = [param for param in command.params if param.name == "repo_root"]
         discovered_root = bool(roots) and not isinstance(roots[0].default, str)
         unresolved += [
