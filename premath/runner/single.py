@@ -42,6 +42,8 @@ def _read_task(task_path: str) -> bytes:
         data = read_bounded(task_path, TASK_CAP)
     except FileNotFoundError:
         raise NotFound(f"task file {task_path} does not exist") from None
+    except IsADirectoryError:
+        raise InputInvalid(f"{task_path} is a folder; pass the task's JSON file") from None
     except OSError as exc:
         raise InputInvalid(f"cannot read {task_path}: {exc.strerror or exc}") from exc
     try:
