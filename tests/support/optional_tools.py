@@ -206,7 +206,9 @@ def require(probe: Probe, *, module_level: bool = False) -> str:
     if probe.found is not None:
         return probe.found
     if required(probe.tool):
-        pytest.fail(f"{REQUIRE_ENV} requires {probe.tool}, but {probe.missing}", pytrace=False)
+        pytest.fail(
+            f"this run requires {probe.tool} ({REQUIRE_ENV}), but {probe.missing}", pytrace=False
+        )
     pytest.skip(probe.skip_reason, allow_module_level=module_level)
 
 
