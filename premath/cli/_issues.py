@@ -2,19 +2,15 @@
 
 from typing import Any
 
-import click
-
-from premath.cli._options import discovered_default
+from premath.cli._options import project_path_option
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
-issues_option = click.option(
+issues_option = project_path_option(
     "--issues",
     "--issues-path",
     "issues",
     default=DEFAULT_ISSUES_PATH,
-    show_default=True,
-    help="Issues JSONL path [default: under the nearest folder above holding .premath/]",
-    callback=discovered_default,
+    help_text="Issues JSONL path",
 )
 
 

@@ -4,7 +4,7 @@ from typing import Any
 
 import click
 
-from premath.cli._options import discovered_default, json_option, path_option
+from premath.cli._options import json_option, path_option, project_path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH, SESSION_STATES
 
@@ -48,14 +48,18 @@ def bootstrap_text(document: dict[str, Any]) -> str:
 
 @click.group("harness-session", cls=StrictGroup)
 def harness_session() -> None:
-    """Manage Tusk harness-session handoff artifacts"""
+    """Read and write the session handoff.
+
+    The handoff (.premath/harness_session.json) says where the last agent stopped and what
+    to do next; see specs/harness-session.md.
+    """
 
 
 @harness_session.command("read")
 @session_path_option
 @json_option
 def harness_session_read(path: str) -> Reply:
-    """Show the session handoff so an agent can resume where the last one stopped.
+    """Show the session handoff, where the last agent stopped.
 
     \b
     premath harness-session read --json
@@ -83,14 +87,12 @@ def harness_session_read(path: str) -> Reply:
 @click.option("--instruction-ref", multiple=True, help="Instruction witness references")
 @click.option("--witness-ref", multiple=True, help="Gate/CI witness references")
 @click.option("--lineage-ref", multiple=True, help="Site lineage references (ctx/cover/refinement)")
-@click.option(
+@project_path_option(
     "--issues",
     "--issues-path",
     "issues",
     default=DEFAULT_ISSUES_PATH,
-    show_default=True,
-    callback=discovered_default,
-    help="Optional issues JSONL path for snapshot reference derivation",
+    help_text="Issues JSONL path; the session records a digest of it",
 )
 @json_option
 @pass_app
@@ -107,10 +109,11 @@ def harness_session_write(
     lineage_ref: tuple[str, ...],
     issues: str,
 ) -> Reply:
-    """Create or update the session handoff (sessionId and startedAt are kept on update).
+    """Create or update the session handoff. Its sessionId and startedAt are kept on update.
 
     \b
-    premath harness-session write --state active --issue-id bd-7 --summary "start" --json
+    premath harness-session write --state active --issue-id bd-7 \\
+        --summary "start" --json
     """
     from premath.harness.session import write_session
 
@@ -134,15 +137,15 @@ def harness_session_write(
 
 @harness_session.command("bootstrap")
 @session_path_option
-@click.option(
+@project_path_option(
     "--feature-ledger",
     default=LEDGER_PATH,
-    show_default=True,
-    help="Harness feature-ledger artifact path used for deterministic next-step projection",
+    help_text="Feature ledger the next step is read from",
 )
 @json_option
 def harness_session_bootstrap(path: str, feature_ledger: str) -> Reply:
-    """Project how the next agent should pick up: resume or attach, next issue and feature.
+    """Show how the next agent should pick up the work. Resume or attach, with the next issue
+    and feature.
 
     \b
     premath harness-session bootstrap --json

@@ -66,7 +66,11 @@ def query_text(document: dict[str, Any]) -> str:
 
 @click.group("harness-trajectory", cls=StrictGroup)
 def harness_trajectory() -> None:
-    """Manage append-only Tusk harness step trajectory rows"""
+    """Append to and query the step trajectory.
+
+    The trajectory (.premath/harness_trajectory.jsonl) records every step, append-only; see
+    specs/harness-trajectory.md.
+    """
 
 
 @harness_trajectory.command("append")
@@ -85,7 +89,7 @@ def harness_trajectory() -> None:
 @json_option
 @pass_app
 def harness_trajectory_append(app: AppContext, /, path: str, **fields: Any) -> Reply:
-    """Append one step row to the trajectory (one whole line, under a lock).
+    """Append one step row to the trajectory. One whole line, under a lock.
 
     \b
     premath harness-trajectory append --step-id w1.bd-7.3 --action run.check \\
@@ -117,7 +121,7 @@ def harness_trajectory_append(app: AppContext, /, path: str, **fields: Any) -> R
 )
 @json_option
 def harness_trajectory_query(path: str, mode: str, limit: int) -> Reply:
-    """Show the latest, failed or retry-needed steps, newest first, with counts over all rows.
+    """Show the latest, failed or retry-needed steps, newest first. Counts cover all rows.
 
     \b
     premath harness-trajectory query --mode failed --limit 20 --json

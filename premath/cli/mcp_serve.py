@@ -7,15 +7,13 @@ import sys
 
 import click
 
-from premath.cli._options import json_option
+from premath.cli._options import PROJECT_ROOT, json_option, project_path_option
 from premath.cli._root import CONTEXT_SETTINGS, AppContext, StrictCommand, pass_app
 from premath.errors import InputInvalid, InvalidUsage
 
 
 @click.command("mcp-serve", cls=StrictCommand, context_settings=CONTEXT_SETTINGS)
-@click.option(
-    "--issues", default=".premath/issues.jsonl", show_default=True, help="Default issues path"
-)
+@project_path_option("--issues", default=".premath/issues.jsonl", help_text="Default issues path")
 @click.option("--issue-query-backend", default="jsonl", show_default=True, help="jsonl or surreal")
 @click.option(
     "--issue-query-projection",
@@ -35,7 +33,10 @@ from premath.errors import InputInvalid, InvalidUsage
     show_default=True,
     help="Default observation surface",
 )
-@click.option("--repo-root", default=".", show_default=True, help="Repository root")
+@click.option(
+    "--repo-root",
+    help=f"Repository root: instruction witnesses, the projection cache [default: {PROJECT_ROOT}]",
+)
 @click.option("--server-name", default="premath-mcp", show_default=True, help="serverInfo.name")
 @click.option("--server-version", default="0.1.0", show_default=True, help="serverInfo.version")
 @click.option(
@@ -131,7 +132,7 @@ def mcp_serve(
     issue_query_projection: str,
     mutation_policy: str,
     surface: str,
-    repo_root: str,
+    repo_root: str | None,
     server_name: str,
     server_version: str,
     transport: str,
@@ -150,10 +151,10 @@ def mcp_serve(
     max_connections: int,
     access_log: str | None,
 ) -> int:
-    """Serve the issue and dependency tools over MCP: stdio, or streamable HTTP at /mcp.
+    """Serve the issue and dependency tools over MCP, over stdio or streamable HTTP.
 
-    Stdio speaks newline-delimited JSON-RPC to one client; streamable HTTP serves many, each
-    request with `Authorization: Bearer <token>` (specs/mcp-http.md).
+    Stdio speaks newline-delimited JSON-RPC to one client; streamable HTTP serves many at
+    /mcp, each request with `Authorization: Bearer <token>` (specs/mcp-http.md).
 
     With --json, a start-up error is also printed as a JSON error document on stdout.
 
@@ -161,6 +162,10 @@ def mcp_serve(
     premath mcp-serve --issues .premath/issues.jsonl
     premath mcp-serve --transport streamable-http --bind 127.0.0.1:8765 --token-file tokens
     """
+    if repo_root is None:
+        from premath.store.root import discover_root
+
+        repo_root = discover_root()
     lines = [
         "premath mcp-serve",
         f"  transport: {transport}",

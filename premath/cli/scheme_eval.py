@@ -6,7 +6,7 @@ nothing on stdout and exits 1 (2 for a usage error).
 
 import click
 
-from premath.cli._options import json_option
+from premath.cli._options import IntRange, json_option, project_path_option
 from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand, pass_app
 
 
@@ -17,11 +17,10 @@ from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand
     help="Control-plane contract [default: specs/premath/draft/CONTROL-PLANE-CONTRACT.json, "
     "else the copy shipped with premath]",
 )
-@click.option(
+@project_path_option(
     "--trajectory-path",
     default=".premath/harness_trajectory.jsonl",
-    show_default=True,
-    help="Trajectory the calls are recorded in",
+    help_text="Trajectory the calls are recorded in",
 )
 @click.option(
     "--step-prefix",
@@ -31,7 +30,7 @@ from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand
 )
 @click.option(
     "--max-calls",
-    type=click.IntRange(min=0),
+    type=IntRange(min=0),
     default=32,
     show_default=True,
     help="Most host-action calls the program may make",
@@ -75,7 +74,8 @@ def scheme_eval(
     contract_extension: str | None,
     replay_effects: str | None,
 ) -> Reply:
-    """Evaluate a program of host-action calls under the control-plane allowlist.
+    """Run a program of host-action calls, allowlisted. Only calls the control-plane contract
+    allows are made (specs/instructions.md).
 
     With --replay, run it again and check its effects against a recorded run (exit 1 on any
     difference).

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from premath.errors import InvalidUsage
+from premath.errors import InvalidUsage, NotFound
 from premath.harness.lane import MutationAuthority, resolve_mutation_authority
 from premath.models.retry_policy import RetryPolicy
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
@@ -70,6 +70,16 @@ class LoopPaths:
             steps_dir=os.path.join(premath_dir, "harness_steps"),
             join_witness_dir=os.path.join(premath_dir, "join-witnesses"),
         )
+
+    def require_issues(self) -> None:
+        """Refuse to start (writing nothing) where there is no issue memory: outside a
+        project a loop command would otherwise leave a `.premath/` behind and fail."""
+        if not os.path.isfile(self.issues):
+            raise NotFound(
+                f"issues file not found: {self.issues}: no premath project here (no .premath/ "
+                "in this folder or above); start one with `premath issue add TITLE` or "
+                "`premath init`, or pass --repo-root"
+            )
 
     def relative(self, path: str) -> str:
         """`path` as committed artifacts name it (divergence D16-7): relative to the repository

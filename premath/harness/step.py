@@ -26,7 +26,13 @@ from typing import Any, Literal
 
 from premath.clock import Clock
 from premath.errors import InputInvalid, Interrupted, LeaseRefused, NotFound, PremathError
-from premath.harness.commands import command_env, run_command
+from premath.harness.commands import (
+    COMMAND_NOT_EXECUTABLE,
+    COMMAND_NOT_FOUND,
+    command_env,
+    missing_program,
+    run_command,
+)
 from premath.harness.escalation import EscalationResult, escalate
 from premath.harness.feature_ledger import load_ledger, read_prefix, write_feature
 from premath.harness.handoff import (
@@ -246,6 +252,7 @@ def claim_next_issue(cfg: WorkerConfig, step_index: int, clock: Clock) -> Claim 
 
 def claim_for_agent(cfg: WorkerConfig, step_index: int, clock: Clock) -> dict[str, Any]:
     """`harness claim`: claim the next ready issue and begin its step; the agent works next."""
+    cfg.paths.require_issues()
     claim = claim_next_issue(cfg, step_index, clock)
     document: dict[str, Any] = {"action": "harness.claim", "claimed": claim is not None}
     if claim is None:
@@ -485,6 +492,28 @@ def _renew(cfg: WorkerConfig, claim: Claim, now: datetime) -> bool:
     return True
 
 
+def missing_programs(cfg: WorkerConfig, claim: Claim) -> list[str]:
+    """What the user must do about step commands whose program is not installed (D25-5): said
+    before the first attempt, and the failed step's next step. `mise` missing for an issue
+    without a Verification command is the usual case."""
+    path = command_env({}, cfg.pass_env).get("PATH", "")
+    advice = []
+    for name, command in (("work", cfg.work_cmd), ("verify", claim.verify_cmd)):
+        program = None if command is None else missing_program(command, path, cfg.worktree)
+        if program is None:
+            continue
+        if name == "work":
+            fix = "fix --work-cmd"
+        elif cfg.verify_cmd is not None:
+            fix = "fix --verify-cmd"
+        elif command == DEFAULT_VERIFY_CMD:
+            fix = "add a Verification command to the issue or pass --verify-cmd"
+        else:
+            fix = f"fix the Verification command of {claim.issue_id} or pass --verify-cmd"
+        advice.append(f"{program} is not installed: {fix}")
+    return advice
+
+
 def run_attempts(
     cfg: WorkerConfig,
     claim: Claim,
@@ -494,6 +523,8 @@ def run_attempts(
     report: Report = lambda _line: None,
 ) -> list[Attempt]:
     """Attempts until success, a refused gate, a lost lease, or the policy says escalate."""
+    for advice in missing_programs(cfg, claim):
+        report(f"[worker:{cfg.worker_id}] {advice}")
     attempts: list[Attempt] = []
     while True:
         number = len(attempts) + 1
@@ -705,6 +736,10 @@ def _finish(
         step_witness_ref=_step_witness_path(cfg, claim) if failed else None,
         transport_refs=transport_refs,
     )
+    if {COMMAND_NOT_FOUND, COMMAND_NOT_EXECUTABLE} & set(classes):
+        report.next_step = "; ".join(missing_programs(cfg, claim)) or (
+            "a command's program is not installed or not executable: see the step witness"
+        )
     if report.step_witness_ref is not None:
         _write_step_witness(report, os.path.join(cfg.paths.repo_root, report.step_witness_ref))
     _record(cfg, report, clock.now())

@@ -259,8 +259,15 @@ def claim_issue(
 def natural_key(issue_id: str) -> tuple[Any, ...]:
     """Digits compare as numbers: `bd-2` before `bd-10` (D3-2). Kept per id: a long-lived
     server ranks the same candidates on every claim."""
-    parts = _NATURAL_PARTS.split(issue_id)
-    return tuple(int(part) if index % 2 else part for index, part in enumerate(parts))
+    parts: list[Any] = _NATURAL_PARTS.split(issue_id)
+    parts[1::2] = map(int, parts[1::2])  # the digit runs (odd places of the split)
+    return tuple(parts)
+
+
+def claim_order(row: IssueRow) -> tuple[Any, ...]:
+    """Where claim-next takes a row: priority (lower first), then the id in natural order, then
+    byte order (D3-2). `issue ready`/`list` list in this order too (D25-1)."""
+    return (row["priority"], natural_key(row["id"]), row["id"])
 
 
 def _stale_test(now_ns: int) -> Callable[[LeaseRow], bool]:
@@ -340,10 +347,7 @@ def claim_choice(
     if not candidates:
         return None
     best_priority = min(row["priority"] for row in candidates)
-    return min(
-        (row for row in candidates if row["priority"] == best_priority),
-        key=lambda row: (natural_key(row["id"]), row["id"]),
-    )
+    return min((row for row in candidates if row["priority"] == best_priority), key=claim_order)
 
 
 def grant_claim(

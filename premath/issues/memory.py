@@ -48,24 +48,27 @@ def read_store(path: str, now: datetime) -> IssueMap:
 def list_issues(
     path: str, *, now: datetime, status: str | None = None, assignee: str | None = None
 ) -> list[IssueRow]:
-    """Issues in id order, only those with exactly `status` / `assignee` when given."""
+    """Issues in claim-next's order (D25-1), only those with exactly `status` / `assignee`."""
     return filter_issues(read_store(path, now), status=status, assignee=assignee)
 
 
 def filter_issues(
     issues: IssueMap, *, status: str | None = None, assignee: str | None = None
 ) -> list[IssueRow]:
-    return [
+    rows = [
         row
-        for row in (issues[issue_id] for issue_id in sorted(issues))
+        for row in issues.values()
         if (status is None or row["status"] == status)
         and (assignee is None or row.get("assignee", "") == assignee)
     ]
+    rows.sort(key=leases.claim_order)
+    return rows
 
 
 def ready(path: str, *, now: datetime) -> list[IssueRow]:
-    """Open issues whose blocking dependencies are all closed, by id."""
-    return graph.ready_issues(read_store(path, now))
+    """Open issues whose blocking dependencies are all closed, in the order claim-next takes
+    them (D25-1; the reference lists them by id)."""
+    return graph.ready_issues(read_store(path, now), order=leases.claim_order)
 
 
 def blocked(path: str, *, now: datetime) -> list[BlockedIssue]:
@@ -274,7 +277,8 @@ def _required_owner(assignee: str) -> str:
 
 
 def claim(path: str, issue_id: str, assignee: str, *, now: datetime, timeout_s: float) -> IssueRow:
-    """`issue claim`: default lease (TTL 3600 s); a missing file is an empty store."""
+    """`issue claim`: default lease (TTL 3600 s); a missing file is refused before the lock
+    (D25-4: the reference reported `issue not found` and left the lock's folder behind)."""
     owner = _required_owner(assignee)
     now_ns, _ = _now(now)
     expiry_ns = leases.lease_expiry(now_ns, None, None)
@@ -282,9 +286,7 @@ def claim(path: str, issue_id: str, assignee: str, *, now: datetime, timeout_s: 
     def edit(issues: IssueMap) -> IssueRow:
         return leases.claim_issue(issues, issue_id, owner, now_ns=now_ns, expiry_ns=expiry_ns)
 
-    row = _edit_row(path, edit, now=now, timeout_s=timeout_s)
-    assert row is not None  # claim_issue returns the row or raises
-    return row
+    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
 
 
 def claim_next(
@@ -314,9 +316,12 @@ def claim_next(
     def edit(row: IssueRow) -> None:
         leases.grant_claim(row, owner, now_ns=now_ns, expiry_ns=expiry_ns, lease_id=lease_id)
 
+    missing = IoFailure(f"issues file not found: {path} (lease_mutation_store_io)")
+    if not os.path.exists(path):
+        raise missing  # before the lock, whose folder would be left behind (D25-4)
     row = edit_chosen_row(path, choose, edit, now=now, timeout_s=timeout_s)
     if row is None and not os.path.exists(path):
-        raise IoFailure(f"issues file not found: {path} (lease_mutation_store_io)")
+        raise missing
     return row
 
 

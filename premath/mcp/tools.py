@@ -99,14 +99,8 @@ class ServerConfig:
     witness_key_file: str | None = None
 
 
-def _lease_summary(row: IssueRow, now_ns: int) -> Document:
-    """`issueSummary` of the MCP tools: the CLI summary plus the lease with its state."""
-    change = leases.LeaseChange(row, now_ns)
-    return {**documents.issue_summary(row), "lease": documents.lease_view(row, change)}
-
-
 def _issue_fields(row: IssueRow, now_ns: int) -> Document:
-    return {"issue": _lease_summary(row, now_ns)}
+    return {"issue": documents.lease_summary(row, now_ns)}
 
 
 class ToolService:
@@ -207,12 +201,14 @@ class ToolService:
         now_ns = epoch_nanos(now)
         status = self._blank_none(args, "status")
         assignee = self._blank_none(args, "assignee")
-        items = [
-            _lease_summary(issues[issue_id], now_ns)
-            for issue_id in sorted(issues)
-            if (status is None or issues[issue_id]["status"] == status)
-            and (assignee is None or issues[issue_id].get("assignee", "") == assignee)
+        rows = [
+            row
+            for row in issues.values()
+            if (status is None or row["status"] == status)
+            and (assignee is None or row.get("assignee", "") == assignee)
         ]
+        rows.sort(key=leases.claim_order)  # the order claim-next takes them (D25-1)
+        items = [documents.lease_summary(row, now_ns) for row in rows]
         return {
             **self._head("issue.list", path),
             "querySource": self._query_source(path, issues),

@@ -18,6 +18,7 @@ from premath.issues import leases
 from premath.issues.lifecycle import set_status
 from premath.models.issue_row import IssueRow, LeaseRow
 from premath.store.issues_file import Changes, IssueMap, WarmStores, mutate_store
+from premath.store.root import rebase
 from premath.text import rust_trim
 from premath.timefmt import NANOS_PER_SECOND, epoch_nanos, format_autosi_z
 from premath.transport.payloads import (
@@ -68,7 +69,8 @@ class LeaseOutcome:
 
 
 def issues_path_of(requested: str | None) -> str:
-    return blank_to_none(requested) or DEFAULT_ISSUES_PATH
+    """The payload's `issuesPath`, else the project's issues file (premath.store.root)."""
+    return blank_to_none(requested) or rebase(DEFAULT_ISSUES_PATH)
 
 
 _LEASE_ERRORS = (leases.LeaseInputRejected, leases.LeaseIssueMissing, leases.LeaseDenied)

@@ -1,7 +1,7 @@
 """A real MCP client nobody here wrote: the MCP Inspector's CLI mode lists our tools and calls
-them against `premath mcp-serve`, over stdio and over streamable HTTP with a bearer token
-(CI installs it: .ci/run). Without the package (or, for HTTP, a version whose CLI takes
-`--header`) the tests skip and say how to install it."""
+them against `premath mcp-serve`, over stdio and over streamable HTTP with a bearer token.
+Whether the Inspector is installed is decided up front (tests/support/optional_tools.py); CI
+installs it (.ci/run). The HTTP test also needs a CLI that takes `--header` (2.x)."""
 
 import shutil
 import subprocess
@@ -13,21 +13,18 @@ import pytest
 
 from tests.cli.test_issue import row, seed, stored
 from tests.mcp.client import REPO_ROOT, http_server, new_token, server_env, token_file
-
-INSPECTOR = "@modelcontextprotocol/inspector"
-INSTALL = f"npm install -g {INSPECTOR}@2.12.0"
+from tests.support import optional_tools
 
 
 def installed_inspector() -> Path:
-    """The globally installed Inspector package's folder, found through npm (not npx's errors)."""
-    npm = shutil.which("npm")
-    if npm is None or shutil.which("npx") is None:
-        pytest.skip(f"Node's npm/npx are not installed (the MCP Inspector runs on Node): {INSTALL}")
-    root = subprocess.run([npm, "root", "-g"], capture_output=True, text=True, check=False)
-    package = Path(root.stdout.strip()) / INSPECTOR
-    if not (package / "package.json").is_file():
-        pytest.skip(f"{INSPECTOR} is not installed: {INSTALL}")
-    return package
+    return Path(optional_tools.require(optional_tools.inspector()))
+
+
+def inspector_script(package: Path) -> Path:
+    """The package's own `mcp-inspector` entry point (what `npx` would start)."""
+    bins = orjson.loads((package / "package.json").read_bytes())["bin"]
+    entry = bins["mcp-inspector"] if isinstance(bins, dict) else bins
+    return package / entry
 
 
 def inspector_takes_headers(package: Path) -> bool:
@@ -40,16 +37,16 @@ def inspector_takes_headers(package: Path) -> bool:
 
 
 def inspector(workdir, *argv: str, expect_ok: bool = True) -> dict:
-    installed_inspector()
-    npx = shutil.which("npx")
-    assert npx is not None
+    package = installed_inspector()
+    node = shutil.which("node")
+    assert node is not None, "npm is installed but node is not on PATH"
     done = subprocess.run(
-        [npx, "--no-install", INSPECTOR, "--cli", *argv],
+        [node, str(inspector_script(package)), "--cli", *argv],
         capture_output=True,
         cwd=workdir,
         env={
             "PYTHONPATH": str(REPO_ROOT),
-            "PATH": f"{Path(npx).parent}:/usr/bin:/bin",
+            "PATH": f"{Path(node).parent}:/usr/bin:/bin",
             "HOME": str(workdir),
         },
         timeout=120,
@@ -80,7 +77,9 @@ def test_inspector_lists_tools_and_calls_issue_ready(workdir):
 
 def test_inspector_over_streamable_http_with_a_bearer_token(workdir):
     if not inspector_takes_headers(installed_inspector()):
-        pytest.skip(f"the installed {INSPECTOR} CLI has no --header option: {INSTALL}")
+        package = optional_tools.INSPECTOR_PACKAGE
+        install = f"npm install -g {package}@{optional_tools.INSPECTOR_VERSION}"
+        pytest.skip(f"the installed {package} CLI has no --header option: {install}")
     seed(workdir, row("bd-1"), row("bd-2"))
     token = new_token()
     path = token_file(workdir.parent, inspector=token)

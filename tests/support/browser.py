@@ -1,15 +1,13 @@
 """A real headless Chromium driven by Playwright: Debian's `/usr/bin/chromium`, never a browser
 Playwright downloads, started offline (no sync, no component or safe-browsing updates).
 
-Whether the browser tests can run is decided once, up front, from a probe that cannot hang:
-Playwright importable and a Chromium binary present. Absent either, they skip and say how to
-install it (`.ci/run` installs both, so CI always runs them). Screenshots the tests take are
-kept under `<pytest base temp>/screenshots/` (e.g. `/tmp/pytest-of-$USER/pytest-N/screenshots/`),
-which pytest keeps for its last three runs.
+Whether the browser tests can run is decided once, up front, by the optional-tool probes
+(tests/support/optional_tools.py): Playwright importable and a Chromium binary that answers.
+Absent either, they skip and say how to install it (`.ci/run` installs both and requires them).
+Screenshots the tests take are kept under `<pytest base temp>/screenshots/` (e.g.
+`/tmp/pytest-of-$USER/pytest-N/screenshots/`), which pytest keeps for its last three runs.
 """
 
-import importlib.util
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,7 +16,8 @@ from typing import Any
 
 import pytest
 
-CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser")
+from tests.support import optional_tools
+
 # Quiet and offline: no sync, no component or safe-browsing updates, no first-run UI.
 FLAGS = [
     "--no-sandbox",
@@ -30,28 +29,12 @@ FLAGS = [
     "--disable-default-apps",
     "--hide-scrollbars",
 ]
-INSTALL = (
-    "install them to run it: pip install -e '.[test]' (brings playwright) and, on Debian, "
-    "apt-get install chromium; .ci/run does both"
-)
-
-
-def find_chromium() -> str | None:
-    for name in CANDIDATES:
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
 
 
 def require_browser() -> str:
     """The Chromium binary, or skip the test saying what is missing and how to install it."""
-    if importlib.util.find_spec("playwright") is None:
-        pytest.skip(f"the browser test needs Playwright, which is not installed: {INSTALL}")
-    binary = find_chromium()
-    if binary is None:
-        pytest.skip(f"the browser test needs Chromium, which is not on PATH: {INSTALL}")
-    return binary
+    optional_tools.require(optional_tools.playwright())
+    return optional_tools.require(optional_tools.chromium())
 
 
 def screenshot_folder(factory: pytest.TempPathFactory) -> Path:

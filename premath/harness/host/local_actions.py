@@ -7,9 +7,10 @@ from premath.errors import ArtifactInvalid, InputInvalid, IoFailure, NotFound
 from premath.harness.host.args import Arg, HostActionFailed, parse_args
 from premath.harness.host.context import HostContext
 from premath.harness.host.paths import confined_path
-from premath.issues import documents, graph, memory
+from premath.issues import documents, graph, leases, memory
 from premath.issues.check import check_issues
 from premath.models.vocabulary import GraphScope
+from premath.timefmt import epoch_nanos
 
 DEFAULT_NOTE_WARN_THRESHOLD = 2000
 EXECUTION_ERROR = "scheme_eval.host_action_execution_error"
@@ -41,14 +42,14 @@ def _run(action: str, args: dict[str, Any], now: datetime, context: HostContext)
         )
     issues = context.read_store(path, now)
     if action == "issue.ready":
-        return documents.ready_document(path, graph.ready_issues(issues))
+        return documents.ready_document(path, graph.ready_issues(issues, leases.claim_order))
     if action == "issue.blocked":
         return documents.blocked_document(path, graph.blocked_issues(issues))
     if action == "issue.list":
         rows = memory.filter_issues(
             issues, status=args.get("status"), assignee=args.get("assignee")
         )
-        return documents.list_document(path, rows)
+        return documents.list_document(path, rows, epoch_nanos(now))
     if action == "issue.check":
         threshold = args.get("noteWarnThreshold", DEFAULT_NOTE_WARN_THRESHOLD)
         return documents.check_document(path, check_issues(issues, threshold))

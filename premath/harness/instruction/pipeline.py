@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from premath.harness.commands import command_env, run_command
+from premath.harness.commands import command_env, missing_program, run_command
 from premath.harness.instruction.envelope import (
     parse_envelope,
     read_envelope_bytes,
@@ -120,9 +120,11 @@ def run_instruction(
     check_command: str = DEFAULT_CHECK_COMMAND,
     site_profile: str = "local",
     terms: RunTerms | None = None,
+    report: Callable[[str], None] = lambda _line: None,
 ) -> PipelineResult:
     """Check, run and witness one instruction envelope; the witness is always written (unless
-    `terms.keep_accepted` finds an accepted witness of another run there: RuleRefused)."""
+    `terms.keep_accepted` finds an accepted witness of another run there: RuleRefused). A check
+    command whose program is not installed (mise, by default) is reported before it runs."""
     terms = terms or RunTerms()
     root = Path(repo_root)
     path = Path(instruction) if os.path.isabs(instruction) else root / instruction
@@ -150,6 +152,13 @@ def run_instruction(
     runtime["instructionDigest"] = checked["instructionDigest"]
     results = []
     if checked["executionDecision"]["state"] == "execute":
+        path_env = command_env({}, ()).get("PATH", "")
+        program = missing_program(check_command.replace("{check}", "check"), path_env, str(root))
+        if program is not None and checked["requestedChecks"]:
+            report(
+                f"warning: {program} is not installed: the checks will fail to start; install it "
+                "or pass --check-command (e.g. --check-command 'sh -c {check}')"
+            )
         results = [
             _run_check(root, check, check_command, instruction_id, terms)
             for check in checked["requestedChecks"]
