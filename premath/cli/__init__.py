@@ -85,7 +85,7 @@ COMMAND_GROUPS: dict[str, LazyGroup] = {
     ),
     "mcp-serve": LazyGroup(
         "premath.cli.mcp_serve:mcp_serve",
-        "Serve the issue and dependency tools over MCP: stdio, or streamable HTTP at /mcp.",
+        "Serve the issue tools over MCP (stdio or HTTP).",
     ),
     "instruction-check": LazyGroup(
         "premath.cli.instruction:instruction_check",
@@ -105,19 +105,19 @@ COMMAND_GROUPS: dict[str, LazyGroup] = {
     ),
     "observe-build": LazyGroup(
         "premath.cli.observe:observe_build",
-        "Build the observation surface from CI witnesses and issue memory.",
+        "Build the observation surface from CI witnesses.",
     ),
     "observe": LazyGroup(
         "premath.cli.observe:observe",
-        "Query the observation surface: latest, needs_attention, instruction or projection.",
+        "Query the observation surface (four modes).",
     ),
     "observe-serve": LazyGroup(
         "premath.cli.observe:observe_serve",
-        "Serve the observation API and the live dashboard over HTTP until stopped.",
+        "Serve the observation API and live dashboard.",
     ),
     "witness-key": LazyGroup(
         "premath.cli.witness_key:witness_key",
-        "Show, rotate and retire the witness MAC keys (secrets are never printed).",
+        "Show, rotate and retire the witness MAC keys.",
     ),
     "init": LazyGroup(
         "premath.cli.init:init",

@@ -151,7 +151,9 @@ def mcp_serve(
     max_connections: int,
     access_log: str | None,
 ) -> int:
-    """Serve the issue and dependency tools over MCP, over stdio or streamable HTTP.
+    """Serve the issue tools over MCP (stdio or HTTP).
+
+    The issue, dependency, lease, instruction and observation tools.
 
     Stdio speaks newline-delimited JSON-RPC to one client; streamable HTTP serves many at
     /mcp, each request with `Authorization: Bearer <token>` (specs/mcp-http.md).
@@ -160,7 +162,7 @@ def mcp_serve(
 
     \b
     premath mcp-serve --issues .premath/issues.jsonl
-    premath mcp-serve --transport streamable-http --bind 127.0.0.1:8765 --token-file tokens
+    premath mcp-serve --transport streamable-http --token-file tokens
     """
     if repo_root is None:
         from premath.store.root import discover_root

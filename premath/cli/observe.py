@@ -52,9 +52,10 @@ def _build_inputs(command: F) -> F:
 def observe_build(
     repo_root: str, ciwitness_dir: str, issues_path: str, out_json: str, out_jsonl: str
 ) -> Reply:
-    """Build the observation surface from CI witnesses and issue memory.
+    """Build the observation surface from CI witnesses.
 
-    Writes the surface and its events together (a failure leaves both as they were).
+    It reads the CI witnesses and the issue memory, and writes the surface and its events
+    together (a failure leaves both as they were).
 
     \b
     premath observe-build --json
@@ -99,7 +100,9 @@ def observe(
     projection_digest: str | None,
     projection_match: str,
 ) -> Reply:
-    """Query the observation surface: latest, needs_attention, instruction or projection.
+    """Query the observation surface (four modes).
+
+    The modes: latest, needs_attention, instruction or projection.
 
     \b
     premath observe --mode needs_attention --json
@@ -173,7 +176,9 @@ def observe_serve(
     runs_dir: str,
     header_timeout_seconds: float,
 ) -> int:
-    """Serve the observation API and the live dashboard over HTTP until stopped.
+    """Serve the observation API and live dashboard.
+
+    It serves over HTTP until stopped.
 
     Binds to loopback unless told otherwise; the dashboard is at /dashboard.
 

@@ -14,7 +14,10 @@ KEY_FILE_HELP = "Key file (default: $PREMATH_WITNESS_KEY_FILE, else ~/.config/pr
 
 @click.group("witness-key", cls=StrictGroup)
 def witness_key() -> None:
-    """Show, rotate and retire the witness MAC keys (secrets are never printed)."""
+    """Show, rotate and retire the witness MAC keys.
+
+    Secrets are never printed.
+    """
 
 
 def _document(ring: Any, path: str) -> dict[str, Any]:
@@ -42,7 +45,9 @@ def _text(document: dict[str, Any]) -> str:
 @click.option("--key-file", help=KEY_FILE_HELP)
 @json_option
 def witness_key_list(key_file: str | None) -> Reply:
-    """Show the key file and its key ids; the last key signs, every key verifies.
+    """Show the key file and its key ids.
+
+    The last key signs; every key verifies.
 
     \b
     premath witness-key list --json
@@ -57,7 +62,9 @@ def witness_key_list(key_file: str | None) -> Reply:
 @click.option("--key-file", help=KEY_FILE_HELP)
 @json_option
 def witness_key_rotate(key_file: str | None) -> Reply:
-    """Add a fresh signing key; witnesses signed by older keys still verify until retired.
+    """Add a fresh signing key.
+
+    Witnesses signed by older keys still verify until those are retired.
 
     \b
     premath witness-key rotate --json
@@ -73,7 +80,9 @@ def witness_key_rotate(key_file: str | None) -> Reply:
 @click.option("--key-file", help=KEY_FILE_HELP)
 @json_option
 def witness_key_retire(key_id: str, key_file: str | None) -> Reply:
-    """Remove a key that no longer signs: the witnesses it signed stop authorising mutations.
+    """Remove a key that no longer signs.
+
+    The witnesses it signed stop authorising mutations.
 
     \b
     premath witness-key retire wk_1780000000_0a1b2c3d --json
