@@ -67,7 +67,7 @@ def test_node_without_the_inspector_skips_the_inspector_test_with_its_install_co
     assert code == 0, report
     assert _skips(report) == [
         "optional tool missing: the MCP Inspector (@modelcontextprotocol/inspector) is not "
-        "installed for npm; install it with: npm install -g @modelcontextprotocol/inspector"
+        "installed for npm; install it with: npm install -g @modelcontextprotocol/inspector@2.12.0"
     ]
 
 

@@ -68,7 +68,7 @@ premath harness-kpi --json
 premath harness-policy decide --failure-class gate_timeout --attempt 2 --json
 
 # Watching the work
-premath observe-build
+premath observe-build --json
 premath observe --mode needs_attention --json
 premath observe-serve --live &
 premath issue add "Watch me" --description $'Acceptance:\n- seen\nVerification: `sh -c true`'

@@ -16,7 +16,7 @@ from itertools import cycle
 
 import pytest
 
-from tests.cli.test_scheme_eval_corpus import JSON_ERRORS as SCHEME_EVAL_DIVERGENT
+from tests.cli.test_scheme_eval_corpus import JSON_ERRORS, LISTED_LEASES
 from tests.cli.test_transport_corpus import DIVERGENT_DISPATCH
 from tests.support.corpus import CLI_CORPUS, REPO_ROOT, _diffrun, corpus_scenarios
 
@@ -104,7 +104,7 @@ def short_lock_wait(monkeypatch):
     ("group", "blank", "divergent"),
     [
         ("transport-dispatch", blank_transport, DIVERGENT_DISPATCH),
-        ("scheme-eval", blank_programs, SCHEME_EVAL_DIVERGENT),
+        ("scheme-eval", blank_programs, JSON_ERRORS | LISTED_LEASES),
     ],
 )
 def test_corpus_scenarios_with_blank_optionals_give_the_same_recordings(group, blank, divergent):
