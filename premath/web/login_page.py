@@ -9,7 +9,7 @@ import html
 from premath.web.sessions import CODE_TTL_S
 
 PAGE_POLICY = (
-    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; "
     "frame-ancestors 'none'; base-uri 'none'"
 )
 PAGE_HEADERS = {
