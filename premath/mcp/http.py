@@ -38,6 +38,7 @@ from premath.web.auth import CALLER_KEY, Access
 from premath.web.serve import ObservationOptions, people_access
 from premath.web.server import (
     BindAddress,
+    Listening,
     ServerLimits,
     TlsFiles,
     bind_socket,
@@ -148,8 +149,8 @@ def serve_http(
         sock = bind_socket(bind, backlog=min(server_limits.max_connections, 4096))
     except OSError as exc:
         raise InvalidUsage(f"cannot listen on {bind.display()}: {os_error_text(exc)}") from None
-    port = sock.getsockname()[1]
-    base = bind.url(port, tls is not None)
+    listening = Listening(bind, sock.getsockname()[1], tls)
+    base = listening.base
     lines = [
         f"  listening: {base}{MCP_PATH}",
         f"  health: {base}{HEALTH_PATH}",
@@ -163,10 +164,8 @@ def serve_http(
         extra_routes, extra_lifespans = piece.routes(), [piece.lifespan]
         access, login = people_access(
             tokens,
-            command="mcp-serve",
-            bind=bind,
-            port=port,
-            base=base,
+            "mcp-serve",
+            listening,
             public_paths=frozenset({HEALTH_PATH}),
             bearer_only_paths=frozenset({MCP_PATH}),
         )
@@ -180,12 +179,9 @@ def serve_http(
         extra_lifespans=extra_lifespans,
         access=access,
     )
-    if not bind.loopback:
-        warning = exposure_warning(
-            "mcp-serve", bind.display(port), authenticated=True, tls=tls is not None
-        )
-        if warning:
-            lines.append(warning)
+    warning = exposure_warning("mcp-serve", listening, authenticated=True)
+    if warning:
+        lines.append(warning)
     sys.stderr.write("\n".join(lines) + "\n")
     sys.stderr.flush()
     serve(app, sock, server_limits, name="mcp-serve", tls=tls)

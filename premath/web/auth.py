@@ -227,17 +227,22 @@ class Login:
     def _page(self, status: int, notice: str | None = None) -> Response:
         return HTMLResponse(login_page(self.access.command, notice), status, PAGE_HEADERS)
 
+    def _cookie(self, request: Request, response: Response, session_id: str | None) -> None:
+        """Set the session cookie (None: delete it): HttpOnly, SameSite=Strict, the whole
+        host, Secure over TLS."""
+        name = self.access.cookie_name(request.scope)
+        secure = request.url.scheme == "https"
+        if session_id is None:
+            response.delete_cookie(name, secure=secure, httponly=True, samesite="strict")
+            return
+        max_age = int(SESSION_TTL_S)
+        response.set_cookie(
+            name, session_id, max_age, secure=secure, httponly=True, samesite="strict"
+        )
+
     def _logged_in(self, request: Request, caller: str, response: Response) -> Response:
         request.scope[CALLER_KEY] = caller  # the access line names who logged in
-        response.set_cookie(
-            self.access.cookie_name(request.scope),
-            self.sessions.open(caller),
-            max_age=int(SESSION_TTL_S),
-            path="/",
-            secure=request.url.scheme == "https",
-            httponly=True,
-            samesite="strict",
-        )
+        self._cookie(request, response, self.sessions.open(caller))
         return response
 
     async def _login(self, request: Request) -> Response:
@@ -262,13 +267,7 @@ class Login:
         if session_id is not None:
             self.sessions.close(session_id)
         response = RedirectResponse(LOGIN_PATH, 303, PAGE_HEADERS)
-        response.delete_cookie(
-            self.access.cookie_name(request.scope),
-            path="/",
-            secure=request.url.scheme == "https",
-            httponly=True,
-            samesite="strict",
-        )
+        self._cookie(request, response, None)
         return response
 
     async def _mint(self, request: Request) -> Response:

@@ -22,6 +22,7 @@ from premath.web.auth import LOGIN_PATH, Access
 from premath.web.observation import LOOPBACK_HOSTS, ROUTES, ObservationConfig, ObservationService
 from premath.web.server import (
     BindAddress,
+    Listening,
     ServerLimits,
     TlsFiles,
     bind_socket,
@@ -75,11 +76,8 @@ class ObservationOptions:
 
 def people_access(
     tokens: TokenSet,
-    *,
     command: str,
-    bind: BindAddress,
-    port: int,
-    base: str,
+    listening: Listening,
     public_paths: frozenset[str],
     bearer_only_paths: frozenset[str] = frozenset(),
 ) -> tuple[Access, str]:
@@ -89,17 +87,18 @@ def people_access(
     access = Access(
         tokens,
         command=command,
-        port=port,
+        port=listening.port,
         sessions=sessions,
         public_paths=public_paths,
         bearer_only_paths=bearer_only_paths,
-        allowed_hosts=LOOPBACK_HOSTS if bind.loopback else None,
+        allowed_hosts=LOOPBACK_HOSTS if listening.bind.loopback else None,
     )
+    login = f"{listening.base}{LOGIN_PATH}"
     code = sessions.mint_code(CONSOLE_CALLER)
     minutes = round(CODE_TTL_S / 60)
     return access, (
-        f"  login: {base}{LOGIN_PATH}?code={code} (opens the dashboard in a browser; works "
-        f"once, within {minutes} minutes; then log in at {base}{LOGIN_PATH} with a token)"
+        f"  login: {login}?code={code} (opens the dashboard in a browser; works once, within "
+        f"{minutes} minutes; then log in at {login} with a token)"
     )
 
 
@@ -112,16 +111,16 @@ class ServeOptions:
     tls: TlsFiles | None = None
 
 
-def banner(options: ServeOptions, address: str, base: str, login: str | None) -> str:
+def banner(options: ServeOptions, listening: Listening, login: str | None) -> str:
     live = options.observation.live
     lines = [
         "premath observe-serve",
-        f"  bind: {address}",
+        f"  bind: {listening.address}",
         f"  surface: {options.observation.surface}",
         "  routes:",
         *(f"    GET {route}" for route in ROUTES),
         *([login] if login else []),
-        f"  dashboard: {base}/dashboard"
+        f"  dashboard: {listening.base}/dashboard"
         + ("" if live else " (issues, trajectory, KPI and runs need --live)"),
     ]
     return "\n".join(lines) + "\n"
@@ -136,33 +135,20 @@ def serve_observation(options: ServeOptions, clock: Clock, *, out: TextIO, err: 
     except OSError as exc:
         raise IoFailure(f"observation API failed: bind failed: {os_error_text(exc)}") from None
     try:
-        port = sock.getsockname()[1]
-        address = bind.display(port)
-        base = bind.url(port, options.tls is not None)
+        listening = Listening(bind, sock.getsockname()[1], options.tls)
         service = options.observation.service(clock, bind, "observe-serve")
         access, login = None, None
         if tokens is not None:
             access, login = people_access(
-                tokens,
-                command="observe-serve",
-                bind=bind,
-                port=port,
-                base=base,
-                public_paths=frozenset({"/healthz"}),
+                tokens, "observe-serve", listening, public_paths=frozenset({"/healthz"})
             )
         limits = ServerLimits(client_timeout_s=options.client_timeout_s)
         app = http_app(service.routes(), limits, lifespans=[service.lifespan], access=access)
-        if not bind.loopback:
-            warning = exposure_warning(
-                "observe-serve",
-                address,
-                authenticated=tokens is not None,
-                tls=options.tls is not None,
-            )
-            if warning:
-                err.write(warning + "\n")
-                err.flush()
-        out.write(banner(options, address, base, login))
+        warning = exposure_warning("observe-serve", listening, authenticated=access is not None)
+        if warning:
+            err.write(warning + "\n")
+            err.flush()
+        out.write(banner(options, listening, login))
         out.flush()
         serve(app, sock, limits, name="observe-serve", tls=options.tls)
     finally:

@@ -69,10 +69,6 @@ class BindAddress:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{host}:{self.port if port is None else port}"
 
-    def url(self, port: int, tls: bool) -> str:
-        """`http[s]://host:port` of the server bound on `port`."""
-        return f"{'https' if tls else 'http'}://{self.display(port)}"
-
 
 def parse_bind(text: str) -> BindAddress:
     """`IP:port`, `[IPv6]:port` or `localhost:PORT` (127.0.0.1); InputInvalid otherwise, worded
@@ -141,15 +137,36 @@ def tls_files(cert: str | None, key: str | None) -> TlsFiles | None:
     return TlsFiles(cert, key)
 
 
-def exposure_warning(command: str, address: str, *, authenticated: bool, tls: bool) -> str | None:
+@dataclass(frozen=True)
+class Listening:
+    """Where a bound server answers."""
+
+    bind: BindAddress
+    port: int
+    """The port actually taken (`:0` binds any free one)."""
+    tls: TlsFiles | None = None
+
+    @property
+    def address(self) -> str:
+        return self.bind.display(self.port)
+
+    @property
+    def base(self) -> str:
+        """`http[s]://host:port`, what the banner's URLs start with."""
+        return f"{'https' if self.tls else 'http'}://{self.address}"
+
+
+def exposure_warning(command: str, listening: Listening, *, authenticated: bool) -> str | None:
     """What to say on stderr about a bind that is not loopback (None: nothing to warn of)."""
-    lead = f"warning: {command} listens on {address}, reachable from other machines"
+    if listening.bind.loopback:
+        return None
+    lead = f"warning: {command} listens on {listening.address}, reachable from other machines"
     if not authenticated:
         return (
             f"{lead}; it has no authentication and serves issue titles, leases and run files "
             "to anyone who can connect (bind 127.0.0.1 to keep it local, or give --token-file)"
         )
-    if not tls:
+    if listening.tls is None:
         return (
             f"{lead}, over plain HTTP: bearer tokens and session cookies cross the network in "
             "clear text; use --tls-cert/--tls-key or a TLS reverse proxy"
