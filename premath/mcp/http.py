@@ -34,8 +34,8 @@ from premath.mcp.server import CallLimits, InFlight, build_server
 from premath.mcp.tools import ServerConfig, ToolService
 from premath.store.documents import os_error_text
 from premath.web.app import Lifespan, http_app
-from premath.web.auth import CALLER_KEY, Access
-from premath.web.serve import ObservationOptions, people_access
+from premath.web.auth import CALLER_KEY, Access, people_access
+from premath.web.serve import ObservationOptions
 from premath.web.server import (
     BindAddress,
     Listening,

@@ -31,7 +31,14 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from premath.web.login_page import PAGE_HEADERS, login_page, opening_page
-from premath.web.sessions import CODE_TTL_S, SESSION_TTL_S, BrowserSessions, Session
+from premath.web.server import Listening
+from premath.web.sessions import (
+    CODE_TTL_S,
+    CONSOLE_CALLER,
+    SESSION_TTL_S,
+    BrowserSessions,
+    Session,
+)
 from premath.web.tokens import TokenSet
 
 CALLER_KEY = "premath.caller"
@@ -45,6 +52,9 @@ LOGOUT_PATH = "/logout"
 CODE_PATH = "/login/code"
 COOKIE_PREFIX = "premath_session_"
 SAFE_METHODS = frozenset({"GET", "HEAD"})
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+"""The Host names pages answer on a loopback bind, so a page of another origin cannot reach
+them by DNS rebinding."""
 
 
 def host_allowed(host: str, allowed: frozenset[str] | None) -> bool:
@@ -130,14 +140,10 @@ class Gate:
         headers = Headers(scope=scope)
         header = headers.get("authorization")
         if header is not None:
-            token_id = (
-                access.tokens.identify(header[7:].strip())
-                if header[:7].lower() == "bearer "
-                else None
-            )
+            bearer = header[:7].lower() == "bearer "
+            token_id = access.tokens.identify(header[7:].strip()) if bearer else None
             if token_id is None:
-                invalid = header[:7].lower() == "bearer "
-                await self._refuse(scope, headers, send, invalid)
+                await self._refuse(scope, headers, send, invalid=bearer)
                 return
             self._admit(scope, token_id, "bearer")
             await self.app(scope, receive, send)
@@ -147,7 +153,7 @@ class Gate:
             self._admit(scope, session.caller, "session")
             await self.app(scope, _until_session_ends(receive, access.sessions, session), send)
             return
-        await self._refuse(scope, headers, send, False)
+        await self._refuse(scope, headers, send, invalid=False)
 
     @staticmethod
     def _admit(scope: Scope, caller: str, via: Via) -> None:
@@ -161,7 +167,7 @@ class Gate:
         session_id = access.session_id(scope)
         return None if session_id is None else access.sessions.find(session_id)
 
-    async def _refuse(self, scope: Scope, headers: Headers, send: Send, invalid: bool) -> None:
+    async def _refuse(self, scope: Scope, headers: Headers, send: Send, *, invalid: bool) -> None:
         """401 as RFC 6750 words it (no error code when no token was sent); a browser asking
         for a page gets the login page."""
         challenge = f'Bearer realm="{REALM}"'
@@ -279,3 +285,31 @@ class Login:
             {"url": f"{base}{LOGIN_PATH}?code={code}", "expiresInSeconds": int(CODE_TTL_S)},
             headers={"cache-control": "no-store"},
         )
+
+
+def people_access(
+    tokens: TokenSet,
+    command: str,
+    listening: Listening,
+    public_paths: frozenset[str],
+    bearer_only_paths: frozenset[str] = frozenset(),
+) -> tuple[Access, str]:
+    """Tokens and browser sessions for a server that people use too, and the banner's line
+    with the one-time login link."""
+    sessions = BrowserSessions()
+    access = Access(
+        tokens,
+        command=command,
+        port=listening.port,
+        sessions=sessions,
+        public_paths=public_paths,
+        bearer_only_paths=bearer_only_paths,
+        allowed_hosts=LOOPBACK_HOSTS if listening.bind.loopback else None,
+    )
+    login = f"{listening.base}{LOGIN_PATH}"
+    code = sessions.mint_code(CONSOLE_CALLER)
+    minutes = round(CODE_TTL_S / 60)
+    return access, (
+        f"  login: {login}?code={code} (opens the dashboard in a browser; works once, within "
+        f"{minutes} minutes; then log in at {login} with a token)"
+    )

@@ -79,7 +79,6 @@ STATIC = {
 REPORT_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 """The report page carries its style inline and no script."""
 LISTING_POLICY = "default-src 'none'; base-uri 'none'"
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 @dataclass(frozen=True)

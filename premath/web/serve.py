@@ -18,8 +18,8 @@ from premath.observe.builder import BuildPaths, rust_join
 from premath.observe.dashboard import DashboardSources
 from premath.store.documents import os_error_text
 from premath.web.app import http_app
-from premath.web.auth import LOGIN_PATH, Access
-from premath.web.observation import LOOPBACK_HOSTS, ROUTES, ObservationConfig, ObservationService
+from premath.web.auth import LOOPBACK_HOSTS, people_access
+from premath.web.observation import ROUTES, ObservationConfig, ObservationService
 from premath.web.server import (
     BindAddress,
     Listening,
@@ -30,8 +30,7 @@ from premath.web.server import (
     parse_bind,
     serve,
 )
-from premath.web.sessions import CODE_TTL_S, CONSOLE_CALLER, BrowserSessions
-from premath.web.tokens import TokenSet, load_token_file
+from premath.web.tokens import load_token_file
 
 
 @dataclass(frozen=True)
@@ -72,34 +71,6 @@ class ObservationOptions:
         service = ObservationService(config)
         service.refresh()
         return service
-
-
-def people_access(
-    tokens: TokenSet,
-    command: str,
-    listening: Listening,
-    public_paths: frozenset[str],
-    bearer_only_paths: frozenset[str] = frozenset(),
-) -> tuple[Access, str]:
-    """Tokens and browser sessions for a server that people use too, and the banner's line
-    with the one-time login link."""
-    sessions = BrowserSessions()
-    access = Access(
-        tokens,
-        command=command,
-        port=listening.port,
-        sessions=sessions,
-        public_paths=public_paths,
-        bearer_only_paths=bearer_only_paths,
-        allowed_hosts=LOOPBACK_HOSTS if listening.bind.loopback else None,
-    )
-    login = f"{listening.base}{LOGIN_PATH}"
-    code = sessions.mint_code(CONSOLE_CALLER)
-    minutes = round(CODE_TTL_S / 60)
-    return access, (
-        f"  login: {login}?code={code} (opens the dashboard in a browser; works once, within "
-        f"{minutes} minutes; then log in at {login} with a token)"
-    )
 
 
 @dataclass(frozen=True)
