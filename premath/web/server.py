@@ -34,8 +34,10 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Generator
 from dataclasses import dataclass
+from types import FrameType
 
 import anyio
 import orjson
@@ -354,9 +356,24 @@ class RequestGuard:
         await self.app(scope, replay, bounded_send)
 
 
+REPEATED_SIGNAL_S = 1.0
+"""A second stop signal within this of the first is the same stop: Ctrl-C under a task runner
+(`mise run`) reaches the server twice, from the terminal and forwarded. A later SIGINT forces
+the exit (uvicorn's rule), without waiting for running requests."""
+
+
 class _Server(uvicorn.Server):
     """uvicorn's server, stopped by SIGINT/SIGTERM without re-raising the signal afterwards
     (the command then returns normally, exit 0)."""
+
+    _stopping_since: float | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        now = time.monotonic()
+        if self._stopping_since is not None and now - self._stopping_since < REPEATED_SIGNAL_S:
+            return
+        self._stopping_since = self._stopping_since or now
+        super().handle_exit(sig, frame)
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -381,10 +398,16 @@ def _raise_open_file_limit(wanted: int) -> None:
             resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
+def _not_cancelled(record: logging.LogRecord) -> bool:
+    """A task cancelled by a forced exit is no error worth a traceback."""
+    return not (record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError))
+
+
 def _log_to_stderr(name: str) -> None:
     """uvicorn's own warnings and errors (never an access line) on stderr, named."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(f"premath {name}: %(message)s"))
+    handler.addFilter(_not_cancelled)
     logger = logging.getLogger("uvicorn.error")
     logger.handlers = [handler]
     logger.propagate = False

@@ -13,6 +13,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -441,3 +442,34 @@ def test_a_bad_certificate_is_refused_before_serving(project, tmp_path):
     )
     assert result.returncode == 2
     assert "cannot serve TLS with --tls-cert" in result.stderr.decode()
+
+
+def test_ctrl_c_delivered_twice_still_finishes_the_writes_in_flight(tmp_path):
+    """Ctrl-C under `mise run` reaches the server twice (the terminal's and the forwarded
+    SIGINT): one graceful stop, not a forced exit that would drop a write in flight."""
+    from tests.cli.test_issue import stored
+    from tests.mcp.test_http import _hold_store_lock, post, rpc, tool_text
+
+    seed_project(tmp_path)
+    token = new_token()
+    path = token_file(tmp_path.parent, w1=token)
+    server = start_http_server(tmp_path, "--token-file", str(path), *COMBINED)
+    try:
+        holder = _hold_store_lock(tmp_path, 1.0)
+        answers: list[httpx2.Response] = []
+        claim = rpc("issue_claim", {"id": "bd-1", "assignee": "w9"})
+        caller = threading.Thread(target=lambda: answers.append(post(server.url, token, claim)))
+        caller.start()
+        time.sleep(0.3)
+        server.process.send_signal(signal.SIGINT)
+        time.sleep(0.05)
+        server.process.send_signal(signal.SIGINT)
+        holder.join()
+        caller.join()
+        assert server.process.wait(timeout=30) == 0
+    finally:
+        if server.process.poll() is None:
+            server.stop(signal.SIGKILL)
+    assert tool_text(answers[0])[0] is False
+    assert stored(tmp_path)["bd-1"]["assignee"] == "w9"
+    assert "Traceback" not in server.stderr()
