@@ -43,7 +43,9 @@ def api_json(status: int, document: Any) -> Response:
 def not_found(request: Request, exc: Exception) -> Response:
     """JSON 404/405 for paths and methods no route takes."""
     if isinstance(exc, HTTPException) and exc.status_code == 405:
-        return api_json(405, {"error": "method not allowed; use GET"})
+        allowed = (exc.headers or {}).get("Allow", "GET")
+        hint = "GET" if "GET" in allowed else allowed  # the reference's words for its routes
+        return api_json(405, {"error": f"method not allowed; use {hint}"})
     return api_json(404, {"error": f"unknown route: {request.url.path}"})
 
 

@@ -224,6 +224,15 @@ def test_a_pasted_token_logs_in_and_logout_ends_the_session_and_its_streams(serv
     assert get(server, "/latest", **cookie).status_code == 401
 
 
+def test_wrong_methods_are_named(server, token):
+    for path, allowed in (("/login/code", "POST"), ("/mcp", "POST"), ("/healthz", "GET")):
+        answer = httpx2.put(server.base + path, headers=bearer(token), timeout=10)
+        assert (answer.status_code, answer.json()) == (
+            405,
+            {"error": f"method not allowed; use {allowed}"},
+        )
+
+
 def test_a_bearer_token_asks_for_a_new_login_link(server, token):
     minted = httpx2.post(server.base + "/login/code", headers=bearer(token), timeout=10)
     assert minted.status_code == 200
