@@ -260,7 +260,7 @@ class Login:
                 return self._page(401, "That is not one of this server's tokens.")
             return self._logged_in(request, caller, RedirectResponse("/dashboard", 303))
         code = request.query_params.get("code")
-        if code is None:
+        if code is None or request.method == "HEAD":  # a HEAD (a link checker) spends nothing
             return self._page(200)
         caller = self.sessions.redeem(code)
         if caller is None:

@@ -138,6 +138,7 @@ def test_a_browser_without_a_login_gets_a_page_saying_how_to_log_in(server):
 
 def test_the_login_link_works_once_and_sets_a_strict_http_only_cookie(server):
     url = login_url(server)
+    assert httpx2.head(url, timeout=10).status_code == 200  # a link checker spends nothing
     first = httpx2.get(url, timeout=10)
     assert first.status_code == 200
     assert '<meta http-equiv="refresh" content="0;url=/dashboard">' in first.text
@@ -393,6 +394,14 @@ def test_in_a_subfolder_the_project_root_is_found(project, token):
         _, snapshot = stream.next_event()
         stream.close()
         assert {row["id"] for row in snapshot["issues"]} >= {"bd-1", "bd-4"}
+
+
+def test_a_public_bind_without_tls_is_said_aloud(tmp_path, token):
+    path = token_file(tmp_path.parent, w1=token)
+    with http_server(tmp_path, "--token-file", str(path), "--bind", "0.0.0.0:0") as server:
+        warning = next(line for line in server.stderr().splitlines() if "warning" in line)
+        assert warning.startswith("warning: mcp-serve listens on 0.0.0.0:")
+        assert "over plain HTTP: bearer tokens and session cookies cross the network" in warning
 
 
 @pytest.mark.parametrize("bind", ["localhost:0", "[::1]:0"])
