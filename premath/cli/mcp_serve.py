@@ -7,8 +7,9 @@ import sys
 
 import click
 
-from premath.cli._options import PROJECT_ROOT, json_option, project_path_option
+from premath.cli._options import discovered_default, json_option, project_path_option
 from premath.cli._root import CONTEXT_SETTINGS, AppContext, StrictCommand, pass_app
+from premath.cli.observe import CIWITNESS_DIR_OPTION, TLS_OPTIONS, live_dashboard_options
 from premath.errors import InputInvalid, InvalidUsage
 
 
@@ -31,11 +32,15 @@ from premath.errors import InputInvalid, InvalidUsage
     "--surface",
     default="artifacts/observation/latest.json",
     show_default=True,
-    help="Default observation surface",
+    callback=discovered_default,
+    help="Default observation surface (with --observe, the one the dashboard shows)",
 )
 @click.option(
     "--repo-root",
-    help=f"Repository root: instruction witnesses, the projection cache [default: {PROJECT_ROOT}]",
+    default=".",
+    show_default=True,
+    callback=discovered_default,
+    help="Repository root",
 )
 @click.option("--server-name", default="premath-mcp", show_default=True, help="serverInfo.name")
 @click.option("--server-version", default="0.1.0", show_default=True, help="serverInfo.version")
@@ -50,15 +55,29 @@ from premath.errors import InputInvalid, InvalidUsage
     "--bind",
     default="127.0.0.1:8765",
     show_default=True,
-    help="HOST:PORT to listen on (streamable-http; port 0 picks a free port)",
+    help="IP:PORT, [IPv6]:PORT or localhost:PORT to listen on (streamable-http; port 0 picks "
+    "a free port)",
 )
 @click.option(
     "--token-file",
     help="Bearer tokens, one `<token id> <token>` a line, mode 0600 (default: "
     "$PREMATH_MCP_TOKEN, else on loopback a generated ~/.config/premath/mcp-serve.tokens)",
 )
-@click.option("--tls-cert", help="TLS certificate (PEM) to serve HTTPS; with --tls-key")
-@click.option("--tls-key", help="TLS private key (PEM); with --tls-cert")
+@TLS_OPTIONS
+@click.option(
+    "--observe",
+    is_flag=True,
+    help="Also serve the observation API and the live dashboard (streamable-http): people "
+    "log in with a one-time link printed at start-up; cookies never reach /mcp",
+)
+@click.option(
+    "--live",
+    is_flag=True,
+    help="With --observe: rebuild the surface whenever a witness or the issue memory changes, "
+    "and feed the dashboard's issues, trajectory, KPI and runs",
+)
+@CIWITNESS_DIR_OPTION
+@live_dashboard_options
 @click.option(
     "--allow-path",
     multiple=True,
@@ -132,7 +151,7 @@ def mcp_serve(
     issue_query_projection: str,
     mutation_policy: str,
     surface: str,
-    repo_root: str | None,
+    repo_root: str,
     server_name: str,
     server_version: str,
     transport: str,
@@ -140,6 +159,12 @@ def mcp_serve(
     token_file: str | None,
     tls_cert: str | None,
     tls_key: str | None,
+    observe: bool,
+    live: bool,
+    ciwitness_dir: str,
+    out_jsonl: str,
+    trajectory_path: str,
+    runs_dir: str,
     allow_path: tuple[str, ...],
     call_timeout: float,
     instruction_run_timeout: float,
@@ -153,21 +178,17 @@ def mcp_serve(
 ) -> int:
     """Serve the issue tools over MCP (stdio or HTTP).
 
-    The issue, dependency, lease, instruction and observation tools.
-
     Stdio speaks newline-delimited JSON-RPC to one client; streamable HTTP serves many at
-    /mcp, each request with `Authorization: Bearer <token>` (specs/mcp-http.md).
+    /mcp, each request with `Authorization: Bearer <token>` (specs/mcp-http.md), and with
+    --observe the live dashboard for people too.
 
     With --json, a start-up error is also printed as a JSON error document on stdout.
 
     \b
     premath mcp-serve --issues .premath/issues.jsonl
     premath mcp-serve --transport streamable-http --token-file tokens
+    premath mcp-serve --transport streamable-http --observe --live
     """
-    if repo_root is None:
-        from premath.store.root import discover_root
-
-        repo_root = discover_root()
     lines = [
         "premath mcp-serve",
         f"  transport: {transport}",
@@ -194,8 +215,12 @@ def mcp_serve(
             "(expected `open` or `instruction-linked`)"
         )
     max_age_s = _duration_s(witness_max_age)
-    if (tls_cert is None) != (tls_key is None):
-        raise InvalidUsage("--tls-cert and --tls-key go together")
+    if observe and transport == "stdio":
+        raise InvalidUsage(
+            "--observe serves the dashboard over HTTP: add --transport streamable-http"
+        )
+    if live and not observe:
+        raise InvalidUsage("--live rebuilds the surface the dashboard shows: add --observe")
     from premath.mcp.access_log import open_access_log
     from premath.mcp.server import CallLimits, serve  # lazy: the SDK loads only here
     from premath.mcp.tools import ServerConfig
@@ -221,25 +246,40 @@ def mcp_serve(
     if transport == "stdio":
         serve(config, server_name, server_version, limits, open_access_log(access_log))
         return 0
-    from premath.mcp.http import Bind, HttpLimits, serve_http
-    from premath.mcp.tokens import resolve_tokens
+    from premath.mcp.http import serve_http
+    from premath.web.serve import ObservationOptions
+    from premath.web.server import ServerLimits, parse_bind, tls_files
+    from premath.web.tokens import resolve_tokens
 
-    address = Bind.parse(bind)
+    try:
+        address = parse_bind(bind)
+    except InputInvalid:
+        raise InvalidUsage(
+            f"--bind must be HOST:PORT with an IP address, [IPv6 address] or localhost as HOST "
+            f"(e.g. 127.0.0.1:8765), got {bind!r}"
+        ) from None
+    tls = tls_files(tls_cert, tls_key)
     tokens, note = resolve_tokens(token_file, loopback=address.loopback, where=bind)
     if note:
         sys.stderr.write(f"  {note}\n")
-    if not address.loopback and tls_cert is None:
-        sys.stderr.write(
-            "warning: serving plain HTTP on a non-loopback address: bearer tokens cross the "
-            "network in clear text; use --tls-cert/--tls-key or a TLS reverse proxy\n"
-        )
-    http_limits = HttpLimits(
+    server_limits = ServerLimits(
+        client_timeout_s=client_timeout,
         max_body_bytes=max_body_bytes,
-        head_timeout_s=client_timeout,
-        body_timeout_s=client_timeout,
         max_connections=max_connections,
-        shutdown_grace_s=call_timeout + 5,
+        shutdown_grace_s=int(call_timeout) + 5,
     )
+    observation = None
+    if observe:
+        observation = ObservationOptions(
+            surface=surface,
+            live=live,
+            repo_root=repo_root,
+            ciwitness_dir=ciwitness_dir,
+            issues_path=os.path.abspath(issues),
+            out_jsonl=out_jsonl,
+            trajectory_path=trajectory_path,
+            runs_dir=runs_dir,
+        )
     serve_http(
         config,
         server_name,
@@ -247,9 +287,10 @@ def mcp_serve(
         bind=address,
         tokens=tokens,
         limits=limits,
-        http_limits=http_limits,
+        server_limits=server_limits,
         log=open_access_log(access_log or "-"),
-        tls=(tls_cert, tls_key) if tls_cert is not None and tls_key is not None else None,
+        tls=tls,
+        observation=observation,
     )
     return 0
 

@@ -15,33 +15,62 @@ EVENTS_PATH = "artifacts/observation/events.jsonl"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _build_inputs(command: F) -> F:
-    """The input flags `observe-build` and `observe-serve --live` share."""
-    for option in reversed(
-        (
-            click.option(
-                "--repo-root",
-                default=".",
-                show_default=True,
-                callback=discovered_default,
-                help="Repository root; relative paths below join it",
-            ),
-            click.option(
-                "--ciwitness-dir",
-                default="artifacts/ciwitness",
-                show_default=True,
-                help="Folder of the CI and instruction witnesses",
-            ),
-            click.option(
-                "--issues-path",
-                default=".premath/issues.jsonl",
-                show_default=True,
-                help="Issue memory",
-            ),
-        )
-    ):
-        command = option(command)
-    return command
+def _options(*options: Callable[[F], F]) -> Callable[[F], F]:
+    """Several click options as one decorator, in the order given."""
+
+    def apply(command: F) -> F:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return apply
+
+
+CIWITNESS_DIR_OPTION = click.option(
+    "--ciwitness-dir",
+    default="artifacts/ciwitness",
+    show_default=True,
+    help="Folder of the CI and instruction witnesses",
+)
+_build_inputs = _options(
+    click.option(
+        "--repo-root",
+        default=".",
+        show_default=True,
+        callback=discovered_default,
+        help="Repository root; relative paths below join it",
+    ),
+    CIWITNESS_DIR_OPTION,
+    click.option(
+        "--issues-path",
+        default=".premath/issues.jsonl",
+        show_default=True,
+        help="Issue memory",
+    ),
+)
+"""The input flags `observe-build` and `observe-serve --live` share."""
+live_dashboard_options = _options(
+    click.option(
+        "--out-jsonl", default=EVENTS_PATH, show_default=True, help="Events to write (--live)"
+    ),
+    click.option(
+        "--trajectory-path",
+        default=".premath/harness_trajectory.jsonl",
+        show_default=True,
+        help="Harness trajectory the dashboard shows (--live; relative to the repo root)",
+    ),
+    click.option(
+        "--runs-dir",
+        default=".premath/runs",
+        show_default=True,
+        help="Experiment runs the dashboard lists (--live; relative to the repo root)",
+    ),
+)
+"""The live dashboard's flags `observe-serve` and `mcp-serve --observe` share."""
+TLS_OPTIONS = _options(
+    click.option("--tls-cert", help="TLS certificate (PEM) to serve HTTPS; with --tls-key"),
+    click.option("--tls-key", help="TLS private key (PEM); with --tls-cert"),
+)
 
 
 @click.command("observe-build", cls=StrictCommand, context_settings=CONTEXT_SETTINGS)
@@ -139,28 +168,20 @@ def observe(
     "dashboard's issues, trajectory, KPI and runs",
 )
 @_build_inputs
-@click.option(
-    "--out-jsonl", default=EVENTS_PATH, show_default=True, help="Events to write (--live)"
-)
-@click.option(
-    "--trajectory-path",
-    default=".premath/harness_trajectory.jsonl",
-    show_default=True,
-    help="Harness trajectory the dashboard shows (--live; relative to the repo root)",
-)
-@click.option(
-    "--runs-dir",
-    default=".premath/runs",
-    show_default=True,
-    help="Experiment runs the dashboard lists (--live; relative to the repo root)",
-)
+@live_dashboard_options
 @click.option(
     "--header-timeout-seconds",
     type=click.FloatRange(min=0.1, max=3600),
     default=10.0,
     show_default=True,
-    help="Close a connection whose request line and headers take longer than this (408)",
+    help="Close a connection whose request line and headers (or body) take longer than this (408)",
 )
+@click.option(
+    "--token-file",
+    help="Bearer tokens, one `<token id> <token>` a line, mode 0600: every route but /healthz "
+    "then needs a token or a browser login (a one-time link is printed); without it none does",
+)
+@TLS_OPTIONS
 @json_option
 @pass_app
 def observe_serve(
@@ -175,6 +196,9 @@ def observe_serve(
     trajectory_path: str,
     runs_dir: str,
     header_timeout_seconds: float,
+    token_file: str | None,
+    tls_cert: str | None,
+    tls_key: str | None,
 ) -> int:
     """Serve the observation API and live dashboard.
 
@@ -187,11 +211,11 @@ def observe_serve(
     """
     import sys
 
-    from premath.web.serve import ServeOptions, serve_observation
+    from premath.web.serve import ObservationOptions, ServeOptions, serve_observation
+    from premath.web.server import tls_files
 
-    options = ServeOptions(
+    observation = ObservationOptions(
         surface=surface,
-        bind=bind,
         live=live,
         repo_root=repo_root,
         ciwitness_dir=ciwitness_dir,
@@ -199,7 +223,13 @@ def observe_serve(
         out_jsonl=out_jsonl,
         trajectory_path=trajectory_path,
         runs_dir=runs_dir,
-        header_timeout_s=header_timeout_seconds,
+    )
+    options = ServeOptions(
+        observation,
+        bind,
+        client_timeout_s=header_timeout_seconds,
+        token_file=token_file,
+        tls=tls_files(tls_cert, tls_key),
     )
     serve_observation(options, app.clock, out=sys.stdout, err=sys.stderr)
     return 0

@@ -1,9 +1,9 @@
 """The observation API and the live dashboard as a mountable Starlette piece (specs/observation.md).
 
-`ObservationService(config)` holds everything one server needs (no globals): `routes()` for a
-host app, `lifespan()` to run the watcher that keeps the dashboard current, and `app()` for
-`observe-serve`, which adds JSON 404s and, on a loopback bind, a Host check on the dashboard
-routes (DNS rebinding). Routes:
+`ObservationService(config)` holds everything one server needs (no globals): `routes()` and
+`lifespan()` (the watcher that keeps the dashboard current) for the app that mounts it
+(premath/web/app.py): `observe-serve` alone, or `mcp-serve --observe` beside `/mcp`. On a
+loopback bind the dashboard routes check the Host header (DNS rebinding). Routes:
 
 - the reference's API (observation.md §7): `/`, `/healthz`, `/latest`, `/needs-attention`
   (`/needs_attention`), `/instruction?id=`, `/projection?digest=&match=`; pretty JSON with sorted
@@ -27,9 +27,7 @@ import anyio
 import orjson
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from sse_starlette import EventSourceResponse, ServerSentEvent
-from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -47,7 +45,8 @@ from premath.observe.views import (
     needs_attention_view,
     projection_view,
 )
-from premath.store.canonical import response_bytes
+from premath.web.app import api_json
+from premath.web.auth import CALLER_KEY, VIA_KEY, host_allowed
 
 Document = dict[str, Any]
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -61,7 +60,6 @@ ROUTES = (
     "/projection?digest=<projection_digest>[&match=typed|compatibility_alias]",
 )
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
-API_HEADERS = {"access-control-allow-origin": "*", "access-control-allow-methods": "GET"}
 PAGE_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -81,7 +79,6 @@ STATIC = {
 REPORT_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 """The report page carries its style inline and no script."""
 LISTING_POLICY = "default-src 'none'; base-uri 'none'"
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 @dataclass(frozen=True)
@@ -94,23 +91,14 @@ class ObservationConfig:
     send_timeout_s: float = 10.0
     """A page that takes longer than this to accept one event is disconnected."""
     allowed_hosts: frozenset[str] | None = None
-    """Host names the dashboard routes answer (None: any); `observe-serve` on loopback sets
+    """Host names the dashboard routes answer (None: any); a server on loopback sets
     LOOPBACK_HOSTS, so a web page on another origin cannot reach them by DNS rebinding."""
-
-
-def api_json(status: int, document: Any) -> Response:
-    return Response(response_bytes(document), status, API_HEADERS, "application/json")
+    command: str = "observe-serve"
+    """The command serving, named in warnings."""
 
 
 def _error(status: int, message: str) -> Response:
     return api_json(status, {"error": message})
-
-
-def not_found(request: Request, exc: Exception) -> Response:
-    """JSON 404/405 for paths and methods no route takes (a host app's exception handler)."""
-    if isinstance(exc, HTTPException) and exc.status_code == 405:
-        return _error(405, "method not allowed; use GET")
-    return _error(404, f"unknown route: {request.url.path}")
 
 
 def _preflight(request: Request) -> Response:
@@ -241,12 +229,8 @@ class ObservationService:
     # --- the dashboard -------------------------------------------------------------------------
 
     def _host_refused(self, request: Request) -> Response | None:
-        allowed = self.config.allowed_hosts
-        if allowed is None:
-            return None
         host = request.headers.get("host", "")
-        name = host.rpartition(":")[0] if host.rpartition(":")[2].isdigit() else host
-        if name.strip("[]") in allowed:
+        if host_allowed(host, self.config.allowed_hosts):
             return None
         return _error(403, f"host not allowed: {host}")
 
@@ -266,7 +250,8 @@ class ObservationService:
         return asset
 
     async def _events(self, request: Request) -> Response:
-        del request
+        caller = request.scope.get(CALLER_KEY)
+        viewer = None if caller is None else {"caller": caller, "via": request.scope[VIA_KEY]}
         pages = self._hub.subscribe()
         shutdown = anyio.Event()
 
@@ -275,7 +260,8 @@ class ObservationService:
             response ends cleanly) or when the hub drops this page for being too slow."""
             with pages:
                 snapshot = await run_in_threadpool(self.dashboard.snapshot)
-                yield ServerSentEvent(_dumps(snapshot), event="snapshot", retry=1000)
+                first = {**snapshot, "viewer": viewer}  # who the page is logged in as, if anyone
+                yield ServerSentEvent(_dumps(first), event="snapshot", retry=1000)
                 while not shutdown.is_set():
                     update = None
                     with anyio.move_on_after(0.5):
@@ -368,7 +354,7 @@ class ObservationService:
             changed = self.dashboard.refresh()
         except Exception as exc:  # noqa: BLE001 - one bad refresh must not stop the watcher
             sys.stderr.write(
-                f"warning: observe-serve: refresh failed: {type(exc).__name__}: {exc}\n"
+                f"warning: {self.config.command}: refresh failed: {type(exc).__name__}: {exc}\n"
             )
             return
         if changed is not None and len(self._hub):
@@ -391,13 +377,3 @@ class ObservationService:
             finally:
                 self._hub.close()
                 group.cancel_scope.cancel()
-
-    def app(self) -> Starlette:
-        """The whole `observe-serve` application."""
-        app = Starlette(
-            routes=self.routes(),
-            lifespan=self.lifespan,
-            exception_handlers={404: not_found, 405: not_found},
-        )
-        app.router.redirect_slashes = False
-        return app

@@ -121,12 +121,14 @@ class HttpServer:
 def start_http_server(
     cwd: Path, *options: str, env: dict[str, str] | None = None, wait: bool = True
 ) -> HttpServer:
-    """Start the server on an ephemeral loopback port; its URL is read from its banner."""
+    """Start the server (on an ephemeral loopback port unless `options` bind); its URL is read
+    from its banner."""
     stderr_path = cwd.parent / f"{cwd.name}-server-{secrets.token_hex(3)}.stderr"
+    bind = () if "--bind" in options else ("--bind", "127.0.0.1:0")
     with open(stderr_path, "w") as errlog:
         process = subprocess.Popen(
             [sys.executable, "-m", "premath", "mcp-serve", "--transport", "streamable-http",
-             "--bind", "127.0.0.1:0", *options],
+             *bind, *options],
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

@@ -133,10 +133,15 @@ def observe_serve(
 class EventStream:
     """The dashboard's server-sent events, read from a raw socket."""
 
-    def __init__(self, port: int, timeout: float = 10) -> None:
+    def __init__(
+        self, port: int, timeout: float = 10, headers: dict[str, str] | None = None
+    ) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
         self.sock.sendall(
-            b"GET /events HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n"
+            b"GET /events HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+            + extra.encode()
+            + b"\r\n"
         )
         self.buffer = b""
         head = self._until(b"\r\n\r\n")
@@ -163,6 +168,16 @@ class EventStream:
                     data.append(line.removeprefix("data: "))
             if name is not None:
                 return name, orjson.loads("\n".join(data))
+
+    def delta_with(self, key: str, within_s: float) -> Any:
+        """The first `delta` event carrying `key` that arrives within `within_s`."""
+        deadline = time.monotonic() + within_s
+        while time.monotonic() < deadline:
+            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+            name, data = self.next_event()
+            if name == "delta" and key in data:
+                return data
+        raise AssertionError(f"no delta with {key!r} within {within_s}s")
 
     def close(self) -> None:
         self.sock.close()

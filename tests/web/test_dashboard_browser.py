@@ -154,3 +154,85 @@ def _assert_painted(png: bytes, width: int) -> None:
     colours = image.getcolors(1 << 24)
     assert colours is not None
     assert len(colours) > 50  # text and cards drawn, not a blank page
+
+
+def test_one_process_a_person_logs_in_through_the_printed_link(project, browser, tmp_path_factory):
+    """`mcp-serve --observe --live`: the dashboard refuses a browser without a login, opens
+    through the link the server printed (once), shows an issue an agent adds over MCP within
+    2 s without a reload, and logs out."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import anyio
+    import httpx2
+
+    from tests.mcp.client import call, http_server, http_session, new_token, token_file
+    from tests.web.test_one_process import login_url
+
+    token = new_token()
+    path = token_file(project.parent, w1=token)
+    options = ("--token-file", str(path), "--observe", "--live", "--mutation-policy", "open")
+    with http_server(project, *options) as server:
+        stranger = browser.new_context().new_page()
+        refused = stranger.goto(f"{server.base}/dashboard")
+        assert refused is not None
+        assert refused.status == 401
+        assert stranger.title() == "Log in · premath"
+        assert stranger.locator("form input[name=token]").count() == 1
+        assert stranger.locator(".issue").count() == 0
+
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        log = PageLog()
+        log.watch(page)
+        page.goto(login_url(server))
+        page.wait_for_url(f"{server.base}/dashboard", timeout=10_000)
+        page.wait_for_selector('.issue[data-id="bd-1"]', timeout=10_000)
+        assert page.inner_text("#viewer-name") == "Logged in as @console"
+        page.evaluate("window.__sameDocument = true")
+
+        async def add() -> str:
+            async with http_session(server.url, token) as client:
+                error, added = await call(client, "issue_add", {"title": "Added by an agent"})
+                assert error is False, added
+                return added["issue"]["id"]
+
+        with ThreadPoolExecutor(1) as pool:  # Playwright's own loop runs in this thread
+            added = pool.submit(anyio.run, add).result(timeout=60)
+        started = time.monotonic()
+        page.wait_for_selector(f'.issue[data-id="{added}"]', timeout=PUSH_BOUND_MS)
+        assert time.monotonic() - started < PUSH_BOUND_MS / 1000
+        assert page.evaluate("window.__sameDocument") is True  # pushed, not reloaded
+        assert page.inner_text(f'.issue[data-id="{added}"] .title') == "Added by an agent"
+        png = page.screenshot(full_page=True)
+        (screenshot_folder(tmp_path_factory) / "dashboard-one-process.png").write_bytes(png)
+        assert log.console == []
+        assert log.errors == []
+        assert {urlsplit(url).netloc for url in log.requests} == {urlsplit(server.base).netloc}
+
+        again = stranger.goto(login_url(server))
+        assert again is not None
+        assert again.status == 401
+        assert "used or has expired" in stranger.inner_text("body")
+
+        # a session that ends elsewhere (logout in another tab, expiry, a restart): the page
+        # says so and links to the login page
+        minted = httpx2.post(
+            f"{server.base}/login/code", headers={"Authorization": f"Bearer {token}"}, timeout=10
+        ).json()
+        other = browser.new_context().new_page()
+        other.goto(minted["url"])
+        other.wait_for_selector('.issue[data-id="bd-1"]', timeout=10_000)
+        (cookie,) = other.context.cookies()
+        assert (cookie["httpOnly"], cookie["sameSite"]) == (True, "Strict")
+        ended = httpx2.post(
+            f"{server.base}/logout", headers={"Cookie": f"{cookie['name']}={cookie['value']}"}
+        )
+        assert ended.status_code == 303
+        other.wait_for_selector('#status a[href="login"]', timeout=5_000)
+        assert other.inner_text("#status").startswith("Logged out")
+
+        page.click("#logout")
+        page.wait_for_url(f"{server.base}/login", timeout=10_000)
+        out = page.goto(f"{server.base}/dashboard")
+        assert out is not None
+        assert out.status == 401

@@ -254,6 +254,25 @@ def test_d21_8_a_slow_client_trickling_headers_is_cut_off(server):
         assert time.monotonic() - started < 3.5
 
 
+def test_a_kept_alive_connection_left_idle_closes_without_a_stray_408(server):
+    """After an answer, a connection that sends nothing more is closed silently: a client may
+    be sending its next request at that very moment, and would read a 408 as its answer. One
+    that sends part of its next head still gets the 408."""
+    request = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    for follow_up, expected in ((b"", b""), (b"GET /lat", b"HTTP/1.1 408 ")):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(request)
+            first = b""
+            while b'"ok": true' not in first:
+                first += sock.recv(4096)
+            sock.sendall(follow_up)
+            started = time.monotonic()
+            rest = read_all(sock)
+            assert time.monotonic() - started < 3.5
+            assert rest[: len(expected)] == expected
+            assert rest.startswith(b"HTTP") == bool(expected)
+
+
 def read_all(sock: socket.socket) -> bytes:
     data = b""
     try:

@@ -24,13 +24,7 @@ def project(tmp_path) -> Path:
 
 
 def _delta_with(stream: EventStream, key: str, within_s: float = PUSH_BOUND_S):
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        stream.sock.settimeout(max(0.01, deadline - time.monotonic()))
-        name, data = stream.next_event()
-        if name == "delta" and key in data:
-            return data
-    raise AssertionError(f"no delta with {key!r} within {within_s}s")
+    return stream.delta_with(key, within_s)
 
 
 def test_live_builds_at_start_and_follows_the_issue_memory(project):

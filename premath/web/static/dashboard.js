@@ -584,6 +584,7 @@
     if (whole) {
       state.issues = new Map((update.issues || []).map((i) => [i.id, i]));
       state.sources = update.sources;
+      showViewer(update.viewer);
     } else if (update.issues) {
       for (const id of update.issues.remove) state.issues.delete(id);
       for (const issue of update.issues.upsert) state.issues.set(issue.id, issue);
@@ -621,14 +622,49 @@
     status.textContent = "Live · updated " + new Date(now()).toLocaleTimeString() + " · version " + state.version + " · " + state.issues.size + " issues";
   }
 
+  // Who the page is logged in as, when the server asks for a login (a session cookie).
+  function showViewer(viewer) {
+    const session = viewer && viewer.via === "session";
+    $("viewer").hidden = !session;
+    $("viewer-name").textContent = session ? "Logged in as " + viewer.caller : "";
+  }
+
+  async function logout() {
+    try {
+      await fetch("logout", { method: "POST" });
+    } finally {
+      window.location.assign("login");
+    }
+  }
+
+  function signedOut() {
+    const status = $("status");
+    status.classList.add("bad");
+    clear(status);
+    status.append("Logged out (the session ended, or the server restarted) · ", el("a", { href: "login", text: "log in again" }));
+  }
+
   function connect() {
     const source = new EventSource("events");
     source.addEventListener("snapshot", (event) => apply(JSON.parse(event.data), true));
     source.addEventListener("delta", (event) => apply(JSON.parse(event.data), false));
-    source.addEventListener("error", () => {
+    source.addEventListener("error", async () => {
       const status = $("status");
       status.classList.add("bad");
       status.textContent = "Disconnected · reconnecting…";
+      if (source.readyState !== EventSource.CLOSED) return; // the browser reconnects by itself
+      // Refused outright (an error status): ask why, then try again or send the person to log in.
+      let answer = null;
+      try {
+        answer = await fetch("latest", { headers: { Accept: "application/json" } });
+      } catch (error) {
+        answer = null; // the server is down: try again
+      }
+      if (answer && answer.status === 401) {
+        signedOut();
+        return;
+      }
+      setTimeout(connect, 2000);
     });
   }
 
@@ -653,6 +689,7 @@
       event.preventDefault();
       drill("pane-instruction", "instruction?id=" + encodeURIComponent($("instruction-id").value.trim()));
     });
+    $("logout").addEventListener("click", logout);
     document.addEventListener("keydown", onKey);
     setInterval(tickLeases, 1000);
     connect();

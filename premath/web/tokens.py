@@ -1,4 +1,5 @@
-"""Bearer tokens of `mcp-serve --transport streamable-http` (specs/mcp-http.md "Tokens").
+"""Bearer tokens of premath's HTTP servers: `mcp-serve --transport streamable-http` and
+`observe-serve --token-file` (specs/mcp-http.md "Tokens").
 
 A token file holds one token a line, `<token id> <token>`; `#` starts a comment line. The id
 names the caller in the access log (it is never a secret); the token is at least 32 characters
@@ -6,9 +7,10 @@ of `A-Z a-z 0-9 - _ . ~ + / =` (what `secrets.token_urlsafe(32)` prints fits). S
 let each worker have its own token, revoked by deleting its line and restarting the server. A
 file that other users can read or write is refused, as ssh refuses a private key.
 
-`PREMATH_MCP_TOKEN` gives one token (id `env`) instead. A loopback server given neither uses,
-creating it with mode 0600 on first start, the file `$XDG_CONFIG_HOME/premath/mcp-serve.tokens`
-(else `~/.config/...`, or `PREMATH_MCP_TOKEN_FILE`): outside the repository, printed by path.
+For mcp-serve, `PREMATH_MCP_TOKEN` gives one token (id `env`) instead, and a loopback server
+given neither uses, creating it with mode 0600 on first start, the file
+`$XDG_CONFIG_HOME/premath/mcp-serve.tokens` (else `~/.config/...`, or `PREMATH_MCP_TOKEN_FILE`):
+outside the repository, printed by path.
 
 Presented tokens are compared by SHA-256 digest with `hmac.compare_digest` against every
 configured token, so neither the match nor its position shows in the timing; the server keeps
