@@ -56,13 +56,18 @@ async def _calls(cwd: Path, tool: str, arguments: dict[str, str], count: int) ->
             ClientSession(read, write) as client,
         ):
             await client.initialize()
-            await client.call_tool("issue_lease_projection", {})
-            start = time.perf_counter()
-            for _ in range(count):
-                result = await client.call_tool(tool, arguments)
-                if result.is_error:
-                    raise RuntimeError(result.content[0].text)
-            return time.perf_counter() - start
+            return await timed_calls(client, tool, arguments, count)
+
+
+async def timed_calls(client: ClientSession, tool: str, arguments: dict, count: int) -> float:
+    """Seconds for `count` calls on an initialised client, after one warm-up call."""
+    await client.call_tool("issue_lease_projection", {})
+    start = time.perf_counter()
+    for _ in range(count):
+        result = await client.call_tool(tool, arguments)
+        if result.is_error:
+            raise RuntimeError(result.content[0].text)
+    return time.perf_counter() - start
 
 
 @dataclass(frozen=True)

@@ -87,3 +87,12 @@ class Interrupted(PremathError):
     """Ctrl-C or SIGTERM stopped a long command; what it recorded is kept and can be resumed."""
 
     code = "interrupted"
+
+
+class RuleRefused(PolicyDenied):
+    """A boundary rule refused a request (a path outside the roots, an unverified witness);
+    the message starts with `[failureClass=<rule>]`, as tool errors tagged with a class do."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(f"[failureClass={rule}] {message}")
+        self.rule = rule

@@ -1,3 +1,4 @@
+import shutil
 from datetime import UTC, datetime
 
 import pytest
@@ -34,3 +35,25 @@ def cli_run(workdir, clock):
         return invoke(*args, app=AppContext(clock=clock, lock_timeout_s=2.0), stdin=stdin)
 
     return run
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_witness_keys(tmp_path_factory):
+    """The key file of the whole session, set before any module-scoped fixture signs a witness
+    (never the user's own config folder)."""
+    path = tmp_path_factory.mktemp("session-witness-keys") / "witness.keys"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PREMATH_WITNESS_KEY_FILE", str(path))
+        yield path
+
+
+@pytest.fixture(autouse=True)
+def witness_key_file(session_witness_keys, tmp_path_factory, monkeypatch):
+    """Every test signs and verifies instruction witnesses with a key file of its own, outside
+    the user's config folder (premath.store.witness_mac, D22-3): a copy of the session's keys,
+    so witnesses a module-scoped fixture signed still verify, and a test may break its copy."""
+    path = tmp_path_factory.mktemp("witness-keys") / "witness.keys"
+    if session_witness_keys.exists():
+        shutil.copy2(session_witness_keys, path)
+    monkeypatch.setenv("PREMATH_WITNESS_KEY_FILE", str(path))
+    return path

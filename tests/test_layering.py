@@ -1,7 +1,8 @@
 """The package's import rules (DEVELOPERS.md "Layout"), checked on the source itself.
 
 cli -> harness/runner/issues -> store -> models -> leaf modules; click only in cli/, subprocess
-only in runner/process.py, and no module imports a layer above its own.
+only in runner/process.py, the ASGI stack only in web/ and mcp/, and no module imports a layer
+above its own.
 """
 
 import ast
@@ -14,16 +15,20 @@ LAYER = {
     "__main__": 5,
     "cli": 4,
     "mcp": 4,
+    "web": 4,
     "harness": 3,
     "runner": 3,
     "bench": 3,
     "atif": 3,
     "issues": 3,
     "transport": 3,
+    "observe": 3,
     "store": 2,
     "models": 1,
 }
 LEAF = 0
+ASGI_STACK = ("starlette", "uvicorn", "anyio", "sse_starlette", "h11", "httpx")
+"""The HTTP server stack loads only in the faces that serve HTTP (start-up budget)."""
 
 
 def _layer(module: str) -> int:
@@ -63,5 +68,9 @@ def test_imports_flow_one_way(path):
             assert module.startswith("premath.cli"), f"{module} imports click"
         if top == "subprocess":
             assert module == "premath.runner.process", f"{module} imports subprocess"
-        if top in ("mcp", "mcp_types", "anyio"):
+        if top in ("mcp", "mcp_types"):
             assert module.startswith("premath.mcp."), f"{module} imports the MCP SDK"
+        if top in ASGI_STACK:
+            assert module.startswith(("premath.mcp.", "premath.web.")), (
+                f"{module} imports the ASGI stack ({top}): only premath/web and premath/mcp may"
+            )

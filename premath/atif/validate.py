@@ -186,7 +186,26 @@ def validate_file(path: str | os.PathLike[str], *, check_media: bool = True) -> 
     return ValidationReport(shown, tuple(validate_document(document, base_dir=base_dir)))
 
 
+RUN_TRAJECTORY = os.path.join("atif", "trajectory.json")
+"""Where a bench run folder keeps its trajectory (`premath.bench.paths`)."""
+
+
+def _validate_path(path: str, check_media: bool) -> ValidationReport:
+    """A file; or a bench run folder, standing for its `atif/trajectory.json` (as `atif export`
+    takes the folder)."""
+    if not os.path.isdir(path):
+        return validate_file(path, check_media=check_media)
+    inside = os.path.join(path, RUN_TRAJECTORY)
+    if not os.path.isfile(inside):
+        message = (
+            f"{path} is a folder without {RUN_TRAJECTORY}: give a trajectory file or a bench "
+            "run folder"
+        )
+        return ValidationReport(path, (AtifError(location="", message=message),))
+    return validate_file(inside, check_media=check_media)
+
+
 def validate_files(paths: Iterable[str], *, check_media: bool = True) -> dict[str, Any]:
-    """`atif validate`: one report per file, valid only when every file is."""
-    reports = [validate_file(path, check_media=check_media).document() for path in paths]
+    """`atif validate`: one report per file (or run folder), valid only when every one is."""
+    reports = [_validate_path(path, check_media).document() for path in paths]
     return {"valid": all(report["valid"] for report in reports), "files": reports}

@@ -39,6 +39,8 @@ def read_json_file(path: str | os.PathLike[str], what: str, cap: int = INPUT_SIZ
             raw = handle.read(cap + 1)
     except FileNotFoundError as exc:
         raise InputInvalid(f"{what} {target} does not exist") from exc
+    except IsADirectoryError:
+        raise InputInvalid(f"{what} {target} is a folder; pass the JSON file") from None
     except OSError as exc:
         raise InputInvalid(f"cannot read {what} {target}: {exc.strerror or exc}") from exc
     if len(raw) > cap:

@@ -10,14 +10,17 @@ from datetime import datetime
 from pathlib import Path
 
 from premath.runner.paths import safe_token
+from premath.store.root import rebase
 from premath.timefmt import session_stamp
 
 DEFAULT_BENCH_RUNS_DIR = ".premath/bench/runs"
 
 
-def new_run_dir(now: datetime, runs_dir: str = DEFAULT_BENCH_RUNS_DIR) -> Path:
-    """A fresh folder name: the time plus random bits, so a retry never meets the old run."""
-    return Path(runs_dir) / f"bench-{session_stamp(now)}-{os.urandom(4).hex()}"
+def new_run_dir(now: datetime, runs_dir: str | None = None) -> Path:
+    """A fresh folder name: the time plus random bits, so a retry never meets the old run;
+    by default in the project's `.premath/bench/runs` (premath.store.root)."""
+    folder = rebase(DEFAULT_BENCH_RUNS_DIR) if runs_dir is None else runs_dir
+    return Path(folder) / f"bench-{session_stamp(now)}-{os.urandom(4).hex()}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -214,7 +214,7 @@ def _run_harness(
         verdict.fail("interrupted", f"premath received {stop}; the harness was stopped")
         record("harness.finished", status="interrupted")
         return HarnessProcess(status="interrupted")
-    judged = judge(outcome, paths.result)
+    judged = judge(outcome, paths.result, stderr_file=paths.harness_stderr)
     if judged.error_class in (None, "harness_error"):  # a readable, valid result.json
         verdict.outcome = judged.outcome
         verdict.harness_reported_version = reported_harness_version(paths.result)

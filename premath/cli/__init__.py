@@ -21,102 +21,120 @@ if TYPE_CHECKING:
 COMMAND_GROUPS: dict[str, LazyGroup] = {
     "harness-session": LazyGroup(
         "premath.cli.harness_session:harness_session",
-        "Manage Tusk harness-session handoff artifacts",
+        "Read and write the session handoff.",
     ),
     "harness-feature": LazyGroup(
         "premath.cli.harness_feature:harness_feature",
-        "Manage Tusk harness feature-ledger artifacts",
+        "Read, write and check the feature ledger.",
     ),
     "harness-trajectory": LazyGroup(
         "premath.cli.harness_trajectory:harness_trajectory",
-        "Manage append-only Tusk harness step trajectory rows",
+        "Append to and query the step trajectory.",
     ),
     "harness-join-check": LazyGroup(
         "premath.cli.harness_join_check:harness_join_check",
-        "Evaluate deterministic ToolUse/JoinClosed closure state from normalized evidence",
+        "Check that every tool call of a turn got its result.",
     ),
     "demo": LazyGroup(
         "premath.cli.demo:demo",
-        "Drain built-in sample issues with two parallel workers in a temp folder; show the KPI.",
+        "Drain sample issues with two workers; show the KPI.",
     ),
     "issue": LazyGroup(
         "premath.cli.issue:issue",
-        "Issue memory: add, list, claim and close work items (.premath/issues.jsonl)",
+        "Issue memory: add, list, claim and close issues.",
     ),
     "dep": LazyGroup(
         "premath.cli.dep:dep",
-        "Dependencies between issues: add, remove, replace, project, diagnose cycles",
+        "Dependencies between issues: add, remove, diagnose.",
     ),
     "harness": LazyGroup(
         "premath.cli.harness:harness",
-        "Boot, step and stop hooks of the harness loop, for agents that are their own worker.",
+        "The loop's hooks for an agent that is its own worker.",
     ),
     "harness-loop": LazyGroup(
         "premath.cli.harness_loop:harness_loop",
-        "Run worker and coordinator loops that take issues from ready to closed, gated.",
+        "Run worker and coordinator loops over issues.",
     ),
     "harness-kpi": LazyGroup(
         "premath.cli.harness_kpi:harness_kpi",
-        "Compute the throughput KPI: completed issues/day per active worker times gate pass rate.",
+        "Compute the throughput KPI from the trajectory.",
     ),
     "harness-policy": LazyGroup(
         "premath.cli.harness_policy:harness_policy",
-        "Inspect the harness retry policy: rules, decisions and failure classification.",
+        "Inspect the retry policy and what it decides.",
     ),
     "atif": LazyGroup(
         "premath.cli.atif:atif",
-        "Export and validate ATIF trajectories (Agent Trajectory Interchange Format)",
+        "Export and validate ATIF agent trajectories.",
     ),
     "bench": LazyGroup(
         "premath.cli.bench:bench",
-        "Run benchmark tasks headlessly and leave comparable artifacts (ATIF, summary, metadata)",
+        "Run benchmark tasks headlessly (ATIF, summaries).",
     ),
     "experiment": LazyGroup(
         "premath.cli.experiment:experiment",
-        "Run a harness over a dataset under variants, resume runs, compare variants",
+        "Run a harness under variants and compare them.",
     ),
     "run": LazyGroup(
         "premath.cli.run:run",
-        "Run one task through a harness: `{command} {args} <task.json> <result.json>`.",
+        "Run one task through a harness.",
     ),
     "schema": LazyGroup(
         "premath.cli.schema:schema", "Print the JSON Schema of KIND (always JSON)."
     ),
     "transport-dispatch": LazyGroup(
         "premath.cli.transport:transport_dispatch",
-        "Dispatch one transport action; a rejection is an envelope (exit 0), not an error.",
+        "Dispatch one transport action.",
     ),
     "transport-check": LazyGroup(
         "premath.cli.transport:transport_check",
-        "Check the transport action registry (routes and digests); exit 1 when rejected.",
+        "Check the transport action registry.",
     ),
     "mcp-serve": LazyGroup(
         "premath.cli.mcp_serve:mcp_serve",
-        "Serve the issue and dependency tools over MCP (stdio, newline-delimited JSON-RPC).",
+        "Serve the issue tools over MCP (stdio or HTTP).",
     ),
     "instruction-check": LazyGroup(
         "premath.cli.instruction:instruction_check",
-        "Validate an instruction envelope: schema, policy binding, classification, proposal.",
+        "Validate an instruction envelope and its policy.",
     ),
     "instruction-witness": LazyGroup(
         "premath.cli.instruction:instruction_witness",
-        "Build the `ci.instruction.v1` witness of an instruction run.",
+        "Build the witness of an instruction run.",
     ),
     "scheme-eval": LazyGroup(
         "premath.cli.scheme_eval:scheme_eval",
-        "Evaluate a program of host-action calls under the control-plane allowlist.",
+        "Run a program of host-action calls, allowlisted.",
     ),
     "instruction-run": LazyGroup(
         "premath.cli.instruction:instruction_run",
-        "Check an envelope, run its checks, write artifacts/ciwitness/<id>.json.",
+        "Run an instruction's checks and write its witness.",
+    ),
+    "observe-build": LazyGroup(
+        "premath.cli.observe:observe_build",
+        "Build the observation surface from CI witnesses.",
+    ),
+    "observe": LazyGroup(
+        "premath.cli.observe:observe",
+        "Query the observation surface (four modes).",
+    ),
+    "observe-serve": LazyGroup(
+        "premath.cli.observe:observe_serve",
+        "Serve the observation API and live dashboard.",
+    ),
+    "witness-key": LazyGroup(
+        "premath.cli.witness_key:witness_key",
+        "Show, rotate and retire the witness MAC keys.",
     ),
     "init": LazyGroup(
         "premath.cli.init:init",
-        "Create ROOT/.premath/issues.jsonl (from ROOT/.beads/issues.jsonl when present).",
+        "Create the project's .premath/issues.jsonl.",
     ),
 }
 
-KEEPS_RUNNING = frozenset({"harness-loop", "experiment", "bench", "run", "mcp-serve"})
+KEEPS_RUNNING = frozenset(
+    {"harness-loop", "experiment", "bench", "run", "mcp-serve", "observe-serve"}
+)
 """Commands and groups that run for long (loops, experiments, servers): the cyclic GC stays on."""
 
 

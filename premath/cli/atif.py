@@ -19,8 +19,11 @@ def validate_text(document: dict[str, Any]) -> str:
 
 
 def export_text(document: dict[str, Any]) -> str:
+    from premath.terminal import counted
+
     head = (
-        f"exported {document['path']} ({document['schema_version']}, {document['steps']} steps): "
+        f"exported {document['path']} ({document['schema_version']}, "
+        f"{counted(document['steps'], 'step')}): "
         f"{'valid' if document['valid'] else 'invalid'}"
     )
     errors = [f"  - {e['location'] or '(document)'}: {e['message']}" for e in document["errors"]]
@@ -35,11 +38,14 @@ def trajectory_text(document: dict[str, Any]) -> str:
 
 @click.group("atif", cls=StrictGroup)
 def atif() -> None:
-    """Export and validate ATIF trajectories (Agent Trajectory Interchange Format)"""
+    """Export and validate ATIF agent trajectories.
+
+    ATIF is the Agent Trajectory Interchange Format Harbor reads; see specs/atif.md.
+    """
 
 
 @atif.command("validate")
-@click.argument("files", nargs=-1, required=True)
+@click.argument("files", nargs=-1, required=True, metavar="PATHS...")
 @click.option(
     "--no-validate-media",
     is_flag=True,
@@ -47,10 +53,13 @@ def atif() -> None:
 )
 @json_option
 def atif_validate(files: tuple[str, ...], no_validate_media: bool) -> Reply:
-    """Check trajectory files with Harbor's rules; exit 1 if any is invalid.
+    """Check ATIF trajectories with Harbor's rules. Exit 1 if any is invalid.
+
+    PATHS: trajectory files, or bench run folders (each stands for its atif/trajectory.json,
+    as `atif export` takes the folder).
 
     \b
-    premath atif validate runs/*/atif/trajectory.json --json
+    premath atif validate bench-run runs/*/atif/trajectory.json --json
     """
     from premath.atif.validate import validate_files
 
@@ -74,7 +83,8 @@ def atif_export(
     session_id: str | None,
     model_name: str | None,
 ) -> Reply:
-    """Turn a benchmark run's events (SOURCE: run folder or events.jsonl) into ATIF.
+    """Turn a benchmark run's events into an ATIF trajectory. SOURCE: a run folder or its
+    raw/events.jsonl.
 
     \b
     premath atif export .premath/bench/runs/bench-... --out trajectory.json

@@ -13,7 +13,7 @@ from premath.bench.defaults import (
     DEFAULT_TIMEOUT_S,
     DEFAULT_TOOL_TIMEOUT_S,
 )
-from premath.cli._options import json_option
+from premath.cli._options import FloatRange, IntRange, json_option, project_path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 
 
@@ -40,7 +40,11 @@ def _split_command(command: str) -> list[str]:
 
 @click.group("bench", cls=StrictGroup)
 def bench() -> None:
-    """Run benchmark tasks headlessly and leave comparable artifacts (ATIF, summary, metadata)"""
+    """Run benchmark tasks headlessly (ATIF, summaries).
+
+    Each run leaves comparable artifacts: raw events, an ATIF trajectory, a summary and its
+    metadata; see specs/bench-run.md.
+    """
 
 
 @bench.command("run")
@@ -51,7 +55,7 @@ def bench() -> None:
 @click.option("--policy", "policy_path", help="JSON file of deny rules that still apply.")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FloatRange(min=0, min_open=True),
     default=DEFAULT_TIMEOUT_S,
     show_default=True,
     help="Seconds before the harness is killed.",
@@ -80,7 +84,7 @@ def bench() -> None:
 @click.option("--atif-schema-version", help="ATIF version to write (default: ATIF-v1.8).")
 @click.option(
     "--output-cap",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=DEFAULT_OUTPUT_CAP,
     show_default=True,
     help="Bytes of harness stdout/stderr kept in raw/.",
@@ -95,7 +99,8 @@ def bench() -> None:
 @json_option
 @pass_app
 def bench_run(app: AppContext, /, **options: Any) -> Reply:
-    """Run one task unattended (approval mode full-access, deny rules applied).
+    """Run one task unattended and leave its artifacts. Approval mode full-access, deny rules
+    applied.
 
     Ends with one completion line (or one JSON document): status, exit code, artifact paths.
 
@@ -149,7 +154,7 @@ def bench_run(app: AppContext, /, **options: Any) -> Reply:
 @click.option("--function-name", default="exec", show_default=True, help="Tool name.")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FloatRange(min=0, min_open=True),
     default=DEFAULT_TOOL_TIMEOUT_S,
     show_default=True,
     help="Seconds before the command is killed.",
@@ -158,7 +163,8 @@ def bench_run(app: AppContext, /, **options: Any) -> Reply:
 @json_option
 @pass_app
 def bench_tool(app: AppContext, /, run_dir: str, argv: tuple[str, ...], **options: Any) -> Reply:
-    """Run one command for the harness, unless a deny rule refuses it; record call and result.
+    """Run one command for the harness, unless a deny rule refuses it. The call and its result
+    are recorded.
 
     \b
     premath bench tool --run-dir RUN --json -- ls -la /app
@@ -184,10 +190,11 @@ def bench_tool(app: AppContext, /, run_dir: str, argv: tuple[str, ...], **option
 @json_option
 @pass_app
 def bench_record(app: AppContext, run_dir: str, row: str) -> Reply:
-    """Record one harness trajectory row (message, usage, model) in a live run.
+    """Record one trajectory row (message, usage, model) in a live run.
 
     \b
-    premath bench record --run-dir RUN --row '{"source": "agent", "message": "Done"}'
+    premath bench record --run-dir RUN \\
+        --row '{"source": "agent", "message": "Done"}'
     """
     from premath.bench.tool import record_row
 
@@ -196,20 +203,15 @@ def bench_record(app: AppContext, run_dir: str, row: str) -> Reply:
 
 
 def batch_text(document: dict[str, Any]) -> str:
+    from premath.cli.experiment import trials_lines
     from premath.runner.report.render import report_text
+    from premath.terminal import terminal_width, wrap
 
-    trials = document["trials"]
-    return "\n".join(
-        [
-            f"premath bench batch: {document['run_id']} ({document['run_dir']})",
-            f"  Trials: {trials['scheduled']} scheduled, {trials['ran']} run now; "
-            f"{trials['success']} success, {trials['failure']} failure, {trials['error']} error, "
-            f"{trials['pending']} pending",
-            f"  Summary: {document['report_path']}",
-            "",
-            report_text(document["report"]),
-        ]
-    )
+    width = terminal_width()
+    lines = wrap(f"premath bench batch: {document['run_id']} ({document['run_dir']})", width)
+    lines += trials_lines(document["trials"], width)
+    lines += wrap(f"Summary: {document['report_path']}", width, indent="  ", hang="  ")
+    return "\n".join([*lines, "", report_text(document["report"], width)])
 
 
 @bench.command("batch")
@@ -223,7 +225,7 @@ def batch_text(document: dict[str, Any]) -> str:
 )
 @click.option(
     "--replications",
-    type=click.IntRange(1, 10_000),
+    type=IntRange(1, 10_000),
     default=1,
     show_default=True,
     help="Runs of each (variant, task).",
@@ -242,21 +244,20 @@ def batch_text(document: dict[str, Any]) -> str:
 )
 @click.option(
     "--concurrency",
-    type=click.IntRange(1, 256),
+    type=IntRange(1, 256),
     default=1,
     show_default=True,
     help="Trials run at once.",
 )
-@click.option(
+@project_path_option(
     "--runs-dir",
     default=".premath/bench/batches",
-    show_default=True,
-    help="Folder holding the batch's run folder.",
+    help_text="Folder holding the batch's run folder.",
 )
 @click.option("--run-id", help="Name of the batch (default: batch-<UTC stamp>).")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=FloatRange(min=0, min_open=True),
     default=DEFAULT_TIMEOUT_S,
     show_default=True,
     help="Seconds before one trial's harness is killed.",
@@ -271,14 +272,15 @@ def batch_text(document: dict[str, Any]) -> str:
 def bench_batch(
     app: AppContext, /, sources: tuple[str, ...], variants: tuple[str, ...], **options: Any
 ) -> Reply:
-    """Run many benchmark tasks under a variant matrix; one comparison summary.
+    """Run many tasks under several variants and compare them. One summary covers the batch.
 
     TASKS: task files, folders of them, Harbor task folders or a Harbor dataset's folder.
     Each trial is a normal bench run folder; the batch is an experiment run (resume it with
     `premath experiment resume`).
 
     \b
-    premath bench batch tasks/ --variant base='python a.py' --variant new='python a.py --new'
+    premath bench batch tasks/ --variant base='python a.py' \\
+        --variant new='python a.py --new'
     """
     import sys
     from pathlib import Path
@@ -304,4 +306,9 @@ def bench_batch(
         html_path=options["html_path"],
         show_progress=sys.stderr.isatty() if progress is None else progress,
     )
-    return Reply(document, text=batch_text)
+    from premath.runner.runs import every_trial_errored
+
+    reason = every_trial_errored(document)
+    if reason is not None:
+        click.echo(f"error: {reason}", err=True)
+    return Reply(document, text=batch_text, exit_code=0 if reason is None else 1)

@@ -11,6 +11,8 @@ from premath.models.issue_row import DEPENDENCY_TYPES
 from premath.models.vocabulary import EDGE_VIEWS, GRAPH_SCOPES, EdgeView, GraphScope
 
 dependency_type = click.Choice(DEPENDENCY_TYPES)
+TYPES_HELP = f"one of {', '.join(DEPENDENCY_TYPES)}"
+"""The types in the option's help: as a metavar their list would be one line of 130 columns."""
 
 
 def _integrity_text(integrity: dict[str, Any]) -> str:
@@ -63,15 +65,19 @@ edge_type_option = click.option(
     "--type",
     "kind",
     type=dependency_type,
+    metavar="TYPE",
     default="blocks",
     show_default=True,
-    help="Dependency type",
+    help=f"Dependency type: {TYPES_HELP}",
 )
 
 
 @click.group("dep", cls=StrictGroup)
 def dep() -> None:
-    """Dependencies between issues: add, remove, replace, project, diagnose cycles"""
+    """Dependencies between issues: add, remove, diagnose.
+
+    Also replace an edge's type and project the edges; see specs/issue-memory.md.
+    """
 
 
 @dep.command("add")
@@ -85,7 +91,7 @@ def dep() -> None:
 def dep_add(
     app: AppContext, issue_id: str, target: str, kind: str, created_by: str, issues: str
 ) -> Reply:
-    """Make ISSUE depend on DEPENDS_ON (refuses self-loops, duplicates and cycles).
+    """Make ISSUE depend on DEPENDS_ON. Self-loops, duplicates and cycles are refused.
 
     \b
     premath dep add bd-2 bd-1 --type blocks --json
@@ -133,11 +139,14 @@ def dep_remove(app: AppContext, issue_id: str, target: str, kind: str, issues: s
 @click.option(
     "--from-type",
     type=dependency_type,
+    metavar="TYPE",
     default="blocks",
     show_default=True,
-    help="The edge's current type",
+    help=f"The edge's current type: {TYPES_HELP}",
 )
-@click.option("--to-type", type=dependency_type, required=True, help="The edge's new type")
+@click.option(
+    "--to-type", type=dependency_type, metavar="TYPE", required=True, help="The edge's new type"
+)
 @click.option("--created-by", default="", help="Who changed the edge (kept when blank)")
 @issues_option
 @json_option
@@ -185,7 +194,7 @@ def dep_replace(
 @json_option
 @pass_app
 def dep_project(app: AppContext, view: EdgeView, issues: str) -> Reply:
-    """List every edge with its role in one view, plus cycle integrity over all issues.
+    """List every edge with its role in one view. Also: cycle integrity over all issues.
 
     \b
     premath dep project --view execution --json
@@ -210,7 +219,7 @@ def dep_project(app: AppContext, view: EdgeView, issues: str) -> Reply:
 @json_option
 @pass_app
 def dep_diagnostics(app: AppContext, graph_scope: GraphScope, issues: str) -> Reply:
-    """Report the first dependency cycle (exit 0 even when one is found).
+    """Report the first dependency cycle, if any. Exit 0 even when one is found.
 
     \b
     premath dep diagnostics --graph-scope active --json

@@ -8,18 +8,18 @@ from typing import Any
 
 import click
 
-from premath.cli._options import json_option
+from premath.cli._options import FloatRange, IntRange, json_option, project_path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 
 RUNS_DIR = ".premath/runs"
 EXECUTORS = ["local", "docker", "ray"]
 
-runs_dir_option = click.option(
-    "--runs-dir", default=RUNS_DIR, show_default=True, help="Folder holding run folders"
+runs_dir_option = project_path_option(
+    "--runs-dir", default=RUNS_DIR, help_text="Folder holding run folders"
 )
 concurrency_option = click.option(
     "--concurrency",
-    type=click.IntRange(1, 256),
+    type=IntRange(1, 256),
     help="Trials run at once (default: the experiment's `concurrency`, else 1)",
 )
 ray_address_option = click.option(
@@ -42,17 +42,20 @@ fail_on_error_option = click.option(
 )
 fail_on_error_rate_option = click.option(
     "--fail-on-error-rate",
-    type=click.FloatRange(0.0, 1.0),
+    type=FloatRange(0.0, 1.0),
     metavar="RATE",
     help="Exit 1 when the share of final trials that ended in error is above RATE (0..1)",
 )
 
 
 def _error_gate(document: dict[str, Any], any_error: bool, max_rate: float | None) -> int:
-    """The exit code the --fail-on-error options ask for; the reason goes to stderr."""
-    from premath.runner.runs import error_gate_failure
+    """1 when every trial ended in error, or as the --fail-on-error options ask; the reason
+    goes to stderr."""
+    from premath.runner.runs import error_gate_failure, every_trial_errored
 
-    reason = error_gate_failure(document, 0.0 if any_error else max_rate)
+    reason = every_trial_errored(document) or error_gate_failure(
+        document, 0.0 if any_error else max_rate
+    )
     if reason is None:
         return 0
     click.echo(f"error: {reason}", err=True)
@@ -64,36 +67,66 @@ def _show_progress(flag: bool | None) -> bool:
 
 
 def validate_text(document: dict[str, Any]) -> str:
+    from premath.terminal import counted
+
     return "\n".join(
         [
             "premath experiment validate",
             f"  Experiment: {document['experiment_id']} ({document['path']})",
             f"  Variants: {', '.join(document['variants'])}",
-            f"  Trials: {document['trials']} ({len(document['variants'])} variants x "
-            f"{document['tasks']} tasks x {document['replications']} replications)",
+            f"  Trials: {document['trials']} ({counted(len(document['variants']), 'variant')} x "
+            f"{counted(document['tasks'], 'task')} x "
+            f"{counted(document['replications'], 'replication')})",
             f"  Executor: {document['executor']}",
             f"  Digest: {document['digest']}",
         ]
     )
 
 
-def run_text(document: dict[str, Any]) -> str:
-    trials = document["trials"]
-    lines = [
-        f"premath {document['action'].replace('.', ' ')}",
-        f"  Run: {document['run_id']}",
-        f"  Folder: {document['run_dir']}",
-        f"  Trials: {trials['scheduled']} scheduled, {trials['ran']} run now; "
+def trials_lines(trials: dict[str, int], width: int) -> list[str]:
+    """The `  Trials: ...` line of a run (or batch) summary, fitted to `width`."""
+    from premath.terminal import wrap
+
+    return wrap(
+        f"Trials: {trials['scheduled']} scheduled, {trials['ran']} run now; "
         f"{trials['success']} success, {trials['failure']} failure, {trials['error']} error, "
         f"{trials['pending']} pending",
-        f"  Next: premath experiment report {document['run_id']}",
-    ]
+        width,
+        indent="  ",
+        hang="  ",
+    )
+
+
+def run_text(document: dict[str, Any]) -> str:
+    """The run in words, fitted to the terminal; errors by their most common messages."""
+    from premath.terminal import terminal_width, wrap
+
+    width = terminal_width()
+    trials, run_id = document["trials"], document["run_id"]
+    lines = [f"premath {document['action'].replace('.', ' ')}", f"  Run: {run_id}"]
+    lines += wrap(f"Folder: {document['run_dir']}", width, indent="  ", hang="  ")
+    lines += trials_lines(trials, width)
+    if document["error_messages"]:
+        lines.append("  Errors, most common first:")
+        for error in document["error_messages"]:
+            text = f"{error['count']} x {error['error_class']}: {error['message']}"
+            lines += wrap(text, width, indent="    ", hang="  ")
+    next_step = f"premath experiment report {run_id}"
+    if (
+        trials["error"]
+        and trials["error"] == trials["success"] + trials["failure"] + trials["error"]
+    ):
+        next_step = f"fix the cause above, then premath experiment resume {run_id} --rerun-errors"
+    lines += wrap(f"Next: {next_step}", width, indent="  ", hang="  ")
     return "\n".join(lines)
 
 
 @click.group("experiment", cls=StrictGroup)
 def experiment() -> None:
-    """Run a harness over a dataset under variants, resume runs, compare variants"""
+    """Run a harness under variants and compare them.
+
+    A run is every (variant, task, replication) trial; see specs/experiment.md.
+    """
 
 
 @experiment.command("validate")
@@ -105,7 +138,7 @@ def experiment() -> None:
 )
 @json_option
 def experiment_validate(experiment_file: str, executor: str | None) -> Reply:
-    """Check an experiment file and its dataset, listing every problem at once.
+    """Check an experiment file and its dataset. Every problem is listed at once.
 
     \b
     premath experiment validate examples/clean_harness/experiment.yaml
@@ -158,7 +191,8 @@ def experiment_run(
     """Run every trial of an experiment into a new run folder.
 
     \b
-    premath experiment run examples/clean_harness/experiment.yaml --concurrency 4 --json
+    premath experiment run examples/clean_harness/experiment.yaml \\
+        --concurrency 4 --json
     premath experiment run experiment.yaml --fail-on-error-rate 0.1   # CI gate
     """
     from premath.runner.runs import run_experiment
@@ -202,7 +236,7 @@ def experiment_resume(
     fail_on_error: bool,
     fail_on_error_rate: float | None,
 ) -> Reply:
-    """Continue an interrupted run without redoing finished trials (RUN: id or folder).
+    """Continue an interrupted run without redoing finished trials. RUN: a run id or folder.
 
     \b
     premath experiment resume demo --rerun-errors
@@ -228,14 +262,14 @@ def experiment_resume(
 @runs_dir_option
 @click.option(
     "--resamples",
-    type=click.IntRange(100, 1_000_000),
+    type=IntRange(100, 1_000_000),
     default=2000,
     show_default=True,
     help="Bootstrap resamples",
 )
 @click.option(
     "--confidence",
-    type=click.FloatRange(0.5, 0.999),
+    type=FloatRange(0.5, 0.999),
     default=0.95,
     show_default=True,
     help="Confidence level of the intervals",
@@ -251,7 +285,8 @@ def experiment_report(
     seed: int | None,
     html_path: str | None,
 ) -> Reply:
-    """Compare each variant with the baseline, per task: pass rates, errors, tests, CIs, grid.
+    """Compare each variant with the baseline, task by task. Pass rates, errors, tests, CIs and
+    the task grid; --html also writes a self-contained page.
 
     \b
     premath experiment report demo --html demo.html

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from premath.cli._options import json_option
+from premath.cli._options import IntRange, json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.cli.harness_loop import (
     loop_options,
@@ -50,7 +50,10 @@ def step_text(document: dict[str, Any]) -> str:
 
 @click.group("harness", cls=StrictGroup)
 def harness() -> None:
-    """Boot, step and stop hooks of the harness loop, for agents that are their own worker."""
+    """The loop's hooks for an agent that is its own worker.
+
+    boot, then step (or claim, your work, complete), then stop; see specs/harness-loop.md.
+    """
 
 
 @harness.command("boot")
@@ -70,7 +73,8 @@ def harness() -> None:
 @json_option
 @pass_app
 def harness_boot(app: AppContext, /, **options: Any) -> Reply:
-    """Check memory roots and dependency integrity, load the handoff, pick the next target.
+    """Check the project and pick the next issue to work on. Memory roots, dependency cycles,
+    the session handoff and an optional startup command are checked.
 
     \b
     premath harness boot --json
@@ -91,7 +95,7 @@ def harness_boot(app: AppContext, /, **options: Any) -> Reply:
 def _worker_options(function: Any) -> Any:
     function = click.option(
         "--step-index",
-        type=click.IntRange(min=1),
+        type=IntRange(min=1),
         default=1,
         show_default=True,
         help="Index of this step in the worker's run (names the step id)",
@@ -104,7 +108,8 @@ def _worker_options(function: Any) -> Any:
 @json_option
 @pass_app
 def harness_step(app: AppContext, /, **options: Any) -> Reply:
-    """Claim one ready issue, run work and verify, gate, then close or escalate it.
+    """Claim one ready issue, work, verify, then close or escalate it. Closing waits for the join
+    gate (specs/join-check.md).
 
     \b
     premath harness step --worker-id me --work-cmd 'make fix' --json
@@ -122,7 +127,8 @@ def harness_step(app: AppContext, /, **options: Any) -> Reply:
 @json_option
 @pass_app
 def harness_claim(app: AppContext, /, **options: Any) -> Reply:
-    """Claim one ready issue and mark the session active; do the work, then `complete`.
+    """Claim one ready issue and start its step. Do the work yourself, then run
+    `premath harness complete`.
 
     \b
     premath harness claim --worker-id me --json
@@ -141,7 +147,8 @@ def harness_claim(app: AppContext, /, **options: Any) -> Reply:
 @json_option
 @pass_app
 def harness_complete(app: AppContext, /, **options: Any) -> Reply:
-    """Verify the work this worker did on its claimed issue, gate, then close or escalate.
+    """Verify your work on the claimed issue, then close or escalate it. Closing waits for the
+    join gate (specs/join-check.md).
 
     \b
     premath harness complete --worker-id me --issue-id bd-1 --json
@@ -163,7 +170,7 @@ def harness_complete(app: AppContext, /, **options: Any) -> Reply:
 @click.option("--release", is_flag=True, help="Give the lease back instead of renewing it")
 @click.option(
     "--lease-ttl-seconds",
-    type=click.IntRange(30, 86400),
+    type=IntRange(30, 86400),
     default=3600,
     show_default=True,
     help="TTL of the renewed lease",
@@ -172,7 +179,7 @@ def harness_complete(app: AppContext, /, **options: Any) -> Reply:
 @click.option("--next-step", help="Next step for the agent that resumes")
 @click.option(
     "--step-index",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=1,
     show_default=True,
     help="Index of the interrupted step (names its trajectory row)",
@@ -180,7 +187,8 @@ def harness_complete(app: AppContext, /, **options: Any) -> Reply:
 @json_option
 @pass_app
 def harness_stop(app: AppContext, /, **options: Any) -> Reply:
-    """Persist the handoff: session stopped, lease renewed or released, interrupted step logged.
+    """Save the handoff so the next agent can resume. Session stopped, lease renewed or
+    released, the interrupted step logged.
 
     \b
     premath harness stop --worker-id me --release --json

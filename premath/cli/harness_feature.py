@@ -69,7 +69,11 @@ def next_text(document: dict[str, Any]) -> str:
 
 @click.group("harness-feature", cls=StrictGroup)
 def harness_feature() -> None:
-    """Manage Tusk harness feature-ledger artifacts"""
+    """Read, write and check the feature ledger.
+
+    The ledger (.premath/harness_feature_ledger.json) tracks what each issue's work is at;
+    see specs/harness-feature-ledger.md.
+    """
 
 
 @harness_feature.command("read")
@@ -113,10 +117,11 @@ def harness_feature_write(
     instruction_ref: tuple[str, ...],
     verification_ref: tuple[str, ...],
 ) -> Reply:
-    """Insert or update one feature row; a ledger `check` would reject is refused.
+    """Insert or update one feature row. A write that `check` would reject is refused.
 
     \b
-    premath harness-feature write --feature-id feat.a --status in_progress --issue-id bd-7
+    premath harness-feature write --feature-id feat.a --status in_progress \\
+        --issue-id bd-7
     """
     from premath.harness.feature_ledger import write_feature
 
@@ -144,7 +149,7 @@ def harness_feature_write(
 )
 @json_option
 def harness_feature_check(path: str, require_closure: bool) -> Reply:
-    """Check the ledger's rules; exit 1 when rejected (the report is still printed).
+    """Check the feature ledger's rules. Exit 1 when rejected (the report is still printed).
 
     \b
     premath harness-feature check --require-closure --json
@@ -159,7 +164,7 @@ def harness_feature_check(path: str, require_closure: bool) -> Reply:
 @ledger_path_option
 @json_option
 def harness_feature_next(path: str) -> Reply:
-    """Show the next feature to work on: the in_progress one, else the smallest pending.
+    """Show the next feature to work on. The in_progress one, else the smallest pending.
 
     \b
     premath harness-feature next --json

@@ -11,6 +11,8 @@ from premath.cli.hot import harness_join_check as hot
 
 harness_join_check = stacked(
     click.command("harness-join-check", cls=StrictCommand, context_settings=CONTEXT_SETTINGS),
-    click.option("--input", "input_path", required=True, help="Typestate evidence input JSON path"),
+    click.option(
+        "--input", "input_path", required=True, help="The turn, as JSON (specs/join-check.md)"
+    ),
     json_option,
 )(hot.harness_join_check)

@@ -2,37 +2,31 @@
 
 import click
 
-from premath.cli._options import discovered_default, json_option
+from premath.cli._options import json_option, project_path_option
 from premath.cli._root import Reply, StrictCommand
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
 
 @click.command("harness-kpi", cls=StrictCommand)
-@click.option(
+@project_path_option(
     "--trajectory-path",
     "--path",
     "trajectory_path",
-    callback=discovered_default,
     default=".premath/harness_trajectory.jsonl",
-    show_default=True,
-    help="Harness trajectory path",
+    help_text="Trajectory JSONL the KPI is computed from",
 )
-@click.option(
+@project_path_option(
     "--session-path",
     "session_path",
-    callback=discovered_default,
     default=".premath/harness_session.json",
-    show_default=True,
-    help="Harness session projection reference path (echoed only)",
+    help_text="Session handoff path (only echoed in the report)",
 )
-@click.option(
+@project_path_option(
     "--issues-path",
     "--issues",
     "issues_path",
-    callback=discovered_default,
     default=DEFAULT_ISSUES_PATH,
-    show_default=True,
-    help="Issue-memory authority path (echoed only)",
+    help_text="Issues JSONL path (only echoed in the report)",
 )
 @click.option(
     "--window-hours", type=int, default=24, show_default=True, help="Lookback window in hours"
@@ -60,7 +54,8 @@ def harness_kpi(
     rollback_kpi: float,
     min_sample_rows: int,
 ) -> Reply:
-    """Compute the throughput KPI: completed issues/day per active worker times gate pass rate.
+    """Compute the throughput KPI from the trajectory. Issues closed per worker per day, times
+    the share of steps that passed (specs/kpi.md).
 
     \b
     premath harness-kpi --window-hours 24 --json

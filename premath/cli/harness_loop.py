@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
-from premath.cli._options import json_option
+from premath.cli._options import FloatRange, IntRange, json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -97,6 +97,24 @@ SETTINGS_FLAGS = (
         {"help": "Shell command for the work [env PREMATH_WORK_CMD, else true]"},
     ),
     Flag(
+        "work_program",
+        ("--work-program",),
+        {
+            "help": "Host-action program (scheme-eval JSON) run as the work instead of a command; "
+            "its host calls are the only effects, the claimed issue is each call's issueId",
+        },
+    ),
+    Flag(
+        "work_program_max_calls",
+        ("--work-program-max-calls",),
+        {
+            "type": click.IntRange(min=1),
+            "default": 32,
+            "show_default": True,
+            "help": "Most host calls the work program may make (checked before any claim)",
+        },
+    ),
+    Flag(
         "verify_cmd",
         ("--verify-cmd",),
         {
@@ -146,7 +164,7 @@ SETTINGS_FLAGS = (
         "output_cap",
         ("--output-cap-bytes", "--output-cap"),
         {
-            "type": click.IntRange(min=1),
+            "type": IntRange(min=1),
             "default": 8 * 1024 * 1024,
             "show_default": True,
             "help": "Largest output kept per command stream; more fails the step's gate",
@@ -156,7 +174,7 @@ SETTINGS_FLAGS = (
         "backoff_scale",
         ("--backoff-scale",),
         {
-            "type": click.FloatRange(min=0.0),
+            "type": FloatRange(min=0.0),
             "default": 1.0,
             "show_default": True,
             "help": "Multiplier of the retry policy's backoff delays (0 disables waiting)",
@@ -168,8 +186,8 @@ SETTINGS_FLAGS = (
         {
             "type": click.Choice(["mcp", "local-repl"]),
             "default": None,
-            "help": "mcp: lease recovery after a failure goes through the transport dispatch and "
-            "records transport:// refs; unset: recovery in-process (D5-12)",
+            "help": "mcp: after a failure, give the lease back through the transport (as MCP "
+            "tools do) and record transport:// refs; unset: directly",
         },
     ),
     Flag(
@@ -244,6 +262,20 @@ def worker_command(spec: Any) -> list[str]:
     return [*argv, "--json"]
 
 
+def verbose_worker_command(spec: Any) -> list[str]:
+    """`worker_command`, with `--verbose` (the coordinator's `-v` reaches its workers)."""
+    return [*worker_command(spec), "--verbose"]
+
+
+verbose_option = click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Also show the mutation policy each worker runs under (shown anyway when it is a "
+    "human override)",
+)
+
+
 def worker_text(document: dict[str, Any]) -> str:
     return (
         f"[worker:{document['workerId']}] steps={document['stepCount']} "
@@ -261,7 +293,10 @@ def coordinator_text(document: dict[str, Any]) -> str:
 
 @click.group("harness-loop", cls=StrictGroup)
 def harness_loop() -> None:
-    """Run worker and coordinator loops that take issues from ready to closed, gated."""
+    """Run worker and coordinator loops over issues.
+
+    A worker takes ready issues to closed, one at a time; see specs/harness-loop.md.
+    """
 
 
 def worker_identity_options(function: F) -> F:
@@ -295,27 +330,31 @@ def one_worker(app: AppContext, options: dict[str, Any], *, agent_did_work: bool
 @worker_identity_options
 @click.option(
     "--max-steps",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=1,
     show_default=True,
     help="Most steps before the worker stops",
 )
 @click.option("--continue-on-failure", is_flag=True, help="Keep claiming after a failed step")
+@verbose_option
 @json_option
 @pass_app
 def harness_loop_worker(app: AppContext, /, **options: Any) -> Reply:
-    """Claim, work, verify and close issues one at a time under a lease.
+    """Claim, work, verify and close issues one at a time. Each issue is held under a lease.
 
     \b
     premath harness-loop worker --worker-id w1 --max-steps 5 \\
         --work-cmd 'make fix' --verify-cmd 'make test' --json
     """
+    from premath.harness.lane import DEFAULT_MODE
     from premath.harness.worker import run_worker
 
     max_steps = options.pop("max_steps")
     continue_on_failure = options.pop("continue_on_failure")
+    verbose = options.pop("verbose")
     cfg = one_worker(app, options)
-    report_progress(f"[worker:{cfg.worker_id}] override policy {cfg.authority.describe()}")
+    if verbose or cfg.authority.mode != DEFAULT_MODE:  # an override changes what may mutate
+        report_progress(f"[worker:{cfg.worker_id}] override policy {cfg.authority.describe()}")
     outcome = run_worker(
         cfg,
         max_steps=max_steps,
@@ -341,45 +380,45 @@ def heartbeat_seconds() -> float | None:
     multiple=True,
     help="Worker worktree (repeatable) [env PREMATH_WORKTREES]",
 )
-@click.option(
-    "--rounds", type=click.IntRange(min=1), default=1, show_default=True, help="Most rounds"
-)
+@click.option("--rounds", type=IntRange(min=1), default=1, show_default=True, help="Most rounds")
 @click.option(
     "--worker-prefix",
     default="worker",
     show_default=True,
-    help="Worker ids are <prefix>.1, <prefix>.2, ...",
+    help="Worker ids are <prefix>.1, <prefix>.2 and so on",
 )
 @click.option(
     "--max-steps-per-worker",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=1,
     show_default=True,
     help="Most steps of each worker per round",
 )
 @click.option(
     "--max-parallel",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=None,
     help="Most workers running at once [default: one per worktree]",
 )
 @click.option(
     "--worker-timeout-seconds",
-    type=click.FloatRange(min=0.0, min_open=True),
+    type=FloatRange(min=0.0, min_open=True),
     default=None,
     help="Deadline of each worker process; its process group is killed after it [default: none]",
 )
 @click.option("--continue-on-failure", is_flag=True, help="Keep going after a failed worker")
+@verbose_option
 @json_option
 @pass_app
 def harness_loop_coordinator(app: AppContext, /, **options: Any) -> Reply:
-    """Run one worker process per worktree, in parallel, round after round.
+    """Run one worker per worktree, in parallel, round after round.
 
     Ctrl-C or SIGTERM stops every worker at once, gives their leases back and prints the report.
 
     \b
     premath harness-loop coordinator --worktree ../w1 --worktree ../w2 \\
-        --rounds 10 --max-steps-per-worker 5 --work-cmd 'make fix' --verify-cmd 'make test'
+        --rounds 10 --max-steps-per-worker 5 \\
+        --work-cmd 'make fix' --verify-cmd 'make test'
     """
     from premath.harness.coordinator import CoordinatorConfig, resolve_worktrees, run_coordinator
     from premath.harness.loop_config import WORKTREES_ENV
@@ -387,7 +426,7 @@ def harness_loop_coordinator(app: AppContext, /, **options: Any) -> Reply:
     cfg = CoordinatorConfig(
         settings=loop_settings(options),
         worktrees=resolve_worktrees(options["worktrees"], os.environ.get(WORKTREES_ENV)),
-        worker_command=worker_command,
+        worker_command=verbose_worker_command if options["verbose"] else worker_command,
         rounds=options["rounds"],
         worker_prefix=options["worker_prefix"],
         max_steps_per_worker=options["max_steps_per_worker"],

@@ -4,13 +4,13 @@ from typing import Any
 
 import click
 
-from premath.cli._options import discovered_default, json_option
+from premath.cli._options import IntRange, json_option, project_path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
 attempt_option = click.option(
     "--attempt",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=1,
     show_default=True,
     help="Which attempt failed (1 is the first)",
@@ -58,7 +58,10 @@ def _decision_text(document: dict[str, object]) -> str:
 
 @click.group("harness-policy", cls=StrictGroup)
 def harness_policy() -> None:
-    """Inspect the harness retry policy: rules, decisions and failure classification."""
+    """Inspect the retry policy and what it decides.
+
+    Rules, decisions and failure classification; see specs/retry-policy.md.
+    """
 
 
 @harness_policy.command("show")
@@ -86,7 +89,7 @@ def harness_policy_show(policy_path: str | None) -> Reply:
 def harness_policy_decide(
     policy_path: str | None, failure_classes: tuple[str, ...], attempt: int
 ) -> Reply:
-    """Decide retry or escalation for failure classes at an attempt number.
+    """Decide retry or escalation for failure classes at an attempt.
 
     \b
     premath harness-policy decide --failure-class gate_timeout --attempt 2 --json
@@ -112,7 +115,8 @@ def harness_policy_classify(
     witness_path: str | None,
     attempt: int,
 ) -> Reply:
-    """Classify a failed command's output (and witness), then decide as `decide` does.
+    """Classify a failed command's output, then decide as `decide` does. A witness file is
+    classified too, when given.
 
     \b
     premath harness-policy classify --witness witness.json --json
@@ -146,24 +150,24 @@ def _escalate_text(document: dict[str, Any]) -> str:
     help="Issue to escalate [default: PREMATH_ACTIVE_ISSUE_ID, PREMATH_ISSUE_ID, the harness "
     "session's issue, else the only ready issue]",
 )
-@click.option(
+@project_path_option(
     "--issues",
     "--issues-path",
     "issues_path",
     default=DEFAULT_ISSUES_PATH,
-    show_default=True,
-    callback=discovered_default,
-    help="Issue memory the escalation writes to",
+    help_text="Issues JSONL the escalation writes to",
 )
 @click.option("--scope", default="required", show_default=True, help="Escalation scope label")
 @click.option("--witness-ref", default="", help="Witness the failure came from")
 @json_option
 @pass_app
 def harness_policy_escalate(app: AppContext, /, **options: Any) -> Reply:
-    """Decide on failure classes; once retries are spent, apply the escalation to the issue.
+    """Decide, and once retries are spent, apply the escalation. The issue is released, blocked,
+    or a follow-up issue is filed.
 
     \b
-    premath harness-policy escalate --failure-class check_failed --attempt 3 --json
+    premath harness-policy escalate --failure-class check_failed --attempt 3 \\
+        --json
     """
     from premath.harness.escalation import escalate_on_policy
     from premath.harness.retry_documents import escalate_document

@@ -6,7 +6,7 @@ free of click; here are their click declarations.
 
 import click
 
-from premath.cli._options import discovered_default, json_option, path_option, stacked
+from premath.cli._options import json_option, path_option, project_path_option, stacked
 from premath.cli._root import StrictGroup, pass_app
 from premath.cli.hot import harness_session as hot
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH, SESSION_STATES
@@ -18,7 +18,11 @@ session_path_option = path_option(SESSION_PATH, "Harness-session artifact path",
 
 @click.group("harness-session", cls=StrictGroup)
 def harness_session() -> None:
-    """Manage Tusk harness-session handoff artifacts"""
+    """Read and write the session handoff.
+
+    The handoff (.premath/harness_session.json) says where the last agent stopped and what
+    to do next; see specs/harness-session.md.
+    """
 
 
 harness_session_read = stacked(
@@ -46,14 +50,12 @@ harness_session_write = stacked(
     click.option(
         "--lineage-ref", multiple=True, help="Site lineage references (ctx/cover/refinement)"
     ),
-    click.option(
+    project_path_option(
         "--issues",
         "--issues-path",
         "issues",
         default=DEFAULT_ISSUES_PATH,
-        show_default=True,
-        callback=discovered_default,
-        help="Optional issues JSONL path for snapshot reference derivation",
+        help_text="Issues JSONL path; the session records a digest of it",
     ),
     json_option,
     pass_app,
@@ -62,11 +64,10 @@ harness_session_write = stacked(
 harness_session_bootstrap = stacked(
     harness_session.command("bootstrap"),
     session_path_option,
-    click.option(
+    project_path_option(
         "--feature-ledger",
         default=LEDGER_PATH,
-        show_default=True,
-        help="Harness feature-ledger artifact path used for deterministic next-step projection",
+        help_text="Feature ledger the next step is read from",
     ),
     json_option,
 )(hot.harness_session_bootstrap)

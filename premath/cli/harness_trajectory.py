@@ -44,7 +44,11 @@ class Usize(_IntType):
 
 @click.group("harness-trajectory", cls=StrictGroup)
 def harness_trajectory() -> None:
-    """Manage append-only Tusk harness step trajectory rows"""
+    """Append to and query the step trajectory.
+
+    The trajectory (.premath/harness_trajectory.jsonl) records every step, append-only; see
+    specs/harness-trajectory.md.
+    """
 
 
 harness_trajectory_append = stacked(

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from premath.cli._options import json_option
+from premath.cli._options import PROJECT_ROOT, json_option
 from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand, pass_app
 
 
@@ -17,7 +17,8 @@ from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand
 @click.option("--repo-root", default=".", show_default=True, help="Repository root")
 @json_option
 def instruction_check(instruction: str, repo_root: str) -> Reply:
-    """Validate an instruction envelope: schema, policy binding, classification, proposal.
+    """Validate an instruction envelope and its policy. Schema, policy binding, classification
+    and proposal (specs/instructions.md).
 
     \b
     premath instruction-check --instruction instructions/change.json --json
@@ -44,10 +45,11 @@ def instruction_witness(
     pre_execution_reason: str | None,
     repo_root: str,
 ) -> Reply:
-    """Build the `ci.instruction.v1` witness of an instruction run.
+    """Build the witness of an instruction run. Its kind is `ci.instruction.v1`.
 
     \b
-    premath instruction-witness --instruction instructions/change.json --runtime runtime.json --json
+    premath instruction-witness --instruction instructions/change.json \\
+        --runtime runtime.json --json
     """
     from premath.harness.instruction.witness import instruction_witness as build
     from premath.harness.instruction.witness import witness_text
@@ -59,8 +61,16 @@ def instruction_witness(
 
 
 @click.command("instruction-run", cls=StrictCommand, context_settings=CONTEXT_SETTINGS)
-@click.option("--instruction", required=True, help="Instruction envelope JSON path")
-@click.option("--repo-root", default=".", show_default=True, help="Repository root")
+@click.option(
+    "--instruction",
+    required=True,
+    help="Instruction envelope JSON path (a relative path is under --repo-root)",
+)
+@click.option(
+    "--repo-root",
+    help="Repository root: witnesses go to its artifacts/ciwitness/, check logs to its "
+    f".premath/ [default: {PROJECT_ROOT}]",
+)
 @click.option(
     "--check-command",
     default="mise run {check}",
@@ -71,9 +81,14 @@ def instruction_witness(
 @json_option
 @pass_app
 def instruction_run(
-    app: AppContext, instruction: str, repo_root: str, check_command: str, allow_failure: bool
+    app: AppContext,
+    instruction: str,
+    repo_root: str | None,
+    check_command: str,
+    allow_failure: bool,
 ) -> Reply:
-    """Check an envelope, run its checks, write artifacts/ciwitness/<id>.json.
+    """Run an instruction's checks and write its witness. The envelope is checked first; the
+    witness goes to artifacts/ciwitness/<id>.json.
 
     Exit 0 when accepted (or --allow-failure), 1 when rejected, 2 when the envelope is invalid
     (a pre-execution reject witness is still written).
@@ -84,13 +99,15 @@ def instruction_run(
     import os
 
     from premath.harness.instruction.pipeline import run_instruction
+    from premath.store.root import discover_root
 
     result = run_instruction(
         instruction,
-        repo_root,
+        discover_root() if repo_root is None else repo_root,
         now=app.clock.now,
         check_command=check_command,
         site_profile=os.environ.get("PREMATH_SQUEAK_SITE_PROFILE", "local"),
+        report=lambda line: click.echo(line, err=True),
     )
     if result.invalid is not None:
         from premath.harness.instruction.errors import InstructionError

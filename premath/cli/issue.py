@@ -10,12 +10,10 @@ from typing import Any
 import click
 
 from premath.cli._issues import issues_option, lines_text
-from premath.cli._options import F, json_option, stacked
+from premath.cli._options import F, IntRange, Priority, json_option, project_path_option, stacked
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.cli.hot import issue as hot
 from premath.cli.hot.issue import claimed_text
-
-I32 = click.IntRange(-(2**31), 2**31 - 1)
 
 
 def added_text(document: dict[str, Any]) -> str:
@@ -102,7 +100,10 @@ def discovered_text(document: dict[str, Any]) -> str:
 
 @click.group("issue", cls=StrictGroup)
 def issue() -> None:
-    """Issue memory: add, list, claim and close work items (.premath/issues.jsonl)"""
+    """Issue memory: add, list, claim and close issues.
+
+    The store is .premath/issues.jsonl; see specs/issue-memory.md.
+    """
 
 
 def new_issue_options(*, status: bool) -> Callable[[F], F]:
@@ -112,7 +113,11 @@ def new_issue_options(*, status: bool) -> Callable[[F], F]:
         click.option("--description", default="", help="Issue description"),
         click.option("--status", default="open", show_default=True, help="Issue status"),
         click.option(
-            "--priority", type=I32, default=2, show_default=True, help="Priority (0 is highest)"
+            "--priority",
+            type=Priority(),
+            default=2,
+            show_default=True,
+            help="Priority: a whole number, lower is more urgent (0 is the highest)",
         ),
         click.option(
             "--type", "issue_type", default="task", show_default=True, help="epic or task"
@@ -141,14 +146,17 @@ def issue_add(app: AppContext, /, title: str, issues: str, **fields: Any) -> Rep
     """Add an issue (creates the issues file when missing).
 
     \b
-    premath issue add "Fix it" --description $'Acceptance:\\n- parses\\nVerification: `pytest -q`'
+    premath issue add "Fix it" \\
+        --description $'Acceptance:\\n- parses\\nVerification: `pytest -q`'
     """
+    from premath.issues.check import new_issue_warnings
     from premath.issues.documents import issue_document
     from premath.issues.lifecycle import input_warnings
     from premath.issues.memory import add_issue
 
     row = add_issue(issues, title, now=app.clock.now(), timeout_s=app.lock_timeout(), **fields)
     warnings = input_warnings(title=title, status=fields["status"])
+    warnings += new_issue_warnings(fields["description"], fields["status"])
     return Reply(issue_document("issue.add", issues, row), text=added_text, warnings=warnings)
 
 
@@ -174,7 +182,7 @@ issue_ready = stacked(
 @json_option
 @pass_app
 def issue_blocked(app: AppContext, issues: str) -> Reply:
-    """List issues that are manually blocked or wait on an unclosed blocker.
+    """List issues that are blocked, by hand or by a blocker.
 
     \b
     premath issue blocked --json
@@ -188,26 +196,43 @@ def issue_blocked(app: AppContext, issues: str) -> Reply:
 @issue.command("check")
 @click.option(
     "--note-warn-threshold",
-    type=click.IntRange(min=0),
+    type=IntRange(min=0),
     default=2000,
     show_default=True,
     help="Warn when an issue's notes are longer than this many characters",
 )
+@click.option(
+    "--compactness",
+    is_flag=True,
+    help="Also find redundant `blocks` edges (to closed issues, or implied by another edge); "
+    "any finding exits 1 (what tools/ci/check_issue_graph.py runs)",
+)
 @issues_option
 @json_option
 @pass_app
-def issue_check(app: AppContext, note_warn_threshold: int, issues: str) -> Reply:
-    """Check the issue graph contract (acceptance, verification command); exit 1 when rejected.
+def issue_check(app: AppContext, note_warn_threshold: int, compactness: bool, issues: str) -> Reply:
+    """Check every active issue's acceptance and verification. Exit 1 when rejected.
 
     \b
     premath issue check --json
+    premath issue check --compactness
     """
     from premath.issues.documents import check_document
-    from premath.issues.memory import check
+    from premath.issues.memory import check, read_store
 
     report = check(issues, now=app.clock.now(), note_warn_threshold=note_warn_threshold)
+    document = check_document(issues, report)
+    if not compactness:
+        return Reply(document, text=check_text, exit_code=0 if report.accepted else 1)
+    from premath.issues.compactness import compactness_findings, compactness_lines
+
+    findings = compactness_findings(read_store(issues, app.clock.now()))
+    document["compactness"] = [finding.to_document() for finding in findings]
+    exit_code = 0 if report.accepted and not findings else 1
     return Reply(
-        check_document(issues, report), text=check_text, exit_code=0 if report.accepted else 1
+        document,
+        text=lambda d: "\n".join([check_text(d), *compactness_lines(findings)]),
+        exit_code=exit_code,
     )
 
 
@@ -227,7 +252,9 @@ issue_update = stacked(
     click.option("--notes", help="New notes"),
     click.option("--notes-file", help="Read new notes from a file (`-` for stdin)"),
     click.option("--status", help="New status (closing releases the lease)"),
-    click.option("--priority", type=I32, help="New priority"),
+    click.option(
+        "--priority", type=Priority(), help="New priority: a whole number, lower is more urgent"
+    ),
     click.option("--assignee", help="New assignee"),
     click.option("--owner", help="New owner"),
     issues_option,
@@ -243,7 +270,7 @@ issue_update = stacked(
 @json_option
 @pass_app
 def issue_claim(app: AppContext, issue_id: str, assignee: str, issues: str) -> Reply:
-    """Claim one issue with a lease (TTL 3600 s); readiness is not checked.
+    """Claim one issue with a lease (TTL 3600 s). Readiness is not checked.
 
     \b
     premath issue claim bd-1 --assignee w1 --json
@@ -286,7 +313,7 @@ def issue_lease_renew(
     lease_expires_at: str | None,
     issues: str,
 ) -> Reply:
-    """Extend your active lease on an issue (only its holder may).
+    """Extend your active lease on an issue. Only its holder may.
 
     \b
     premath issue lease-renew bd-1 --assignee w1 --lease-id lease1_bd-1_w1 --json
@@ -318,7 +345,7 @@ def issue_lease_renew(
 def issue_lease_release(
     app: AppContext, issue_id: str, assignee: str, lease_id: str | None, issues: str
 ) -> Reply:
-    """Give your active lease up; the issue is open and unassigned again.
+    """Give your active lease up. The issue is open and unassigned again.
 
     \b
     premath issue lease-release bd-1 --assignee w1 --json
@@ -360,29 +387,33 @@ def issue_lease_projection(app: AppContext, issues: str) -> Reply:
 def issue_discover(
     app: AppContext, /, parent_id: str, title: str, issues: str, **fields: Any
 ) -> Reply:
-    """Add an issue found while working on PARENT, linked to it (discovered-from).
+    """Add an issue found while working on PARENT. It is linked to PARENT (discovered-from).
 
     \b
     premath issue discover bd-1 "Flaky fixture" --json
     """
+    from premath.issues.check import new_issue_warnings
     from premath.issues.documents import discovered_document
     from premath.issues.memory import discover_issue
 
     row = discover_issue(
         issues, parent_id, title, now=app.clock.now(), timeout_s=app.lock_timeout(), **fields
     )
-    return Reply(discovered_document(issues, row, parent_id), text=discovered_text)
+    return Reply(
+        discovered_document(issues, row, parent_id),
+        text=discovered_text,
+        warnings=new_issue_warnings(fields["description"], "open"),
+    )
 
 
 @issue.command("migrate-events")
 @issues_option
-@click.option(
-    "--events", default=".premath/memory/events.jsonl", show_default=True, help="Event log path"
-)
+@project_path_option("--events", default=".premath/memory/events.jsonl", help_text="Event log path")
 @json_option
 @pass_app
 def issue_migrate_events(app: AppContext, /, issues: str, events: str) -> Reply:
-    """Write the store as an issue.event.v1 log and check that it replays to the same store.
+    """Write the store as an event log and check its replay. The log (issue.event.v1) must
+    replay to the same store.
 
     \b
     premath issue migrate-events --json
@@ -395,15 +426,14 @@ def issue_migrate_events(app: AppContext, /, issues: str, events: str) -> Reply:
 
 
 @issue.command("replay-events")
-@click.option(
-    "--events", default=".premath/memory/events.jsonl", show_default=True, help="Event log path"
-)
+@project_path_option("--events", default=".premath/memory/events.jsonl", help_text="Event log path")
 @issues_option
 @click.option("--cache", help="Replay cache path (default: replay-cache.json beside --issues)")
 @json_option
 @pass_app
 def issue_replay_events(app: AppContext, /, events: str, issues: str, cache: str | None) -> Reply:
-    """Rebuild or verify the issues file from the event log (rewritten only when it differs).
+    """Rebuild or verify the issues file from the event log. It is rewritten only when it
+    differs.
 
     \b
     premath issue replay-events --json
@@ -418,16 +448,13 @@ def issue_replay_events(app: AppContext, /, events: str, issues: str, cache: str
 @issue.command("backend-status")
 @issues_option
 @click.option("--repo", default=".", show_default=True, help="Repository root (for jj)")
-@click.option(
-    "--projection",
-    default=".premath/surreal_issue_cache.json",
-    show_default=True,
-    help="Query projection path",
+@project_path_option(
+    "--projection", default=".premath/surreal_issue_cache.json", help_text="Query projection path"
 )
 @json_option
 @pass_app
 def issue_backend_status(app: AppContext, /, issues: str, repo: str, projection: str) -> Reply:
-    """Report the issue store, its query projection and the jj state (read-only, exit 0).
+    """Report the issue store, its query cache and jj state. Read-only, exit 0.
 
     \b
     premath issue backend-status --json

@@ -4,7 +4,7 @@ from typing import Any
 
 import click
 
-from premath.cli._options import json_option
+from premath.cli._options import IntRange, json_option
 from premath.cli._root import AppContext, Reply, StrictCommand, pass_app
 
 
@@ -36,7 +36,7 @@ def run_text(document: dict[str, Any]) -> str:
 @click.option("--env", "env", multiple=True, help="NAME=VALUE for the harness (repeat)")
 @click.option(
     "--timeout-ms",
-    type=click.IntRange(1),
+    type=IntRange(1),
     default=300_000,
     show_default=True,
     help="Deadline; the harness's process group is killed after it",
@@ -49,9 +49,11 @@ def run_text(document: dict[str, Any]) -> str:
     help="local: a process on this machine; docker: a container of --image",
 )
 @click.option("--image", help="Harness image (docker executor)")
-@click.option("--memory-mb", type=click.IntRange(16), help="Memory cap in MiB")
+@click.option("--memory-mb", type=IntRange(16), help="Memory cap in MiB")
 @click.option(
-    "--out", "out_dir", help="Empty folder for the trial (default: .premath/runs/single-<stamp>)"
+    "--out",
+    "out_dir",
+    help="Empty folder for the trial [default: .premath/runs/single-<stamp> in the project root]",
 )
 @json_option
 @pass_app
@@ -67,12 +69,14 @@ def run(
     memory_mb: int | None,
     out_dir: str | None,
 ) -> Reply:
-    """Run one task through a harness: `{command} {args} <task.json> <result.json>`.
+    """Run one task through a harness. It is run as `{command} {args} <task.json>
+    <result.json>`.
 
     Exit 0 when the outcome is success, 1 otherwise (the document says why).
 
     \b
-    premath run --command "python harness.py" --arg --temperature --arg 0.9 task.json --json
+    premath run --command "python harness.py" --arg --temperature --arg 0.9 \\
+        task.json --json
     """
     from premath.runner.single import run_single
 

@@ -42,10 +42,11 @@ def check_text(document: dict[str, Any]) -> str:
 @json_option
 @pass_app
 def transport_dispatch(app: AppContext, action: str, payload: str) -> Reply:
-    """Dispatch one transport action; a rejection is an envelope (exit 0), not an error.
+    """Dispatch one transport action. A rejection is an envelope (exit 0), not an error.
 
     \b
-    premath transport-dispatch --action issue.lease_release --payload '{"id":"bd-7"}' --json
+    premath transport-dispatch --action issue.lease_release \\
+        --payload '{"id":"bd-7"}' --json
     """
     import orjson
 
@@ -65,7 +66,7 @@ def transport_dispatch(app: AppContext, action: str, payload: str) -> Reply:
 @click.command("transport-check", cls=StrictCommand, context_settings=CONTEXT_SETTINGS)
 @json_option
 def transport_check() -> Reply:
-    """Check the transport action registry (routes and digests); exit 1 when rejected.
+    """Check the transport action registry. Routes and digests; exit 1 when rejected.
 
     \b
     premath transport-check --json

@@ -86,7 +86,7 @@ def boot_report(
     pass_env: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """The boot document for `paths` (a LoopPaths); see the module doc."""
-    from premath.issues import graph
+    from premath.issues import graph, leases
     from premath.issues.documents import integrity_document
     from premath.issues.memory import read_store
     from premath.issues.snapshot import snapshot_ref_of
@@ -110,7 +110,8 @@ def boot_report(
                 path_text = " -> ".join(cycle.cycle_path)
                 findings.append(_finding("boot.dependency_cycle", f"dependency cycle: {path_text}"))
     handoff = _load_handoff(paths, findings)
-    ready_ids = [row["id"] for row in graph.ready_issues(issues)] if issues else []
+    ready = graph.ready_issues(issues, order=leases.claim_order) if issues else []
+    ready_ids = [row["id"] for row in ready]
     startup = (
         _run_startup(startup_cmd, worktree, timeout_s, pass_env, paths) if startup_cmd else None
     )

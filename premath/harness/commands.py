@@ -8,6 +8,9 @@ the user names with `--pass-env` (divergence D5-8: the reference passed its whol
 """
 
 import os
+import re
+import shlex
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +22,21 @@ from premath.runner.interrupts import raise_if_stopped
 from premath.runner.process import ProcessOutcome, allowlisted_env, passed_env, run_bounded
 
 SHELL = "sh"
-# `sh` exits 127 when the program is not found and 126 when it cannot be executed.
-_SHELL_CANNOT_RUN = (126, 127)
+# `sh` exits 127 when the program is not found and 126 when it cannot be executed: neither is a
+# transient failure, so neither is a class the retry policy retries (D25-5).
+NOT_FOUND_EXIT = 127
+NOT_EXECUTABLE_EXIT = 126
+COMMAND_NOT_FOUND = "command_not_found"
+COMMAND_NOT_EXECUTABLE = "command_not_executable"
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.DOTALL)
+# Words `sh` runs itself (builtins and keywords): no program on PATH to look for.
+_SHELL_WORDS = frozenset({
+    "!", ".", ":", "[", "{", "(", "alias", "bg", "break", "case", "cd", "command", "continue",
+    "echo", "eval", "exec", "exit", "export", "false", "fg", "for", "getopts", "hash", "if",
+    "jobs", "kill", "printf", "pwd", "read", "readonly", "return", "set", "shift", "test",
+    "times", "trap", "true", "type", "ulimit", "umask", "unalias", "unset", "until", "wait",
+    "while",
+})  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +116,12 @@ def failure_classes_of(
 
     Typed classes the command printed come first (only those the policy binds, D5-3), then the
     classes of the witness it wrote (as the reference classifies: process, then witness), then
-    the class of the outcome: spawn failure or an unrunnable program is `executor_unavailable`,
-    the deadline `gate_timeout`, death by a signal we did not send `flaky_execution`, any other
-    non-zero exit `check_failed`. A command that exited 0 fails only through its witness.
+    the class of the outcome: a program that does not exist (`sh` exit 127) is
+    `command_not_found`, one that cannot be executed (exit 126) `command_not_executable` (no
+    policy rule binds them: one attempt, then the default escalation; D25-5), another spawn
+    failure `executor_unavailable`, the deadline `gate_timeout`, death by a signal we did not
+    send `flaky_execution`, any other non-zero exit `check_failed`. A command that exited 0
+    fails only through its witness.
     """
     outcome = run.outcome
     if outcome.status == "ok":
@@ -111,7 +130,11 @@ def failure_classes_of(
         policy, failure_classes_from_output(outcome.stdout_tail, outcome.stderr_tail)
     )
     printed = tuple(dict.fromkeys([*printed, *witness_classes]))
-    if outcome.status == "spawn_failed" or outcome.exit_code in _SHELL_CANNOT_RUN:
+    if outcome.exit_code == NOT_FOUND_EXIT or outcome.program_missing:
+        fallback = COMMAND_NOT_FOUND
+    elif outcome.exit_code == NOT_EXECUTABLE_EXIT:
+        fallback = COMMAND_NOT_EXECUTABLE
+    elif outcome.status == "spawn_failed":
         fallback = "executor_unavailable"
     elif outcome.status == "timeout":
         fallback = "gate_timeout"
@@ -120,6 +143,22 @@ def failure_classes_of(
     else:
         fallback = "check_failed"
     return (*printed, fallback) if fallback not in printed else printed
+
+
+def missing_program(command: str, path: str, cwd: str) -> str | None:
+    """The program `command` starts when it is not installed (not on `path`, or a path that
+    does not exist from `cwd`); None when it is there, is a shell word, or cannot be told."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    # The first word that is not an assignment: `A=1 cmd` runs cmd.
+    program = next((word for word in words if not _ASSIGNMENT.fullmatch(word)), None)
+    if program is None or program in _SHELL_WORDS or any(c in program for c in "$`*?"):
+        return None
+    if "/" in program:
+        return None if os.path.exists(os.path.join(cwd, program)) else program
+    return None if shutil.which(program, path=path) else program
 
 
 def error_message(run: CommandRun) -> str:

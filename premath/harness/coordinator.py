@@ -316,11 +316,13 @@ def run_coordinator(
     lock_timeout_s: float = 10.0,
 ) -> CoordinatorReport:
     """Rounds until nothing is ready, a worker fails, the rounds run out, or an interrupt."""
+    cfg.settings.paths.require_issues()  # refused before its log folder is made
     stop = threading.Event()
     result = CoordinatorReport()
     run_dir = _run_dir(cfg.log_root, now())
     result.log_dir = str(run_dir)
-    report(f"[coordinator] worker logs: {run_dir}")
+    shown = os.path.relpath(run_dir)  # a person reads it: short when under the working folder
+    report(f"[coordinator] worker logs: {run_dir if shown.startswith('..') else shown}")
     started: list[str] = []
 
     def interrupted() -> None:

@@ -139,12 +139,13 @@ def _run_in(
     }
 
 
-_INTERNAL_LINES = (" override policy ", "[coordinator] worker logs: ")
+_INTERNAL_LINES = ("[coordinator] worker logs: ",)
 
 
 def demo_text(document: dict[str, Any], verbose: bool = False) -> str:
     """What happened, in words; the KPI explained; what to try next (divergence-free: ours)."""
     from premath.harness.kpi import kpi_text
+    from premath.terminal import counted, terminal_width, wrap
 
     coordinator, kpi = document["coordinator"], document["kpi"]
     ratios, counts = kpi["ratios"], kpi["counts"]
@@ -155,8 +156,8 @@ def demo_text(document: dict[str, Any], verbose: bool = False) -> str:
     ]
     where = f"in {document['folder']} (kept)" if document["folder"] else "in a temporary folder"
     lines = [
-        f"premath demo: {document['sampleIssueCount']} sample issues with dependencies, "
-        f"{document['workerCount']} workers running in parallel, {where}.",
+        f"premath demo: {counted(document['sampleIssueCount'], 'sample issue')} with "
+        f"dependencies, {counted(document['workerCount'], 'worker')} running in parallel, {where}.",
         "Each worker claims a ready issue under a lease, runs a work command and a verify "
         "command, passes the join gate, then closes the issue; blocked issues wait for their "
         "blockers.",
@@ -164,14 +165,14 @@ def demo_text(document: dict[str, Any], verbose: bool = False) -> str:
         *progress,
         "",
         f"Result: {coordinator['closedCount']} of {document['sampleIssueCount']} issues closed, "
-        f"{coordinator['failedCount']} failed, in {coordinator['roundCount']} rounds "
+        f"{coordinator['failedCount']} failed, in {counted(coordinator['roundCount'], 'round')} "
         f"(stopped: {coordinator['stoppedReason']}); the issue graph check says "
         f"{document['issueCheck']}.",
         "",
         kpi_text(kpi),
         "",
         "What the KPI numbers mean:",
-        f"  rows={counts['windowRows']} steps recorded in the trajectory, "
+        f"  rows={counts['windowRows']} issue steps and failures in the trajectory, "
         f"completed={counts['completedRows']} of them closed their issue, "
         f"workers={counts['activeWorkers']} distinct workers.",
         f"  pass_rate={ratios['gatePassRate']}: the share of steps that passed verification "
@@ -184,13 +185,27 @@ def demo_text(document: dict[str, Any], verbose: bool = False) -> str:
         f"(here: {kpi['decision']['state']}).",
         "",
         "Try it in your own repository:",
-        '  premath issue add "Fix the parser" --description $\'Acceptance:\\n- parses\\n'
-        "Verification: `pytest -q`'",
-        "  premath harness step --worker-id me --work-cmd 'your fix command' --json",
-        "  premath harness-loop coordinator --worktree . --rounds 5 --work-cmd '...'",
     ]
     if document["folder"]:
         lines.append(f"The demo's files are in {document['folder']} (.premath/ holds the record).")
     elif not verbose:
         lines.append("Run `premath demo -v` for every line, `--keep DIR` to keep the files.")
-    return "\n".join(lines)
+    # Prose is fitted to the terminal; the commands to copy are already short lines.
+    width = terminal_width()
+    fitted = [
+        part
+        for line in lines
+        for part in (
+            line.splitlines() or [""]
+            if line.startswith("[") or "\n" in line  # progress lines, the KPI's own lines
+            else wrap(line.lstrip(), width, indent=line[: len(line) - len(line.lstrip())])
+        )
+    ]
+    commands = [
+        '  premath issue add "Fix the parser" \\',
+        "    --description $'Acceptance:\\n- parses\\nVerification: `pytest -q`'",
+        "  premath harness step --worker-id me --work-cmd 'your fix command' --json",
+        "  premath harness-loop coordinator --worktree . --rounds 5 --work-cmd '...'",
+    ]
+    at = fitted.index("Try it in your own repository:") + 1
+    return "\n".join([*fitted[:at], *commands, *fitted[at:]])

@@ -3,7 +3,11 @@
 kpi = completed issues per day per active worker, times the gate pass rate, over a window
 ending at the latest row; specs/kpi.md "Formula" gives the formula.
 Divergences: D5-4 (a worker is named by the step id minus `.<issueId>.<n>`, not its first
-dotted piece), D5-5 (relative paths resolve against the working folder; errors exit 2).
+dotted piece), D5-5 (relative paths resolve against the working folder; errors exit 2), D24-5
+(host-effect records, rows of action `scheme_eval.*`, are calls inside a step, not steps: the
+step's own row counts them once), D25-2 (a row is failed exactly when `harness-trajectory query
+--mode failed` lists it; a row without an issue id that did not fail is no gate outcome and is
+left out).
 """
 
 import os
@@ -29,6 +33,8 @@ from premath.store.jsonl import iter_lines, report_torn_tail
 from premath.timefmt import parse_strict_rfc3339
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+HOST_EFFECT_ACTIONS = ("scheme_eval.", "rhai_eval.")
+"""Row actions of host-effect records (one per host call of a program, agent-surface.md §3.8)."""
 
 
 class KpiInputInvalid(ArtifactInvalid):
@@ -98,6 +104,8 @@ def load_kpi_rows(path: str) -> list[KpiRow]:
                     "trajectory row missing required fields "
                     f"(stepId/action/resultClass/finishedAt) at {where}"
                 )
+            if action.startswith(HOST_EFFECT_ACTIONS):
+                continue
             rows.append(
                 KpiRow(
                     step_id,
@@ -164,7 +172,15 @@ def kpi_report(
     rows = load_kpi_rows(trajectory)
     window_end = rows[0].finished_at if rows else EPOCH
     window_start = window_end - timedelta(hours=window_hours)
-    window_rows = [row for row in rows if window_start <= row.finished_at <= window_end]
+    # The gate's outcomes (D25-2): every failed row, as the trajectory query counts them, and
+    # the issue steps that passed; a passing row without an issue (a check an agent appended)
+    # completed no issue, so it counts on neither side.
+    window_rows = [
+        row
+        for row in rows
+        if window_start <= row.finished_at <= window_end
+        and (row.issue_id or is_failed(row.result_class))
+    ]
     completed = sum(1 for row in window_rows if row.issue_id and not is_failed(row.result_class))
     worker_ids = sorted({worker_id_of(r.step_id, r.issue_id) for r in window_rows if r.issue_id})
     pass_rate = completed / len(window_rows) if window_rows else 0.0

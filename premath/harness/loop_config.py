@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from premath.errors import InvalidUsage
+from premath.errors import InvalidUsage, NotFound
 from premath.harness.lane import MutationAuthority, resolve_mutation_authority
 from premath.models.retry_policy import RetryPolicy
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
@@ -23,6 +23,7 @@ DEFAULT_VERIFY_CMD = "mise run ci-check"
 DEFAULT_WITNESS_PREFIX = "worker://loop"
 DEFAULT_COMMAND_TIMEOUT_S = 1800.0
 DEFAULT_OUTPUT_CAP = 8 * 1024 * 1024
+DEFAULT_PROGRAM_MAX_CALLS = 32
 WORK_CMD_ENV = "PREMATH_WORK_CMD"
 VERIFY_CMD_ENV = "PREMATH_VERIFY_CMD"
 WITNESS_PREFIX_ENV = "PREMATH_WITNESS_REF_PREFIX"
@@ -70,6 +71,16 @@ class LoopPaths:
             join_witness_dir=os.path.join(premath_dir, "join-witnesses"),
         )
 
+    def require_issues(self) -> None:
+        """Refuse to start (writing nothing) where there is no issue memory: outside a
+        project a loop command would otherwise leave a `.premath/` behind and fail."""
+        if not os.path.isfile(self.issues):
+            raise NotFound(
+                f"issues file not found: {self.issues}: no premath project here (no .premath/ "
+                "in this folder or above); start one with `premath issue add TITLE` or "
+                "`premath init`, or pass --repo-root"
+            )
+
     def relative(self, path: str) -> str:
         """`path` as committed artifacts name it (divergence D16-7): relative to the repository
         root and `/`-separated, so the same run committed from two machines is the same bytes."""
@@ -100,6 +111,9 @@ class WorkerSettings:
 
     paths: LoopPaths
     work_cmd: str | None = None
+    work_program: str | None = None
+    """A host-action program run as the work step instead of a command (harness/work.py)."""
+    work_program_max_calls: int = DEFAULT_PROGRAM_MAX_CALLS
     verify_cmd: str | None = None
     """None: each issue's own `Verification:` commands, else `DEFAULT_VERIFY_CMD`."""
     verify_witness: str | None = None
@@ -117,6 +131,8 @@ class WorkerSettings:
     """`mcp`: lease recovery after a failure goes through the transport dispatch (D5-12)."""
     authority: MutationAuthority = field(init=False)
     policy: RetryPolicy = field(init=False)
+    program: Any = field(init=False)
+    """The loaded `ProgramWork` of `work_program` (None without one)."""
 
     def __post_init__(self) -> None:
         from premath.harness.retry import load_retry_policy
@@ -131,8 +147,13 @@ class WorkerSettings:
             raise InvalidUsage("--command-timeout-seconds must be > 0")
         passed_env(self.pass_env)  # refuses PREMATH_* names now, not at the first step
         policy_path = os.path.abspath(self.policy_path) if self.policy_path else None
+        program = self._program()
         resolved: dict[str, Any] = {
-            "work_cmd": env_or(self.work_cmd, WORK_CMD_ENV, DEFAULT_WORK_CMD),
+            "work_cmd": None
+            if program is not None
+            else env_or(self.work_cmd, WORK_CMD_ENV, DEFAULT_WORK_CMD),
+            "work_program": None if program is None else program.path,
+            "program": program,
             "verify_cmd": self.verify_cmd or os.environ.get(VERIFY_CMD_ENV) or None,
             "verify_witness": self.verify_witness or None,
             "witness_prefix": env_or(
@@ -145,6 +166,22 @@ class WorkerSettings:
         }
         for name, value in resolved.items():
             object.__setattr__(self, name, value)
+
+    def _program(self) -> Any:
+        """The work program, loaded and checked now: a bad one is refused before any claim."""
+        if self.work_program is None:
+            return None
+        if self.work_cmd is not None:
+            raise InvalidUsage("give --work-cmd or --work-program, not both")
+        if self.work_program_max_calls < 1:
+            raise InvalidUsage("--work-program-max-calls must be >= 1")
+        from premath.harness.work import load_work_program
+
+        return load_work_program(
+            os.path.abspath(self.work_program),
+            repo_root=self.paths.repo_root,
+            max_calls=self.work_program_max_calls,
+        )
 
     def for_worker(self, worker_id: str) -> "WorkerSettings":
         """The same settings with this worker's own session and ledger (D5-11)."""
@@ -159,7 +196,7 @@ class WorkerConfig:
     authority: MutationAuthority
     policy: RetryPolicy
     work_cmd: str | None
-    """None: the agent did the work itself (`harness complete`); only verify runs."""
+    """None: the agent did the work itself (`harness complete`), or `work_program` does it."""
     verify_cmd: str | None
     """None: each issue's own `Verification:` commands, else `DEFAULT_VERIFY_CMD`."""
     verify_witness: str | None = None
@@ -173,6 +210,17 @@ class WorkerConfig:
     pass_env: tuple[str, ...] = ()
     host_action_transport: str | None = None
     """`mcp`: lease recovery after a failure goes through the transport dispatch (D5-12)."""
+    work_program: Any = None
+    """The loaded `ProgramWork` (harness/work.py) run instead of `work_cmd`."""
+
+    @property
+    def work(self) -> Any:
+        """The step's `WorkStep`: the program, else the command, else None (agent did it)."""
+        from premath.harness.work import ShellWork
+
+        if self.work_program is not None:
+            return self.work_program
+        return None if self.work_cmd is None else ShellWork(self.work_cmd)
 
 
 def env_or(value: str | None, env_name: str, default: str) -> str:
@@ -223,6 +271,7 @@ def worker_config(
         lock_timeout_s=lock_timeout_s,
         pass_env=settings.pass_env,
         host_action_transport=settings.host_action_transport,
+        work_program=None if agent_did_work else settings.program,
     )
 
 

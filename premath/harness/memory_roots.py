@@ -55,13 +55,24 @@ def _read_json(path: str) -> tuple[Any, str | None]:
 
 
 def observation_root(repo_root: str) -> dict[str, Any]:
+    """The surface `observe-build` writes, read by premath.observe's loader: `invalid` (with the
+    loader's cause) when `observe` would refuse it; when present, its state and attention."""
+    from premath.observe.surface import SurfaceUnavailable, load_surface
+
     path = os.path.join(repo_root, OBSERVATION_PATH)
-    error = None
-    if os.path.isfile(path):
-        document, error = _read_json(path)
-        if error is None and not isinstance(document, dict):
-            error = "the observation surface must be a JSON object"
-    return file_root("observation", path, OBSERVATION_PATH, error)
+    if not os.path.isfile(path):
+        return file_root("observation", path, OBSERVATION_PATH)
+    try:
+        summary = load_surface(path).summary
+    except SurfaceUnavailable as exc:
+        return file_root("observation", path, OBSERVATION_PATH, exc.cause)
+    root = file_root("observation", path, OBSERVATION_PATH)
+    root["surface"] = {
+        "state": summary["state"],
+        "needsAttention": summary["needsAttention"],
+        "topFailureClass": summary["topFailureClass"],
+    }
+    return root
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,13 @@ from typing import Any, Literal
 
 from premath.clock import Clock
 from premath.errors import InputInvalid, Interrupted, LeaseRefused, NotFound, PremathError
-from premath.harness.commands import CommandRun, command_env, failure_classes_of, run_command
+from premath.harness.commands import (
+    COMMAND_NOT_EXECUTABLE,
+    COMMAND_NOT_FOUND,
+    command_env,
+    missing_program,
+    run_command,
+)
 from premath.harness.escalation import EscalationResult, escalate
 from premath.harness.feature_ledger import load_ledger, read_prefix, write_feature
 from premath.harness.handoff import (
@@ -53,6 +59,7 @@ from premath.harness.session import load_session, write_session
 from premath.harness.trajectory import append_step
 from premath.harness.transitions import holder_problem, transition_held
 from premath.harness.transport_recovery import recover_through_transport
+from premath.harness.work import ProgramRun, StepRun, WorkContext, run_failure_classes
 from premath.issues.memory import claim_next, read_store, release_lease, renew_lease
 from premath.models.retry_policy import RetryDecision
 from premath.store.atomic import write_atomic
@@ -86,7 +93,7 @@ class Claim:
 @dataclass(slots=True)
 class Attempt:
     number: int
-    runs: list[CommandRun]
+    runs: list[StepRun]
     failure_classes: tuple[str, ...]
     join_result: str
     join_failure_classes: tuple[str, ...]
@@ -245,6 +252,7 @@ def claim_next_issue(cfg: WorkerConfig, step_index: int, clock: Clock) -> Claim 
 
 def claim_for_agent(cfg: WorkerConfig, step_index: int, clock: Clock) -> dict[str, Any]:
     """`harness claim`: claim the next ready issue and begin its step; the agent works next."""
+    cfg.paths.require_issues()
     claim = claim_next_issue(cfg, step_index, clock)
     document: dict[str, Any] = {"action": "harness.claim", "claimed": claim is not None}
     if claim is None:
@@ -334,8 +342,9 @@ def step_dir(cfg: WorkerConfig, claim: Claim) -> str:
     return os.path.join(cfg.paths.steps_dir, name)
 
 
-def _run_commands(cfg: WorkerConfig, claim: Claim, attempt: int, clock: Clock) -> list[CommandRun]:
-    """Work then verify, the lease kept alive meanwhile (a third of the TTL between renewals)."""
+def _run_commands(cfg: WorkerConfig, claim: Claim, attempt: int, clock: Clock) -> list[StepRun]:
+    """Work (a command or a program, harness/work.py) then verify, the lease kept alive
+    meanwhile (a third of the TTL between renewals)."""
     log_dir = os.path.join(step_dir(cfg, claim), f"attempt-{attempt}")
     context = {
         "PREMATH_WORKER_ID": cfg.worker_id,
@@ -348,21 +357,53 @@ def _run_commands(cfg: WorkerConfig, claim: Claim, attempt: int, clock: Clock) -
         "PREMATH_REPO_ROOT": cfg.paths.repo_root,
     }
     env = command_env(context, cfg.pass_env)
-    commands = [("work", cfg.work_cmd), ("verify", claim.verify_cmd)]
+    work = cfg.work
     with lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.lease_ttl_s / 3):
-        return [
+        runs: list[StepRun] = []
+        if work is not None:
+            runs.append(work.run(_work_context(cfg, claim, attempt, log_dir, env, clock)))
+        runs.append(
             run_command(
-                name,
-                command,
+                "verify",
+                claim.verify_cmd,
                 cwd=cfg.worktree,
                 env=env,
                 timeout_s=cfg.command_timeout_s,
                 output_cap=cfg.output_cap,
                 log_dir=log_dir,
             )
-            for name, command in commands
-            if command is not None
-        ]
+        )
+        return runs
+
+
+def _work_context(
+    cfg: WorkerConfig,
+    claim: Claim,
+    attempt: int,
+    log_dir: str,
+    env: dict[str, str],
+    clock: Clock,
+) -> WorkContext:
+    return WorkContext(
+        worker_id=cfg.worker_id,
+        issue_id=claim.issue_id,
+        lease_id=claim.lease_id,
+        step_id=claim.step_id,
+        attempt=attempt,
+        lineage_refs=claim.lineage_refs,
+        worktree=cfg.worktree,
+        repo_root=cfg.paths.repo_root,
+        issues_path=cfg.paths.issues,
+        session_path=cfg.paths.session,
+        ledger_path=cfg.paths.ledger,
+        trajectory_path=cfg.paths.trajectory,
+        log_dir=log_dir,
+        env=env,
+        timeout_s=cfg.command_timeout_s,
+        output_cap=cfg.output_cap,
+        lock_timeout_s=cfg.lock_timeout_s,
+        now=clock.now,
+    )
 
 
 def _witness_signature(cfg: WorkerConfig) -> tuple[int, int, int] | None:
@@ -391,7 +432,7 @@ def _gate(
     cfg: WorkerConfig,
     claim: Claim,
     number: int,
-    runs: list[CommandRun],
+    runs: list[StepRun],
     witness_before: tuple[int, int, int] | None = None,
 ) -> Attempt:
     """Evaluate the attempt's join check, persist its witness, decide MutationReady."""
@@ -401,7 +442,7 @@ def _gate(
         witness_classes = (
             _verify_witness_classes(cfg, witness_before) if run.name == "verify" else ()
         )
-        run_classes = failure_classes_of(run, cfg.policy, witness_classes)
+        run_classes = run_failure_classes(run, cfg.policy, witness_classes)
         rule = cfg.policy.rule_for(run_classes[0]) if run_classes else None
         typed.append((run, run_classes, rule is not None and rule.max_attempts > 1))
         classes.extend(c for c in run_classes if c not in classes)
@@ -451,6 +492,28 @@ def _renew(cfg: WorkerConfig, claim: Claim, now: datetime) -> bool:
     return True
 
 
+def missing_programs(cfg: WorkerConfig, claim: Claim) -> list[str]:
+    """What the user must do about step commands whose program is not installed (D25-5): said
+    before the first attempt, and the failed step's next step. `mise` missing for an issue
+    without a Verification command is the usual case."""
+    path = command_env({}, cfg.pass_env).get("PATH", "")
+    advice = []
+    for name, command in (("work", cfg.work_cmd), ("verify", claim.verify_cmd)):
+        program = None if command is None else missing_program(command, path, cfg.worktree)
+        if program is None:
+            continue
+        if name == "work":
+            fix = "fix --work-cmd"
+        elif cfg.verify_cmd is not None:
+            fix = "fix --verify-cmd"
+        elif command == DEFAULT_VERIFY_CMD:
+            fix = "add a Verification command to the issue or pass --verify-cmd"
+        else:
+            fix = f"fix the Verification command of {claim.issue_id} or pass --verify-cmd"
+        advice.append(f"{program} is not installed: {fix}")
+    return advice
+
+
 def run_attempts(
     cfg: WorkerConfig,
     claim: Claim,
@@ -460,11 +523,13 @@ def run_attempts(
     report: Report = lambda _line: None,
 ) -> list[Attempt]:
     """Attempts until success, a refused gate, a lost lease, or the policy says escalate."""
+    for advice in missing_programs(cfg, claim):
+        report(f"[worker:{cfg.worker_id}] {advice}")
     attempts: list[Attempt] = []
     while True:
         number = len(attempts) + 1
         # With `complete` the agent wrote its witness before: only the loop's own runs must.
-        before = _witness_signature(cfg) if cfg.work_cmd is not None else None
+        before = _witness_signature(cfg) if cfg.work is not None else None
         attempt = _gate(cfg, claim, number, _run_commands(cfg, claim, number, clock), before)
         attempts.append(attempt)
         if attempt.succeeded or not attempt.mutation_ready:
@@ -671,6 +736,10 @@ def _finish(
         step_witness_ref=_step_witness_path(cfg, claim) if failed else None,
         transport_refs=transport_refs,
     )
+    if {COMMAND_NOT_FOUND, COMMAND_NOT_EXECUTABLE} & set(classes):
+        report.next_step = "; ".join(missing_programs(cfg, claim)) or (
+            "a command's program is not installed or not executable: see the step witness"
+        )
     if report.step_witness_ref is not None:
         _write_step_witness(report, os.path.join(cfg.paths.repo_root, report.step_witness_ref))
     _record(cfg, report, clock.now())
@@ -699,6 +768,18 @@ def _write_step_witness(report: StepReport, path: str) -> None:
     write_atomic(path, stdout_bytes(document))
 
 
+def host_effect_refs(attempts: Sequence[Attempt]) -> list[str]:
+    """Every `host-effect://` ref of the step's work programs, all attempts: the step's row and
+    session join each host call the step made (specs/harness-loop.md "Work program")."""
+    return [
+        ref
+        for attempt in attempts
+        for run in attempt.runs
+        if isinstance(run, ProgramRun)
+        for ref in run.host_effect_refs()
+    ]
+
+
 def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
     claim, handoff = report.claim, report.handoff
     completed = report.outcome == "completed"
@@ -718,6 +799,7 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         *evidence,
         *failure_refs,
         *escalation_refs,
+        *host_effect_refs(report.attempts),
     )
     report.trajectory_row = append_step(
         cfg.paths.trajectory,

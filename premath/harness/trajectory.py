@@ -53,6 +53,7 @@ def append_step(
     finished_at: str | None = None,
     now: datetime,
     lock_timeout: float,
+    sync: bool = True,
 ) -> dict[str, Any]:
     """Validate, normalise and durably append one step row; return the row as written.
 
@@ -83,7 +84,7 @@ def append_step(
             f"failed to append harness trajectory row at {shown}: invalid trajectory row: {exc}"
         ) from None
     try:
-        append_line(path, row_bytes(row), timeout_s=lock_timeout)
+        append_line(path, row_bytes(row), timeout_s=lock_timeout, sync=sync)
     except OSError as exc:
         raise IoFailure(
             f"failed to append harness trajectory row at {shown}: "

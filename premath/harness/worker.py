@@ -2,8 +2,9 @@
 
 specs/harness-loop.md "Worker". A failed step stops the loop unless `continue_on_failure`; either
 way the report's exit code is 1 when any step failed (D5-10: the reference said 0 with
-`--continue-on-failure`). A runtime error (a corrupt session, a missing issues file) is recorded
-as a trajectory row of class `failed_runtime_error` and then raised, so the CLI prints it.
+`--continue-on-failure`). A runtime error (a corrupt session, a store that vanished) is recorded
+as a trajectory row of class `failed_runtime_error` and then raised, so the CLI prints it; where
+there is no issues file at all (no project) the worker is refused before it writes anything.
 """
 
 import os
@@ -16,7 +17,7 @@ from premath.clock import Clock
 from premath.errors import PremathError
 from premath.harness.interrupts import interrupts_as_errors
 from premath.harness.loop_config import WorkerConfig
-from premath.harness.step import STEP_ACTION, Report, StepReport, run_step
+from premath.harness.step import STEP_ACTION, Report, StepReport, claimed_issue, run_step
 from premath.timefmt import format_seconds_z
 
 WORKER_REPORT_KIND = "premath.harness.worker_loop.v1"
@@ -86,6 +87,7 @@ def run_worker(
 ) -> WorkerReport:
     from premath.store.gitignore import ensure_gitignore
 
+    cfg.paths.require_issues()  # refused before anything is written
     ensure_gitignore(os.path.dirname(cfg.paths.steps_dir))
     with interrupts_as_errors():
         return _steps(cfg, max_steps, continue_on_failure, clock, sleep, report, first_step_index)
@@ -107,7 +109,9 @@ def run_one_step(
         return {"action": "harness.step", "stepId": None, "claimed": False}, outcome.exit_code
     (step,) = outcome.steps
     document = {"action": "harness.step", "claimed": True, **step.to_document()}
-    return {**document, "issue": step.claim.issue}, outcome.exit_code
+    # The issue as the step left it (closed, blocked, released), not as it was claimed.
+    after = claimed_issue(cfg, step.claim.issue_id, clock.now())
+    return {**document, "issue": after}, outcome.exit_code
 
 
 def _steps(

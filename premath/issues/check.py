@@ -141,3 +141,31 @@ def check_issues(issues: IssueMap, note_warn_threshold: int) -> CheckReport:
                 )
             )
     return CheckReport(errors, warnings, len(issues), note_warn_threshold)
+
+
+def new_issue_warnings(description: str, status: str) -> list[str]:
+    """What `issue check` will reject in an issue about to be added, said at `issue add` and
+    `issue discover` (D25-3): the issue is stored as given, with warnings on stderr. An issue
+    whose command is not under a `Verification:` heading passes the check, but the loop does
+    not find it and falls back to `mise run ci-check`: that is said too."""
+    if rust_trim(status).lower() not in ("open", "in_progress"):
+        return []
+    text = rust_trim(description)
+    warnings = []
+    if not has_acceptance(text):
+        warnings.append(
+            f"{ACCEPTANCE_MISSING}: no Acceptance section, so `premath issue check` will reject "
+            "this issue; add a line: Acceptance: <what done means>"
+        )
+    example = "add a line: Verification: `<your test command>`"
+    if not has_verification_command(text):
+        warnings.append(
+            f"{VERIFICATION_MISSING}: no verification command, so `premath issue check` will "
+            f"reject this issue and the loop would verify it with `mise run ci-check`; {example}"
+        )
+    elif not verification_commands(text):
+        warnings.append(
+            f"{VERIFICATION_MISSING}: no command under a `Verification:` heading, so the loop "
+            f"would verify this issue with `mise run ci-check`; {example}"
+        )
+    return warnings

@@ -53,6 +53,12 @@ def lease_view(row: IssueRow, change: LeaseChange | None = None) -> dict[str, An
     return view
 
 
+def lease_summary(row: IssueRow, now_ns: int) -> dict[str, Any]:
+    """`issueSummary` of the MCP tools and the item of `issue list`: the summary plus the lease
+    with its state (D25-1: the reference's CLI list showed no lease)."""
+    return {**issue_summary(row), "lease": lease_view(row, LeaseChange(row, now_ns))}
+
+
 def claimed_issue_view(row: IssueRow, change: LeaseChange | None = None) -> dict[str, Any]:
     """`issue{id,title,status,priority,issueType,assignee,owner,lease}` of claim output."""
     return {**issue_summary(row), "lease": lease_view(row, change)}
@@ -62,8 +68,8 @@ def _listing(action: str, path: str, items: list[dict[str, Any]]) -> dict[str, A
     return {"action": action, "issuesPath": path, "count": len(items), "items": items}
 
 
-def list_document(path: str, rows: list[IssueRow]) -> dict[str, Any]:
-    return _listing("issue.list", path, [issue_listing(row) for row in rows])
+def list_document(path: str, rows: list[IssueRow], now_ns: int) -> dict[str, Any]:
+    return _listing("issue.list", path, [lease_summary(row, now_ns) for row in rows])
 
 
 def ready_document(path: str, rows: list[IssueRow]) -> dict[str, Any]:

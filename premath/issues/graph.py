@@ -3,8 +3,8 @@
 import functools
 import operator
 from collections import deque
-from collections.abc import Iterable
-from typing import NamedTuple
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
 from premath.models.issue_row import BLOCKING_TYPES, DependencyRow, IssueRow
 from premath.models.vocabulary import EdgeView, GraphScope
@@ -95,8 +95,11 @@ def is_unblocked(edges: Iterable[DependencyRow], issues: IssueMap) -> bool:
     return True
 
 
-def ready_issues(issues: IssueMap) -> list[IssueRow]:
-    """`issue ready`: status exactly `open` and unblocked, sorted by id (byte order)."""
+def ready_issues(
+    issues: IssueMap, order: Callable[[IssueRow], Any] = operator.itemgetter("id")
+) -> list[IssueRow]:
+    """`issue ready`: status exactly `open` and unblocked, sorted by `order` (the reference's:
+    id in byte order; our faces pass claim-next's order, D25-1)."""
     foreign = foreign_edges(issues)
     ready = [
         row
@@ -107,7 +110,7 @@ def ready_issues(issues: IssueMap) -> list[IssueRow]:
             issues,
         )
     ]
-    ready.sort(key=operator.itemgetter("id"))
+    ready.sort(key=order)
     return ready
 
 

@@ -267,6 +267,12 @@ def natural_key(issue_id: str) -> tuple[Any, ...]:
     return tuple(int(part) if index % 2 else part for index, part in enumerate(parts))
 
 
+def claim_order(row: IssueRow) -> tuple[Any, ...]:
+    """Where claim-next takes a row: priority (lower first), then the id in natural order, then
+    byte order (D3-2). `issue ready`/`list` list in this order too (D25-1)."""
+    return (row["priority"], natural_key(row["id"]), row["id"])
+
+
 _ASCII_DIGITS = "0123456789"
 
 
@@ -325,26 +331,29 @@ def claim_next_issue(
     now_ns: int,
     expiry_ns: int,
     lease_id: str | None = None,
+    eligible: frozenset[str] | None = None,
 ) -> IssueRow | None:
-    """`issue claim-next`: the best candidate by priority, then natural id order (D3-2)."""
-    row = claim_choice(issues, assignee, now_ns)
+    """`issue claim-next`: the best candidate by priority, then natural id order (D3-2);
+    `eligible` limits the candidates (an instruction's issue scope, D22-5)."""
+    row = claim_choice(issues, assignee, now_ns, eligible)
     if row is not None:
         grant_claim(row, assignee, now_ns=now_ns, expiry_ns=expiry_ns, lease_id=lease_id)
     return row
 
 
-def claim_choice(issues: IssueMap, assignee: str, now_ns: int) -> IssueRow | None:
+def claim_choice(
+    issues: IssueMap, assignee: str, now_ns: int, eligible: frozenset[str] | None = None
+) -> IssueRow | None:
     """The row claim-next takes: the best candidate by priority, then natural id order.
 
     Reads only `stored_scan.SLIM_FIELDS` of claimable rows and the status of the others."""
     candidates = claim_candidates(issues, assignee, now_ns)
+    if eligible is not None:
+        candidates = [row for row in candidates if row["id"] in eligible]
     if not candidates:
         return None
     best_priority = min(row["priority"] for row in candidates)
-    return min(
-        (row for row in candidates if row["priority"] == best_priority),
-        key=lambda row: (natural_key(row["id"]), row["id"]),
-    )
+    return min((row for row in candidates if row["priority"] == best_priority), key=claim_order)
 
 
 def grant_claim(

@@ -57,25 +57,36 @@ def _slim_or_full(
     return read_store(path, now) if issues is None else issues
 
 
-_LISTED = ("id", "title", "status", "priority", "issue_type", "assignee")
-"""What `issue list` shows of a row (`documents.issue_listing`)."""
+_LISTED = ("id", "title", "status", "priority", "issue_type", "assignee", "owner", "lease")
+"""What `issue list` shows of a row (`documents.lease_summary`: the MCP tools' item, D25-1)."""
 
 
 def list_issues(
     path: str, *, now: datetime, status: str | None = None, assignee: str | None = None
 ) -> list[IssueRow]:
-    """Issues in id order, only those with exactly `status` / `assignee` when given."""
-
-    def wanted(row: Mapping[str, Any]) -> bool:
-        return (status is None or row["status"] == status) and (
-            assignee is None or row.get("assignee", "") == assignee
-        )
+    """Issues in claim-next's order (D25-1), only those with exactly `status` / `assignee`."""
 
     def listed(row: dict[str, Any]) -> IssueRow | None:
-        return {key: row[key] for key in _LISTED if key in row} if wanted(row) else None  # type: ignore[return-value]
+        if _wanted(row, status, assignee):
+            return {key: row[key] for key in _LISTED if key in row}  # type: ignore[return-value]
+        return None
 
-    issues = _slim_or_full(path, now, listed)
-    return [row for row in (issues[issue_id] for issue_id in sorted(issues)) if wanted(row)]
+    return filter_issues(_slim_or_full(path, now, listed), status=status, assignee=assignee)
+
+
+def filter_issues(
+    issues: IssueMap, *, status: str | None = None, assignee: str | None = None
+) -> list[IssueRow]:
+    """The rows with exactly `status` / `assignee` when given, in claim-next's order (D25-1)."""
+    rows = [row for row in issues.values() if _wanted(row, status, assignee)]
+    rows.sort(key=leases.claim_order)
+    return rows
+
+
+def _wanted(row: Mapping[str, Any], status: str | None, assignee: str | None) -> bool:
+    return (status is None or row["status"] == status) and (
+        assignee is None or row.get("assignee", "") == assignee
+    )
 
 
 def _status_and_edges() -> Callable[[dict[str, Any]], IssueRow]:
@@ -97,7 +108,8 @@ def _status_and_edges() -> Callable[[dict[str, Any]], IssueRow]:
 
 
 def ready(path: str, *, now: datetime) -> list[IssueRow]:
-    """Open issues whose blocking dependencies are all closed, by id."""
+    """Open issues whose blocking dependencies are all closed, in the order claim-next takes
+    them (D25-1; the reference lists them by id)."""
     status_only = _status_and_edges()
 
     def slim(row: dict[str, Any]) -> IssueRow:
@@ -114,7 +126,7 @@ def ready(path: str, *, now: datetime) -> list[IssueRow]:
             kept["dependencies"] = dependencies
         return kept  # type: ignore[return-value]
 
-    return graph.ready_issues(_slim_or_full(path, now, slim))
+    return graph.ready_issues(_slim_or_full(path, now, slim), order=leases.claim_order)
 
 
 def blocked(path: str, *, now: datetime) -> list[BlockedIssue]:
@@ -338,7 +350,8 @@ def _required_owner(assignee: str) -> str:
 
 
 def claim(path: str, issue_id: str, assignee: str, *, now: datetime, timeout_s: float) -> IssueRow:
-    """`issue claim`: default lease (TTL 3600 s); a missing file is an empty store."""
+    """`issue claim`: default lease (TTL 3600 s); a missing file is refused before the lock
+    (D25-4: the reference reported `issue not found` and left the lock's folder behind)."""
     owner = _required_owner(assignee)
     now_ns, _ = _now(now)
     expiry_ns = leases.lease_expiry(now_ns, None, None)
@@ -346,9 +359,7 @@ def claim(path: str, issue_id: str, assignee: str, *, now: datetime, timeout_s: 
     def edit(issues: IssueMap) -> IssueRow:
         return leases.claim_issue(issues, issue_id, owner, now_ns=now_ns, expiry_ns=expiry_ns)
 
-    row = _edit_row(path, edit, now=now, timeout_s=timeout_s)
-    assert row is not None  # claim_issue returns the row or raises
-    return row
+    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
 
 
 def claim_next(
@@ -378,9 +389,12 @@ def claim_next(
     def edit(row: IssueRow) -> None:
         leases.grant_claim(row, owner, now_ns=now_ns, expiry_ns=expiry_ns, lease_id=lease_id)
 
+    missing = IoFailure(f"issues file not found: {path} (lease_mutation_store_io)")
+    if not os.path.exists(path):
+        raise missing  # before the lock, whose folder would be left behind (D25-4)
     row = edit_chosen_row(path, choose, edit, now=now, timeout_s=timeout_s)
     if row is None and not os.path.exists(path):
-        raise IoFailure(f"issues file not found: {path} (lease_mutation_store_io)")
+        raise missing
     return row
 
 

@@ -1,5 +1,6 @@
 """The MCP tool catalogue: the reference's 23 tools (agent-surface.md §1.3) and our
-`issue_claim_next` (D12-5), their inputs, and the input schemas we publish (D12-4)."""
+`issue_claim_next` (D12-5), their inputs, and the input schemas we publish (D12-4).
+`instruction_run` also takes `instructionId`: it is gated like a mutation (D22-4)."""
 
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -264,6 +265,7 @@ TOOLS: tuple[Tool, ...] = (
         (
             _f("instructionPath", required=True, alias=False),
             _f("allowFailure", "bool", alias=False),
+            INSTRUCTION,  # gated like a mutation (D22-4)
         ),
     ),
     Tool(

@@ -58,7 +58,7 @@ def ready_document(head: dict[str, Any], issues: IssueMap, now_ns: int) -> dict[
             if "lease" in row
             else None,
         }
-        for row in graph.ready_issues(issues)
+        for row in graph.ready_issues(issues, order=leases.claim_order)
     ]
     return {
         **head,

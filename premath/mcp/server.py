@@ -1,9 +1,20 @@
 """`premath mcp-serve`: the tool service behind the official MCP SDK's low-level server, over
-stdio. Every failure of a call is a tool error result (`isError`), never a crash: the server
-keeps serving after bad input, unknown tools and broken stores."""
+stdio or streamable HTTP (`premath/mcp/http.py`). Every failure of a call is a tool error
+result (`isError`), never a crash: the server keeps serving after bad input, unknown tools and
+broken stores.
+
+Each call runs on a worker thread with a deadline (D22-7): a call that blocks or runs long
+delays only itself. Its lock waits end just before the deadline (the caller hears the lock's
+refusal, and the write never starts); anything else still running then is answered with a tool
+error while the thread runs to its end (a write it began completes whole).
+`InFlight` counts those threads so the process never exits under a write.
+"""
 
 import os
 import sys
+import threading
+import time
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -13,11 +24,15 @@ from mcp.server.stdio import stdio_server
 
 from premath.clock import SystemClock
 from premath.errors import PremathError
+from premath.mcp.access_log import AccessLog, failure_class
 from premath.mcp.arguments import parse_arguments
 from premath.mcp.catalogue import TOOLS, TOOLS_BY_NAME
-from premath.mcp.tools import Rendered, ServerConfig, ToolRefused, ToolService
+from premath.mcp.tools import Rendered, ServerConfig, ToolRefused, ToolService, call_deadline
 from premath.models.serde import SchemaViolation
 from premath.store.canonical import stdout_bytes
+
+WORKER_THREADS = 64
+"""Calls running at once; later ones wait their turn (their deadline still runs)."""
 
 TITLE = "Premath MCP Server"
 DESCRIPTION = "MCP tool surface for premath JSONL issue memory and observations"
@@ -69,7 +84,68 @@ def call_tool(service: ToolService, name: str, arguments: Any) -> types.CallTool
     return _text(stdout_bytes(document).decode("utf-8").removesuffix("\n"))
 
 
-def build_server(service: ToolService, name: str, version: str) -> Server[Any]:
+@dataclass(frozen=True)
+class CallLimits:
+    """Each call's deadline: `call_timeout_s`, or `run_timeout_s` for `instruction_run` (its
+    checks run for minutes)."""
+
+    call_timeout_s: float = 30.0
+    run_timeout_s: float = 900.0
+
+    def for_tool(self, name: str) -> float:
+        return self.run_timeout_s if name == "instruction_run" else self.call_timeout_s
+
+
+class InFlight:
+    """Tool calls running on worker threads, so shutdown can wait for their writes."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._idle = threading.Condition()
+
+    def __enter__(self) -> None:
+        with self._idle:
+            self._count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._idle:
+            self._count -= 1
+            self._idle.notify_all()
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """True once no call runs; False if some still does after `timeout_s`."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._count == 0, timeout=timeout_s)
+
+
+def caller_of(ctx: Any) -> str:
+    """The token id of the HTTP request behind a call (`stdio` for the stdio transport)."""
+    request = getattr(ctx, "request", None)
+    scope = getattr(request, "scope", None)
+    user = scope.get("user") if isinstance(scope, dict) else None
+    token = getattr(user, "access_token", None)
+    client_id = getattr(token, "client_id", None)
+    return client_id if isinstance(client_id, str) else "stdio"
+
+
+def _deadline_result(name: str, timeout_s: float) -> types.CallToolResult:
+    return _text(
+        f"[failureClass=tool.deadline_exceeded] {name} did not finish within {timeout_s:g} s "
+        "(mcp-serve --call-timeout); it still runs to its end, and a write it makes completes "
+        "whole: read the issue before retrying",
+        error=True,
+    )
+
+
+def build_server(
+    service: ToolService,
+    name: str,
+    version: str,
+    *,
+    limits: CallLimits | None = None,
+    log: AccessLog | None = None,
+    in_flight: InFlight | None = None,
+) -> Server[Any]:
     tools = [
         types.Tool(
             name=tool.name,
@@ -86,8 +162,48 @@ def build_server(service: ToolService, name: str, version: str) -> Server[Any]:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
+    limits = limits or CallLimits()
+    log = log or AccessLog(None)
+    in_flight = in_flight or InFlight()
+    workers = anyio.CapacityLimiter(WORKER_THREADS)
+
+    def work(tool: str, arguments: Any, deadline: float) -> types.CallToolResult:
+        with in_flight, call_deadline(deadline):
+            return call_tool(service, tool, arguments)
+
     async def on_call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return call_tool(service, params.name, params.arguments)
+        started = time.monotonic()
+        timeout_s = limits.for_tool(params.name)
+        result: types.CallToolResult | None = None
+        outcome = "cancelled"
+        try:
+            with anyio.move_on_after(timeout_s):
+                result = await anyio.to_thread.run_sync(
+                    work,
+                    params.name,
+                    params.arguments,
+                    started + timeout_s,
+                    abandon_on_cancel=True,
+                    limiter=workers,
+                )
+            if result is None:
+                result = _deadline_result(params.name, timeout_s)
+                outcome = "deadline"
+            else:
+                outcome = "tool_error" if result.is_error else "ok"
+            return result
+        finally:
+            first = result.content[0] if result is not None and result.is_error else None
+            log.write(
+                "tool",
+                tool=params.name if params.name in TOOLS_BY_NAME else "(unknown)",
+                caller=caller_of(ctx),
+                outcome=outcome,
+                failureClass=failure_class(first.text)
+                if isinstance(first, types.TextContent)
+                else None,
+                durationMs=round((time.monotonic() - started) * 1000, 3),
+            )
 
     return Server(
         name,
@@ -101,15 +217,19 @@ def build_server(service: ToolService, name: str, version: str) -> Server[Any]:
     )
 
 
-def serve(config: ServerConfig, name: str, version: str) -> None:
-    """Serve over stdio until the client closes stdin."""
+def serve(
+    config: ServerConfig, name: str, version: str, limits: CallLimits, log: AccessLog
+) -> None:
+    """Serve over stdio until the client closes stdin; calls still running then finish first."""
+    in_flight = InFlight()
     service = ToolService(config, SystemClock())
-    server = build_server(service, name, version)
+    server = build_server(service, name, version, limits=limits, log=log, in_flight=in_flight)
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
     anyio.run(run)
+    in_flight.wait_idle(limits.run_timeout_s)
     sys.stderr.flush()
     os._exit(0)

@@ -1,33 +1,69 @@
 """What each MCP tool does (agent-surface.md §1.4-§1.9): inputs in, the reference's result
-document out, or ToolRefused with the tool error text."""
+document out, or ToolRefused with the tool error text.
 
+Calls run concurrently on worker threads (the server's handlers never block each other,
+D22-7): readers share a warm cache of their own, writers are serialised by one mutex in front
+of the store lock and keep theirs, so a reader never sees a store a writer is changing. Every
+path a client names enters through `_client_path` (confinement, D22-1); each call's deadline
+bounds its lock waits (`call_deadline`).
+"""
+
+import contextlib
 import os
+import threading
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import orjson
-
 from premath.clock import Clock
-from premath.errors import PremathError
+from premath.errors import InputInvalid, PremathError
 from premath.issues import documents, graph, leases
 from premath.issues import memory as issue_memory
 from premath.issues.check import check_issues
 from premath.mcp.ready_view import ReadyView, render_ready
 from premath.models.issue_row import DEPENDENCY_TYPES, IssueRow
+from premath.observe.surface import SurfaceUnavailable
+from premath.observe.views import (
+    ObservationNotFound,
+    ObserveQuery,
+    ProjectionMatch,
+    observe_result,
+)
+from premath.store.confine import PathKind, PathRoots, confine
+from premath.store.files import STORE_CAP, read_bounded
 from premath.store.issues_file import IssueMap, WarmStores, file_identity
 from premath.text import rust_trim
 from premath.timefmt import epoch_nanos
 from premath.transport.dispatch import dispatch
 from premath.transport.instruction_link import (
     GateRefused,
+    Link,
     Mutation,
     MutationPolicy,
+    WitnessRules,
+    WitnessTrust,
     resolve_instruction_link,
 )
 from premath.transport.write_witness import attach, jj_snapshot, write_witness
 
 Document = dict[str, Any]
+
+_DEADLINE: ContextVar[float | None] = ContextVar("premath_mcp_call_deadline", default=None)
+_LOCK_MARGIN_S = 0.1
+"""Lock waits end this long before the call's deadline, so a lock refusal reaches the caller."""
+
+
+@contextlib.contextmanager
+def call_deadline(deadline: float | None) -> Iterator[None]:
+    """Run the block as one call whose lock waits end by `deadline` (time.monotonic)."""
+    token = _DEADLINE.set(deadline)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
 
 
 @dataclass(frozen=True)
@@ -56,16 +92,15 @@ class ServerConfig:
     surface_path: str = "artifacts/observation/latest.json"
     repo_root: str = "."
     lock_timeout_s: float = 10.0
-
-
-def _lease_summary(row: IssueRow, now_ns: int) -> Document:
-    """`issueSummary` of the MCP tools: the CLI summary plus the lease with its state."""
-    change = leases.LeaseChange(row, now_ns)
-    return {**documents.issue_summary(row), "lease": documents.lease_view(row, change)}
+    allowed_paths: tuple[str, ...] = ()
+    """Folders besides the repository root that client-named paths may resolve into."""
+    witness_trust: WitnessTrust = "mac"
+    witness_max_age_s: float | None = None
+    witness_key_file: str | None = None
 
 
 def _issue_fields(row: IssueRow, now_ns: int) -> Document:
-    return {"issue": _lease_summary(row, now_ns)}
+    return {"issue": documents.lease_summary(row, now_ns)}
 
 
 class ToolService:
@@ -74,15 +109,29 @@ class ToolService:
     def __init__(self, config: ServerConfig, clock: Clock) -> None:
         self.config = config
         self.clock = clock
+        self.roots = PathRoots.of(config.repo_root, config.allowed_paths)
+        self.rules = WitnessRules(
+            trust=config.witness_trust,
+            max_age_s=config.witness_max_age_s,
+            roots=self.roots,
+            key_file=config.witness_key_file,
+        )
         self.warm = WarmStores()
+        """The writers' stores (one writer at a time: `_writing`)."""
+        self._read_warm = WarmStores()
+        self._read_locks: dict[str, threading.Lock] = {}
+        self._writing = threading.Lock()
+        self._projecting = threading.Lock()
         self._ready_views: dict[str, ReadyView] = {}
 
     def _read(self, path: str, now: datetime) -> IssueMap:
-        """The store at `path`, warm while the file is unchanged; a refusal names the file."""
+        """The store at `path`, warm while the file is unchanged; a refusal names the file. The
+        map is the readers' own: writers change theirs, never one a reader holds."""
         if not os.path.exists(path):
             raise ToolRefused(f"issues file not found: {path}")
         try:
-            return self.warm.read(path, now)
+            with self._read_locks.setdefault(path, threading.Lock()):
+                return self._read_warm.read(path, now)
         except PremathError as exc:
             message = exc.message
             if not message.startswith("failed to load"):
@@ -91,8 +140,14 @@ class ToolService:
 
     # --- inputs --------------------------------------------------------------------------------
 
+    def _client_path(self, args: Document, name: str, kind: PathKind = "file") -> str | None:
+        """The trimmed path a client named in `name` (None when absent or blank), confined to
+        the roots (D22-1): every client-named path enters here."""
+        given = rust_trim(args.get(name) or "")
+        return confine(self.roots, name, given, kind) if given else None
+
     def _issues_path(self, args: Document) -> str:
-        return rust_trim(args.get("issuesPath", "")) or self.config.issues_path
+        return self._client_path(args, "issuesPath") or self.config.issues_path
 
     def _blank_none(self, args: Document, name: str) -> str | None:
         value = args.get(name)
@@ -104,14 +159,15 @@ class ToolService:
             return "jsonl"
         from premath.issues.projection import projection_is_stale, write_projection
 
-        if projection_is_stale(self.config.projection_path, path):
-            now_ns = epoch_nanos(self.clock.now())
-            try:
-                write_projection(self.config.projection_path, issues, path, now_ns)
-            except OSError as exc:
-                raise ToolRefused(
-                    f"failed to write projection {self.config.projection_path}: {exc}"
-                ) from None
+        with self._projecting:  # calls run on threads: one projection write at a time
+            if projection_is_stale(self.config.projection_path, path):
+                now_ns = epoch_nanos(self.clock.now())
+                try:
+                    write_projection(self.config.projection_path, issues, path, now_ns)
+                except OSError as exc:
+                    raise ToolRefused(
+                        f"failed to write projection {self.config.projection_path}: {exc}"
+                    ) from None
         return "surreal-projection"
 
     def _refresh_projection(self, path: str) -> None:
@@ -145,12 +201,14 @@ class ToolService:
         now_ns = epoch_nanos(now)
         status = self._blank_none(args, "status")
         assignee = self._blank_none(args, "assignee")
-        items = [
-            _lease_summary(issues[issue_id], now_ns)
-            for issue_id in sorted(issues)
-            if (status is None or issues[issue_id]["status"] == status)
-            and (assignee is None or issues[issue_id].get("assignee", "") == assignee)
+        rows = [
+            row
+            for row in issues.values()
+            if (status is None or row["status"] == status)
+            and (assignee is None or row.get("assignee", "") == assignee)
         ]
+        rows.sort(key=leases.claim_order)  # the order claim-next takes them (D25-1)
+        items = [documents.lease_summary(row, now_ns) for row in rows]
         return {
             **self._head("issue.list", path),
             "querySource": self._query_source(path, issues),
@@ -202,19 +260,43 @@ class ToolService:
 
     # --- gated mutations ------------------------------------------------------------------------
 
-    def _gate(self, action: str, args: Document) -> Document | None:
+    def _gate(self, action: str, args: Document, *issue_ids: str) -> Link:
+        """The instruction gate for `action`; `issue_ids` are the issues it will change, when
+        known before it runs (the witness's scope must name them, D22-5)."""
         try:
             return resolve_instruction_link(
                 self.config.mutation_policy,
                 args.get("instructionId"),
                 self.config.repo_root,
-                Mutation(action),
+                Mutation(action, issue_ids),
+                now_ns=epoch_nanos(self.clock.now()),
+                rules=self.rules,
             )
         except GateRefused as refused:
             raise ToolRefused(refused.message) from None
 
+    def _timeout(self) -> float:
+        """The lock timeout, cut to end just before the call's deadline: a write that cannot
+        start in time never starts, and its caller hears the lock's own refusal."""
+        deadline = _DEADLINE.get()
+        if deadline is None:
+            return self.config.lock_timeout_s
+        left = deadline - time.monotonic() - _LOCK_MARGIN_S
+        return max(0.0, min(self.config.lock_timeout_s, left))
+
+    @contextlib.contextmanager
+    def _serialised(self, busy: str) -> Iterator[None]:
+        """One writer of this server at a time (the store lock then orders us with other
+        processes); `busy` is the refusal when the wait outlasts the call's time."""
+        if not self._writing.acquire(timeout=self._timeout()):
+            raise ToolRefused(busy)
+        try:
+            yield
+        finally:
+            self._writing.release()
+
     def _witness(
-        self, action: str, path: str, link: Document | None, issue_id: str, jj: Document | None
+        self, action: str, path: str, link: Link, issue_id: str, jj: Document | None
     ) -> Document:
         return write_witness(
             action=action,
@@ -223,7 +305,7 @@ class ToolService:
             repo_root=self.config.repo_root,
             mutation_policy=self.config.mutation_policy,
             query_backend=self.config.query_backend,
-            instruction=link,
+            instruction=link.document,
             now_ns=epoch_nanos(self.clock.now()),
             jj=jj,
         )
@@ -236,38 +318,45 @@ class ToolService:
         extra: Any,
         *,
         must_exist: bool = True,
+        targets: tuple[str, ...] = (),
     ) -> Document:
         """Gate, then run a memory writer with the witness attached under its lock. The result
         is built from the row the writer changed: `extra(row)` gives the tool's own fields
-        (`issue` or `dependency`), then the instruction link and the witness."""
+        (`issue` or `dependency`), then the instruction link and the witness. `targets` are the
+        issues the witness's scope must name; without them (a new issue of unknown id) the
+        written row must be one it names, else the write is aborted."""
         path = self._issues_path(args)
         if must_exist and not os.path.exists(path):
             raise ToolRefused(f"issues file not found: {path}")
-        link = self._gate(action, args)
+        link = self._gate(action, args, *targets)
         jj = jj_snapshot(self.config.repo_root)
-        now = self.clock.now()
         written: list[tuple[IssueRow, Document]] = []
 
         def on_row(row: IssueRow) -> None:
+            if not targets:
+                link.refuse_outside_scope(action, row["id"])
             witness = self._witness(action, path, link, row["id"], jj)
             attach(row, witness)
             written.append((row, witness))
 
-        try:
-            run(path, now, on_row)
-        except PremathError as exc:
-            raise ToolRefused(exc.message) from None
+        with self._serialised(
+            f"issue-memory lock busy: {path}.lock (a call of this server holds it)"
+        ):
+            now = self.clock.now()
+            try:
+                run(path, now, on_row)
+            except PremathError as exc:
+                raise ToolRefused(exc.message) from None
+            except GateRefused as refused:
+                raise ToolRefused(refused.message) from None
         self._refresh_projection(path)
         row, witness = written[-1]
         return {
             **self._head(action, path),
             **extra(row, epoch_nanos(now)),
-            "instruction": link,
+            "instruction": link.document,
             "writeWitness": witness,
         }
-
-    def _timeout(self) -> float:
-        return self.config.lock_timeout_s
 
     def issue_add(self, args: Document) -> Document:
         fields = self._new_issue_fields(args)
@@ -281,6 +370,7 @@ class ToolService:
             ),
             _issue_fields,
             must_exist=False,
+            targets=(fields["issue_id"],) if fields["issue_id"] is not None else (),
         )
 
     def _new_issue_fields(self, args: Document) -> Document:
@@ -315,6 +405,7 @@ class ToolService:
                 **fields,
             ),
             extra,
+            targets=(parent,),
         )
 
     def issue_update(self, args: Document) -> Document:
@@ -330,6 +421,7 @@ class ToolService:
                 path, args["id"], now=now, timeout_s=self._timeout(), on_row=on_row, **fields
             ),
             _issue_fields,
+            targets=(args["id"],),
         )
 
     def _dep_type(self, args: Document, name: str) -> str:
@@ -362,6 +454,7 @@ class ToolService:
                 on_row=on_row,
             ),
             self._edge(issueId=issue_id, dependsOnId=target, type=kind, createdBy=created_by),
+            targets=(issue_id,),
         )
 
     def dep_remove(self, args: Document) -> Document:
@@ -374,6 +467,7 @@ class ToolService:
                 path, issue_id, target, kind=kind, now=now, timeout_s=self._timeout(), on_row=on_row
             ),
             self._edge(issueId=issue_id, dependsOnId=target, type=kind),
+            targets=(issue_id,),
         )
 
     def dep_replace(self, args: Document) -> Document:
@@ -402,12 +496,15 @@ class ToolService:
                 toType=to_kind,
                 createdBy=created_by,
             ),
+            targets=(issue_id,),
         )
 
     # --- lease tools: the transport's actions, witness attached under the same lock -----------
 
     def _lease(self, action: str, args: Document, payload: Document) -> Document:
-        link = self._gate(action, args)
+        """Claim, claim-next, renew or release through the transport. A witness scoped to
+        issues authorises these on its issues only; claim-next chooses among them (D22-5)."""
+        link = self._gate(action, args, *([args["id"]] if "id" in args else []))
         path = self._issues_path(args)
         payload = {**payload, "issuesPath": path}
         jj = jj_snapshot(self.config.repo_root)
@@ -417,14 +514,20 @@ class ToolService:
             written["witness"] = self._witness(action, path, link, row["id"], jj)
             attach(row, written["witness"])
 
-        envelope = dispatch(
-            action,
-            payload,
-            now=self.clock.now(),
-            timeout_s=self._timeout(),
-            on_change=on_change,
-            warm=self.warm,
+        busy = (
+            "[failureClass=lease_mutation_lock_busy] issue-memory lock busy: "
+            f"{path}.lock (a call of this server holds it)"
         )
+        with self._serialised(busy):
+            envelope = dispatch(
+                action,
+                payload,
+                now=self.clock.now(),
+                timeout_s=self._timeout(),
+                on_change=on_change,
+                warm=self.warm,
+                issue_scope=link.issue_scope,
+            )
         if envelope.get("changed"):
             self._refresh_projection(path)
         if envelope["result"] != "accepted":
@@ -434,7 +537,7 @@ class ToolService:
         result = {
             **self._head(action, path),
             "changed": envelope["changed"],
-            "instruction": link,
+            "instruction": link.document,
             "writeWitness": written.get("witness"),
             "leaseProjection": envelope["leaseProjection"],
             "resolverWitnessRef": envelope["resolverWitnessRef"],
@@ -469,81 +572,32 @@ class ToolService:
 
     # --- observation surface --------------------------------------------------------------------
 
-    def _surface(self, args: Document) -> tuple[str, Document]:
-        path = rust_trim(args.get("surfacePath", "")) or self.config.surface_path
-        lead = f"failed to load observation surface at {path}: "
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            raise ToolRefused(f"{lead}failed to read observation surface: {exc}") from None
-        try:
-            surface = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise ToolRefused(f"{lead}failed to parse observation surface JSON: {exc}") from None
-        if not isinstance(surface, dict):
-            raise ToolRefused(f"{lead}failed to parse observation surface JSON: not an object")
-        schema = surface.get("schema")
-        if schema != 1:
-            raise ToolRefused(
-                f"{lead}invalid observation surface: schema mismatch (expected=1, actual={schema})"
-            )
-        kind = surface.get("surfaceKind")
-        if kind != "ci.observation.surface.v0":
-            raise ToolRefused(
-                f"{lead}invalid observation surface: surfaceKind mismatch "
-                f"(expected=ci.observation.surface.v0, actual={kind})"
-            )
-        return path, surface
+    def _surface(self, args: Document) -> str:
+        """The surface a call names (`surfacePath`, confined), else the server's `--surface`."""
+        return self._client_path(args, "surfacePath") or self.config.surface_path
 
-    def _latest(self, surface: Document) -> Document:
-        latest = surface.get("latest") or {}
-        return {key: latest.get(key) for key in ("delta", "required", "decision")}
+    def _observe(self, args: Document, query: ObserveQuery) -> Document:
+        """Every `observe_*` tool: premath.observe's loader and views (agent-surface.md §1.9)."""
+        try:
+            return observe_result(self._surface(args), query)
+        except SurfaceUnavailable as exc:
+            raise ToolRefused(exc.message) from None
+        except ObservationNotFound as exc:
+            raise ToolRefused(exc.query_failure) from None
 
     def observe_latest(self, args: Document) -> Document:
-        path, surface = self._surface(args)
-        view = {"summary": surface.get("summary"), "latest": self._latest(surface)}
-        return {"action": "observe.latest", "surfacePath": path, "view": view}
+        return self._observe(args, ObserveQuery("latest"))
 
     def observe_needs_attention(self, args: Document) -> Document:
-        path, surface = self._surface(args)
-        summary = surface.get("summary") or {}
-        keys = (
-            "needsAttention",
-            "state",
-            "topFailureClass",
-            "latestProjectionDigest",
-            "latestInstructionId",
-            "coherence",
-        )
-        view = {key: summary.get(key) for key in keys}
-        return {"action": "observe.needs_attention", "surfacePath": path, "view": view}
+        return self._observe(args, ObserveQuery("needs_attention"))
 
     def observe_instruction(self, args: Document) -> Document:
-        path, surface = self._surface(args)
-        wanted = args["instructionId"]
-        for row in surface.get("instructions") or []:
-            if isinstance(row, dict) and row.get("instructionId") == wanted:
-                return {"action": "observe.instruction", "surfacePath": path, "view": row}
-        raise ToolRefused(f"failed to query instruction: instruction not found: {wanted}")
+        return self._observe(args, ObserveQuery("instruction", args["instructionId"]))
 
     def observe_projection(self, args: Document) -> Document:
-        path, surface = self._surface(args)
-        digest = args["projectionDigest"]
         alias = args.get("projectionMatch", "typed") == "compatibility_alias"
-        latest = self._latest(surface)
-
-        def kept(row: Any) -> Any:
-            if not isinstance(row, dict):
-                return None
-            if row.get("typedCoreProjectionDigest") == digest:
-                return row
-            return row if alias and row.get("projectionDigest") == digest else None
-
-        view = {"projectionDigest": digest, **{key: kept(row) for key, row in latest.items()}}
-        if all(view[key] is None for key in latest):
-            raise ToolRefused(f"failed to query projection: projection not found: {digest}")
-        return {"action": "observe.projection", "surfacePath": path, "view": view}
+        match: ProjectionMatch = "compatibility_alias" if alias else "typed"
+        return self._observe(args, ObserveQuery("projection", args["projectionDigest"], match))
 
     # --- substrate and instruction tools ----------------------------------------------------------
 
@@ -555,6 +609,8 @@ class ToolService:
         root = os.path.join(self.config.repo_root, root_arg) if root_arg else self.config.repo_root
         if os.path.isabs(root_arg):
             root = root_arg
+        if root_arg:
+            confine(self.roots, "rootPath", root, "folder")
         premath_dir = os.path.join(root, ".premath")
         issues_path = os.path.join(premath_dir, "issues.jsonl")
         legacy = os.path.join(root, ".beads", "issues.jsonl")
@@ -571,13 +627,14 @@ class ToolService:
             if not os.path.exists(issues_path):
                 data = b""
                 if os.path.isfile(legacy):
-                    with open(legacy, "rb") as handle:
-                        data = handle.read()
+                    data = read_bounded(legacy, STORE_CAP)
                     migrated = legacy
                 write_atomic(issues_path, data)
                 created["file"] = True
         except OSError as exc:
             raise ToolRefused(f"failed to initialize {issues_path}: {exc}") from None
+        except InputInvalid as exc:
+            raise ToolRefused(f"failed to initialize {issues_path}: {exc.message}") from None
         return {
             "action": "init.tool",
             "repoRoot": root,
@@ -597,7 +654,8 @@ class ToolService:
 
     def _instruction_path(self, args: Document) -> str:
         given = args["instructionPath"]
-        return given if os.path.isabs(given) else os.path.join(self.config.repo_root, given)
+        path = given if os.path.isabs(given) else os.path.join(self.config.repo_root, given)
+        return confine(self.roots, "instructionPath", path)
 
     def instruction_check(self, args: Document) -> Document:
         """`instruction-check` as data: envelope problems are `ok: false`, never a tool error."""
@@ -618,20 +676,32 @@ class ToolService:
 
     def instruction_run(self, args: Document) -> Document:
         """The instruction pipeline, in-process (D12-8): check, run the requested checks, write
-        `artifacts/ciwitness/<stem>.json`."""
-        from premath.harness.instruction.pipeline import run_instruction
+        `artifacts/ciwitness/<stem>.json` and its MAC. Gated like a mutation (action
+        `instruction.run`), and it never replaces an accepted witness of another run (D22-4)."""
+        from pathlib import Path
+
+        from premath.harness.instruction.pipeline import RunTerms, run_instruction
+        from premath.harness.instruction.witness import refuse_accepted_overwrite
         from premath.store.canonical import stdout_bytes
 
         path = self._instruction_path(args)
+        self._gate("instruction.run", args)
         allow_failure = bool(args.get("allowFailure", False))
-        result = run_instruction(path, self.config.repo_root, now=self.clock.now)
+        stem = os.path.splitext(os.path.basename(path))[0]
+        witness = os.path.join(self.config.repo_root, "artifacts", "ciwitness", f"{stem}.json")
+        confine(self.roots, "witness folder", os.path.dirname(witness), "folder")
+        keep = self.config.witness_trust == "mac"
+        if keep:
+            refuse_accepted_overwrite(Path(witness))
+        terms = RunTerms(
+            keep_accepted=keep, key_file=self.config.witness_key_file, deadline=_DEADLINE.get()
+        )
+        result = run_instruction(path, self.config.repo_root, now=self.clock.now, terms=terms)
         if result.invalid is not None:
             exit_code, stderr = 2, result.invalid.message
         else:
             exit_code = 0 if result.witness.accepted or allow_failure else 1
             stderr = ""
-        stem = os.path.splitext(os.path.basename(path))[0]
-        witness = os.path.join(self.config.repo_root, "artifacts", "ciwitness", f"{stem}.json")
         stdout = stdout_bytes(result.to_document()).decode("utf-8")
         return {
             "action": "instruction.run",

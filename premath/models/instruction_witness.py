@@ -125,3 +125,22 @@ def witness_relative_path(instruction_id: str) -> str:
 
 def witness_path(repo_root: Path, instruction_id: str) -> Path:
     return repo_root / WITNESS_DIR / f"{instruction_id}.json"
+
+
+def scope_issue_ids(scope: Any) -> frozenset[str] | None:
+    """The issues an instruction's `scope` names, or None when it names none (a repository,
+    a path: no issue restriction). `{"kind": "issue", "target": "<id>"}` names one issue,
+    `{"kind": "issues", "targets": [...]}` several (`issueId`/`issueIds` are accepted for
+    `target`/`targets`, as `harness boot` reads them); malformed ids name nothing, so such a
+    scope authorises no issue (specs/mcp-http.md "Witness rules", D22-5)."""
+    if not isinstance(scope, dict):
+        return None
+    kind = scope.get("kind")
+    if kind == "issue":
+        target = scope.get("target", scope.get("issueId"))
+        return frozenset([target]) if isinstance(target, str) and target else frozenset()
+    if kind == "issues":
+        targets = scope.get("targets", scope.get("issueIds"))
+        items = targets if isinstance(targets, list) else []
+        return frozenset(item for item in items if isinstance(item, str) and item)
+    return None

@@ -146,9 +146,13 @@ class ProcessOutcome:
     leftover_descendants: int = 0
     """Descendants outside the leader's process group still running when it exited (a daemon,
     a `setsid` grandchild); we ended them."""
+    program_missing: bool = False
+    """`spawn_failed` because the program does not exist (FileNotFoundError): no retry helps."""
 
 
-def spawn_failed(reason: str, duration_s: float = 0.0) -> ProcessOutcome:
+def spawn_failed(
+    reason: str, duration_s: float = 0.0, *, program_missing: bool = False
+) -> ProcessOutcome:
     """The outcome of a child that never started: no output, no exit, `reason` said why."""
     return ProcessOutcome(
         status="spawn_failed",
@@ -163,6 +167,7 @@ def spawn_failed(reason: str, duration_s: float = 0.0) -> ProcessOutcome:
         stderr_tail="",
         pid=None,
         spawn_error=reason,
+        program_missing=program_missing,
     )
 
 
@@ -358,6 +363,7 @@ def _run_in_flight(
         return spawn_failed(
             f"cannot start {argv[0] if argv else '(empty command)'}: {reason}",
             duration_s=time.monotonic() - started,
+            program_missing=isinstance(exc, FileNotFoundError),
         )
     except BaseException:
         hold.release()

@@ -1,5 +1,11 @@
-"""A one-line progress bar on stderr (on a terminal unless asked): stdout stays the document."""
+"""A one-line progress bar on stderr (on a terminal unless asked): stdout stays the document.
 
+Each frame returns to the line's start and overwrites the last one: it is padded to the last
+frame's length, so a shorter frame (the last one drops its `eta`) leaves no stray characters,
+and it stays narrower than the terminal, so it never wraps onto a second line.
+"""
+
+import os
 import sys
 import threading
 import time
@@ -8,6 +14,7 @@ from typing import TextIO
 from premath.models.trial import TrialRecord
 
 _WIDTH = 28
+_MIN_BAR = 8
 _MIN_INTERVAL_S = 0.1
 
 
@@ -22,6 +29,7 @@ class Progress:
         self._started = time.monotonic()
         self._run_now = 0
         self._last_draw = 0.0
+        self._last_length = 0
 
     def record(self, record: TrialRecord) -> None:
         with self._lock:
@@ -42,19 +50,32 @@ class Progress:
         if not force and now - self._last_draw < _MIN_INTERVAL_S:
             return
         self._last_draw = now
-        filled = _WIDTH * self.done // max(self.total, 1)
-        bar = "#" * filled + "." * (_WIDTH - filled)
         eta = ""
         if self._run_now and self.done < self.total:
             per_trial = (now - self._started) / self._run_now
             remaining = round(per_trial * (self.total - self.done))
             eta = f"  eta {remaining // 60}:{remaining % 60:02d}"
         counts = self.counts
-        self._stream.write(
-            f"\r[{bar}] {self.done}/{self.total}  ok {counts['success']}  "
-            f"fail {counts['failure']}  err {counts['error']}{eta}   "
+        text = (
+            f"{self.done}/{self.total}  ok {counts['success']}  "
+            f"fail {counts['failure']}  err {counts['error']}{eta}"
         )
+        bar_width = min(_WIDTH, self._columns() - 1 - len(text) - 3)
+        frame = text
+        if bar_width >= _MIN_BAR:
+            filled = bar_width * self.done // max(self.total, 1)
+            frame = f"[{'#' * filled}{'.' * (bar_width - filled)}] {text}"
+        padding = " " * max(0, self._last_length - len(frame))
+        self._last_length = len(frame)
+        self._stream.write(f"\r{frame}{padding}")
         self._stream.flush()
+
+    def _columns(self) -> int:
+        """The width of the terminal the bar is drawn on (80 when it is not a terminal)."""
+        try:
+            return os.get_terminal_size(self._stream.fileno()).columns
+        except (AttributeError, OSError, ValueError):
+            return 80
 
     def finish(self) -> None:
         with self._lock:

@@ -95,7 +95,36 @@ def parse_result(data: bytes) -> Verdict:
     return Verdict(result.outcome, None, None, result.objective, result.metrics)
 
 
-def judge(process: ProcessOutcome, result_file: Path, cap: int = DEFAULT_RESULT_CAP) -> Verdict:
+_HEADLINE_BYTES = 8192
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def stderr_headline(process: ProcessOutcome, stderr_file: Path | None = None) -> str:
+    """What a failed harness said first: the first non-blank line of its stderr (read from the
+    file when given, else the kept tail), at most 200 characters. A Python traceback's first
+    line says nothing, so for one the exception (its last line) is the headline."""
+    head = ""
+    if stderr_file is not None:
+        try:
+            with stderr_file.open("rb") as handle:
+                head = handle.read(_HEADLINE_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            head = ""
+    lines = [line.strip() for line in (head or process.stderr_tail).splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if lines[0] == _TRACEBACK:
+        tail = [line.strip() for line in process.stderr_tail.splitlines() if line.strip()]
+        return tail[-1][:200] if tail else lines[0]
+    return lines[0][:200]
+
+
+def judge(
+    process: ProcessOutcome,
+    result_file: Path,
+    cap: int = DEFAULT_RESULT_CAP,
+    stderr_file: Path | None = None,
+) -> Verdict:
     """The verdict in the documented order: timeout, spawn, exit status, then result.json."""
     if process.status == "timeout":
         return _error("timeout", f"no exit within the deadline ({process.duration_s:.1f}s)")
@@ -111,8 +140,8 @@ def judge(process: ProcessOutcome, result_file: Path, cap: int = DEFAULT_RESULT_
             if process.exit_code is not None
             else f"signal {process.signal}"
         )
-        tail = process.stderr_tail.strip().splitlines()[-1:] if process.stderr_tail else []
-        detail = f": {tail[0][:200]}" if tail else ""
+        headline = stderr_headline(process, stderr_file)
+        detail = f": {headline}" if headline else ""
         return _error("harness_exit_nonzero", f"the harness ended with {how}{detail}")
     data = _read_capped(result_file, cap)
     if isinstance(data, Verdict):

@@ -7,7 +7,8 @@ row per attempt; the latest row of a (variant, task, replication) slot is its re
 """
 
 import os
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime
@@ -52,6 +53,7 @@ from premath.store.atomic import write_atomic
 from premath.store.canonical import document_bytes
 from premath.store.jsonl import iter_lines, report_torn_tail
 from premath.store.locks import hold_marker
+from premath.terminal import counted
 from premath.text import id_token
 from premath.timefmt import format_seconds_z, session_stamp
 
@@ -150,11 +152,13 @@ def create_run(
     executor: "ExecutorName | None" = None,
     issue_id: str | None = None,
     trajectory_path: str | None = None,
+    concurrency: int | None = None,
     now: datetime,
 ) -> RunState:
     """Validate everything, then write the run folder; nothing is written if a check fails.
 
-    `executor` None: the experiment file's `executor`, else local."""
+    `executor` None: the experiment file's `executor`, else local. `concurrency` (the run's
+    `--concurrency`) is recorded, so a resume runs as many trials at once."""
     loaded = load_experiment(experiment_path)
     executor = chosen_executor(loaded.spec, executor)
     check_executor(loaded, executor)
@@ -196,6 +200,7 @@ def create_run(
         "trajectory_path": os.fspath(Path(trajectory_path).absolute()) if trajectory_path else None,
         "task_count": len(tasks),
         "trial_count": len(schedule),
+        "concurrency": concurrency,
         "commit": enclosing_commit(loaded.base_dir),
     }
     write_atomic(paths.manifest, document_bytes(manifest))  # last: its presence marks a whole run
@@ -314,15 +319,45 @@ def _as_keyboard_interrupt(_signal_name: str) -> BaseException:
     return KeyboardInterrupt()
 
 
+ERROR_MESSAGES_SHOWN = 5
+
+
+def error_messages(
+    records: "Iterable[TrialRecord]", limit: int = ERROR_MESSAGES_SHOWN
+) -> list[dict[str, Any]]:
+    """Why trials ended in error, most common first: each distinct (class, message) once with
+    how many trials gave it and in which variants (a harness that cannot start says so in
+    every trial's message: its first line on stderr, `results.stderr_headline`)."""
+    counts: Counter[tuple[str, str]] = Counter()
+    variants: dict[tuple[str, str], set[str]] = {}
+    for record in records:
+        if record.outcome == "error":
+            key = (record.error_class or "error", record.message or record.error_class or "error")
+            counts[key] += 1
+            variants.setdefault(key, set()).add(record.variant_id)
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return [
+        {
+            "error_class": error_class,
+            "message": message,
+            "count": count,
+            "variants": sorted(variants[(error_class, message)]),
+        }
+        for (error_class, message), count in ranked[:limit]
+    ]
+
+
 def summarise(state: RunState, ran: int, action: str) -> dict[str, Any]:
     latest = latest_records(state.paths)
     counts = {"success": 0, "failure": 0, "error": 0}
     done = 0
+    final: list[TrialRecord] = []
     for slot in state.schedule:
         record = latest.get(slot.key)
         if record is not None and record.final:
             counts[record.outcome] += 1
             done += 1
+            final.append(record)
     return {
         "action": action,
         "run_id": state.run_id,
@@ -336,6 +371,7 @@ def summarise(state: RunState, ran: int, action: str) -> dict[str, Any]:
             **counts,
             "pending": len(state.schedule) - done,
         },
+        "error_messages": error_messages(final),
         "trials_path": os.fspath(state.paths.trials_log),
         "trajectory_path": os.fspath(trajectory_of(state)),
     }
@@ -353,6 +389,24 @@ def error_gate_failure(summary: dict[str, Any], max_error_rate: float | None) ->
         f"{trials['error']} of {final} final trials ended in error ({limit}); see the error "
         f"classes with `premath experiment report {summary['run_id']}`, fix the cause, then "
         f"`premath experiment resume {summary['run_id']} --rerun-errors`"
+    )
+
+
+def every_trial_errored(summary: dict[str, Any]) -> str | None:
+    """Why a run that produced no verdict at all fails: every final trial ended in error (the
+    harness never ran as meant: a typo in `runtime.command`, a missing program). None when
+    some trial was judged, or none is final yet."""
+    trials = summary["trials"]
+    final = trials["success"] + trials["failure"] + trials["error"]
+    if final == 0 or trials["error"] != final:
+        return None
+    top = summary["error_messages"][0]
+    # A batch's run lives under its own runs folder: name it by its folder.
+    run = summary["run_id"] if summary["action"].startswith("experiment.") else summary["run_dir"]
+    return (
+        f"every trial ended in error ({final} of {final}); most common, "
+        f"{counted(top['count'], 'trial')}: {top['message']}; fix the cause, then "
+        f"`premath experiment resume {run} --rerun-errors`"
     )
 
 
@@ -435,7 +489,8 @@ def _execute_pending(
     for attempt in stale_tickets(state.paths):  # harnesses a killed runner left behind
         runner.reap(attempt)
     pending = pending_slots(state, rerun_errors)
-    workers = max(1, concurrency or state.spec.concurrency)
+    # This command's --concurrency, else the one `run` was given, else the experiment's.
+    workers = max(1, concurrency or state.manifest.get("concurrency") or state.spec.concurrency)
     runner.cancel.clear()
     context = RunContext(
         run_id=state.run_id,
@@ -487,7 +542,7 @@ def _execute_pending(
             progress.finish()
             if isinstance(exc, KeyboardInterrupt):
                 raise Interrupted(
-                    f"interrupted: {progress.done} of {progress.total} trials are recorded "
+                    f"interrupted: {progress.done} of {counted(progress.total, 'trial')} recorded "
                     f"and kept; continue with `premath experiment resume {state.run_id}`"
                 ) from None
             if isinstance(exc, OSError):
@@ -522,6 +577,7 @@ def run_experiment(
         executor=executor,
         issue_id=issue_id,
         trajectory_path=trajectory_path,
+        concurrency=concurrency,
         now=clock.now(),
     )
     ran = execute_run(

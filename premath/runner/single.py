@@ -21,6 +21,7 @@ from premath.runner.paths import DEFAULT_RUNS_DIR, AttemptPaths
 from premath.runner.results import judge
 from premath.runner.trial import write_task_file
 from premath.store.files import read_bounded
+from premath.store.root import rebase
 from premath.timefmt import session_stamp
 
 
@@ -41,6 +42,8 @@ def _read_task(task_path: str) -> bytes:
         data = read_bounded(task_path, TASK_CAP)
     except FileNotFoundError:
         raise NotFound(f"task file {task_path} does not exist") from None
+    except IsADirectoryError:
+        raise InputInvalid(f"{task_path} is a folder; pass the task's JSON file") from None
     except OSError as exc:
         raise InputInvalid(f"cannot read {task_path}: {exc.strerror or exc}") from exc
     try:
@@ -57,7 +60,7 @@ def _trial_folder(out_dir: str | None, now: datetime) -> Path:
             raise Conflict(f"{out_dir} is not empty; choose an empty or new --out folder")
         folder.parent.mkdir(parents=True, exist_ok=True)
         return folder
-    base = Path(DEFAULT_RUNS_DIR)
+    base = Path(rebase(DEFAULT_RUNS_DIR))  # the project's runs folder (premath.store.root)
     base.mkdir(parents=True, exist_ok=True)
     stem = f"single-{session_stamp(now)}"
     for suffix in range(1, 10_000):
@@ -117,7 +120,7 @@ def run_single(
         label=paths.root.name,
     )
     process = runner.execute(invocation, paths)
-    verdict = judge(process, paths.result_file)
+    verdict = judge(process, paths.result_file, stderr_file=paths.stderr_file)
     return {
         "action": "run",
         "outcome": verdict.outcome,

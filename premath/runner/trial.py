@@ -144,7 +144,9 @@ def run_slot(
                 context.lock_timeout,
             )
             return None
-        verdict = executor_error or judge(process, paths.result_file, context.result_cap)
+        verdict = executor_error or judge(
+            process, paths.result_file, context.result_cap, paths.stderr_file
+        )
         retry = (
             wants_retry(verdict, context.retry_on)
             and attempt - first_attempt + 1 < context.max_attempts

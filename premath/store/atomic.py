@@ -96,3 +96,69 @@ def write_atomic_chunks(
         _unlink(temp)
         raise
     fsync_directory(parent)
+
+
+class StagedWriteFailed(Exception):
+    """`write_atomic_together` failed on file `index`; no file took new bytes unless
+    `published` says how many already had (a rename failing after the first succeeded)."""
+
+    def __init__(self, index: int, error: OSError, published: int) -> None:
+        super().__init__(str(error))
+        self.index = index
+        self.error = error
+        self.published = published
+
+
+def _stage(target: str, data: bytes) -> str:
+    temp = os.path.join(
+        os.path.dirname(target) or ".", f"{_temp_prefix(target)}{os.getpid()}.{epoch_ns()}"
+    )
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        _unlink(temp)
+        raise
+    return temp
+
+
+def write_atomic_together(files: list[tuple[str, bytes]]) -> None:
+    """Give several files their new bytes so that a failure leaves them all as they were.
+
+    Every temp file is written and fsynced before any takes its name, so a full disk, a missing
+    permission or a target that is a directory changes nothing; parent folders are created only
+    once every target has been checked. Only a rename failing after an earlier one succeeded
+    (which needs the folder to change under us) can publish part of the set.
+    """
+    targets = [os.fspath(path) for path, _ in files]
+    for index, target in enumerate(targets):
+        if os.path.isdir(target):
+            raise StagedWriteFailed(index, IsADirectoryError(21, os.strerror(21)), 0)
+        ancestor = os.path.dirname(os.path.abspath(target))
+        while not os.path.exists(ancestor) and ancestor != os.path.dirname(ancestor):
+            ancestor = os.path.dirname(ancestor)
+        if not os.path.isdir(ancestor):
+            raise StagedWriteFailed(index, NotADirectoryError(20, os.strerror(20)), 0)
+    staged: list[str] = []
+    try:
+        for index, (target, (_, data)) in enumerate(zip(targets, files, strict=True)):
+            try:
+                os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+                sweep_orphan_temps(target)
+                staged.append(_stage(target, data))
+            except OSError as exc:
+                raise StagedWriteFailed(index, exc, 0) from exc
+        for index, (temp, target) in enumerate(zip(staged, targets, strict=True)):
+            try:
+                os.replace(temp, target)
+            except OSError as exc:
+                raise StagedWriteFailed(index, exc, index) from exc
+    finally:
+        for temp in staged:
+            _unlink(temp)
+    for folder in {os.path.dirname(target) or "." for target in targets}:
+        fsync_directory(folder)

@@ -37,6 +37,11 @@ def stdout_bytes(document: Any) -> bytes:
     return _dumps(document, orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
 
 
+def response_bytes(document: Any) -> bytes:
+    """An HTTP JSON body of the observation API: keys sorted, 2-space indent, no newline."""
+    return _dumps(document, orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+
+
 def document_bytes(document: Any) -> bytes:
     """Session and ledger files: field (insertion) order, 2-space indent, trailing newline."""
     return _dumps(document, orjson.OPT_INDENT_2) + b"\n"
@@ -45,6 +50,11 @@ def document_bytes(document: Any) -> bytes:
 def row_bytes(row: Any) -> bytes:
     """One JSONL row: compact, field order, trailing newline."""
     return _dumps(row) + b"\n"
+
+
+def sorted_row_bytes(row: Any) -> bytes:
+    """One JSONL row with keys sorted at every level: compact, trailing newline."""
+    return _dumps(row, orjson.OPT_SORT_KEYS) + b"\n"
 
 
 def digest_input(payload: Any) -> bytes:

@@ -41,18 +41,21 @@ LINE_CAP = ReadCap("PREMATH_MAX_LINE_BYTES", 64 * _MIB)
 """One line of a streamed JSONL file (trajectory, dataset, trials)."""
 
 
-def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+def open_regular(path: str | os.PathLike[str], *, follow_symlinks: bool = True) -> BinaryIO:
     """Open `path` for reading if it is a regular file; never blocks on a FIFO or device.
 
-    A directory raises IsADirectoryError, as reading it would; anything else InputInvalid."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    A directory raises IsADirectoryError, as reading it would; anything else InputInvalid.
+    Without `follow_symlinks`, a symlink as the last component raises OSError (ELOOP)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags if follow_symlinks else flags | os.O_NOFOLLOW)
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):  # as reading it would fail: callers word this OSError already
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
         if not stat.S_ISREG(mode):
             raise InputInvalid(
-                f"{os.fspath(path)} is not a regular file ({_kind(mode)}); give the path of a file"
+                f"{os.fspath(path)} is not a regular file ({file_kind(mode)}); give the path of "
+                "a file"
             )
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
@@ -61,13 +64,18 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
         raise
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
+    """What a file of this mode is, in words ("a FIFO", "a device", ...)."""
     if stat.S_ISFIFO(mode):
         return "a FIFO"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "a device"
     if stat.S_ISSOCK(mode):
         return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISREG(mode):
+        return "a regular file"
     return "not a file"
 
 

@@ -112,9 +112,22 @@ def _quarantine(target: "Path", fd: int, start: int, size: int) -> bytes:
     return b""
 
 
-def append_line(path: str | os.PathLike[str], line: bytes, *, timeout_s: float) -> None:
+def sync_file(path: str | os.PathLike[str]) -> None:
+    """fsync the file at `path`: makes every row appended with `sync=False` durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def append_line(
+    path: str | os.PathLike[str], line: bytes, *, timeout_s: float, sync: bool = True
+) -> None:
     """Append one whole line (ending in `\\n`) under `<path>.lock`, durably, or nothing at all
-    (OSError propagates after the rollback, for the caller to word)."""
+    (OSError propagates after the rollback, for the caller to word). `sync=False` leaves the
+    fsync to the caller's `sync_file` once a batch of rows is written (readers see each row
+    at once either way)."""
     from pathlib import Path  # appenders only: readers start leaner
 
     from premath.store.locks import hold_marker
@@ -131,7 +144,8 @@ def append_line(path: str | os.PathLike[str], line: bytes, *, timeout_s: float) 
             size = os.fstat(fd).st_size
             try:
                 write_all(fd, prefix + line)
-                os.fsync(fd)
+                if sync:
+                    os.fsync(fd)
             except OSError:
                 os.ftruncate(fd, size)  # a partial row must not stay behind
                 raise

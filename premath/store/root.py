@@ -7,7 +7,9 @@ stopping after the git root (a folder holding `.git`) or at the filesystem root,
 into the temp folder (`TMPDIR`, else `/tmp`) from below it: a scratch folder made there (a
 test's, a conformance runner's) is a project of its own, and a stray `.premath/` in the temp
 folder must not capture it. `PREMATH_DIR` (the `.premath` folder itself) overrides the walk; an
-explicit path flag always wins. With no `.premath/` found, the working folder is the root.
+explicit path flag always wins. With no `.premath/` found, the git root the walk stopped at is
+the root (a first `issue add` in a subfolder starts the project's one store there), else the
+working folder.
 
 The root is returned relative to the working folder (`.` when it is the working folder), so
 default paths, and the documents that echo them, stay exactly the reference's at the root.
@@ -64,10 +66,10 @@ def discover_root(start: str | None = None) -> str:
             return os.path.relpath(folder, cwd)
         if os.path.lexists(marker):
             raise _refuse_file(marker)
+        if os.path.lexists(os.path.join(folder, ".git")):
+            return os.path.relpath(folder, cwd)
         parent = os.path.dirname(folder)
         if ceiling in (folder, parent) or parent == folder:
-            return os.path.relpath(here, cwd)
-        if os.path.lexists(os.path.join(folder, ".git")):
             return os.path.relpath(here, cwd)
         folder = parent
 

@@ -109,6 +109,7 @@ def _lease_action(
     timeout_s: float,
     on_change: OnChange | None,
     warm: WarmStores | None,
+    issue_scope: frozenset[str] | None,
 ) -> Document:
     kind, noun, run = _LEASE_PAYLOADS[route.action]
     try:
@@ -117,7 +118,7 @@ def _lease_action(
         return _shape_rejection(route, "lease_invalid_payload", f"invalid {noun} payload: {exc}")
     path = lease_actions.issues_path_of(request.issues_path)
     try:
-        outcome = run(request, LeaseCall(now, timeout_s, on_change, warm))
+        outcome = run(request, LeaseCall(now, timeout_s, on_change, warm, issue_scope))
     except Rejected as rejection:
         return {
             **_bound(route, "rejected", [rejection.failure_class]),
@@ -218,11 +219,13 @@ def dispatch(
     timeout_s: float,
     on_change: OnChange | None = None,
     warm: WarmStores | None = None,
+    issue_scope: frozenset[str] | None = None,
 ) -> Document:
     """Run one transport action; the envelope says whether it was accepted.
 
     `on_change` runs under the store lock on a lease action's changed row before the save;
-    `warm` keeps the parsed store between calls of a long-running caller.
+    `warm` keeps the parsed store between calls of a long-running caller; `issue_scope` (the
+    MCP gate's witness scope, D22-5) limits the issues claim-next may choose.
     """
     name = rust_trim(action)
     route = ROUTES_BY_ACTION.get(name)
@@ -240,7 +243,13 @@ def dispatch(
         }
     if route.action in _LEASE_PAYLOADS:
         return _lease_action(
-            route, payload, now=now, timeout_s=timeout_s, on_change=on_change, warm=warm
+            route,
+            payload,
+            now=now,
+            timeout_s=timeout_s,
+            on_change=on_change,
+            warm=warm,
+            issue_scope=issue_scope,
         )
     if route.action == "world.route_binding":
         return _world_route_binding(route, payload)

@@ -18,6 +18,7 @@ from premath.issues import leases
 from premath.issues.lifecycle import set_status
 from premath.models.issue_row import IssueRow, LeaseRow
 from premath.store.issues_file import Changes, IssueMap, WarmStores, mutate_store
+from premath.store.root import rebase
 from premath.text import rust_trim
 from premath.timefmt import NANOS_PER_SECOND, epoch_nanos, format_autosi_z
 from premath.transport.payloads import (
@@ -36,13 +37,14 @@ OnChange = Callable[[IssueRow], None]
 
 @dataclass(frozen=True)
 class LeaseCall:
-    """How one lease action runs: its time, the lock timeout, the hook on the changed row, and
-    the warm stores of a long-running caller."""
+    """How one lease action runs: its time, the lock timeout, the hook on the changed row, the
+    warm stores of a long-running caller, and the issues claim-next may choose (None: any)."""
 
     now: datetime
     timeout_s: float
     on_change: OnChange | None = None
     warm: WarmStores | None = None
+    issue_scope: frozenset[str] | None = None
 
 
 class Rejected(Exception):
@@ -67,7 +69,8 @@ class LeaseOutcome:
 
 
 def issues_path_of(requested: str | None) -> str:
-    return blank_to_none(requested) or DEFAULT_ISSUES_PATH
+    """The payload's `issuesPath`, else the project's issues file (premath.store.root)."""
+    return blank_to_none(requested) or rebase(DEFAULT_ISSUES_PATH)
 
 
 _LEASE_ERRORS = (leases.LeaseInputRejected, leases.LeaseIssueMissing, leases.LeaseDenied)
@@ -179,7 +182,12 @@ def claim_next(request: ClaimNextRequest, call: LeaseCall) -> LeaseOutcome:
 
     def edit(issues: IssueMap) -> IssueRow | None:
         return leases.claim_next_issue(
-            issues, owner, now_ns=now_ns, expiry_ns=expiry_ns, lease_id=request.lease_id
+            issues,
+            owner,
+            now_ns=now_ns,
+            expiry_ns=expiry_ns,
+            lease_id=request.lease_id,
+            eligible=call.issue_scope,
         )
 
     path = issues_path_of(request.issues_path)

@@ -1,6 +1,10 @@
 """Action payloads as serde reads them (agent-surface.md §2.5): camelCase keys, unknown keys
 ignored, serde's error texts. A payload that is not a JSON object is refused (divergence D12-1:
-the reference also reads a positional array)."""
+the reference also reads a positional array).
+
+Optional strings are trimmed and a blank one is absent, as the reference's `non_empty` reads
+every optional payload string (`leaseExpiresAt: "  "` beside `leaseTtlSeconds` is a TTL claim,
+not an ambiguous binding); specs/instructions.md "Blank optional strings"."""
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -100,8 +104,13 @@ class FiberCancelRequest:
     reason: str | None = None
 
 
+def optional_text(value: Any) -> str | None:
+    """An optional string: type-checked, trimmed, blank = absent."""
+    return blank_to_none(optional_string(value))
+
+
 _STRING: FieldCheck = string
-_OPTIONAL: FieldCheck = optional_string
+_OPTIONAL: FieldCheck = optional_text
 _I64: FieldCheck = optional_i64
 
 Struct = tuple[str, Mapping[str, tuple[str, FieldCheck]], tuple[str, ...]]

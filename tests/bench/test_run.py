@@ -26,15 +26,15 @@ def bench(cli_run, *args):
     return cli_run("bench", "run", *args)
 
 
+def sample_run(cli_run, *args):
+    """The sample task with the sample harness under the example policy."""
+    task = ("--task", str(SAMPLE_TASK), "--command", sample_command())
+    return bench(cli_run, *task, "--policy", str(EXAMPLE_POLICY), *args)
+
+
 def test_sample_run_leaves_four_valid_artifacts(cli_run, workdir, workspace):
-    result = bench(
+    result = sample_run(
         cli_run,
-        "--task",
-        str(SAMPLE_TASK),
-        "--command",
-        sample_command(),
-        "--policy",
-        str(EXAMPLE_POLICY),
         "--cwd",
         str(workspace),
         "--run-dir",
@@ -105,8 +105,10 @@ def test_sample_run_leaves_four_valid_artifacts(cli_run, workdir, workspace):
     assert metadata["exit_status"] == 0
     assert metadata["harness"]["version"] == "sample-0.1.0"
     assert metadata["harness"]["command"][-1].endswith("harness.py")
-    # The denied command was refused and recorded, and never ran: hello.txt is still there.
-    assert (workspace / "hello.txt").read_text() == "hello\n"
+    # The denied command was refused and recorded, and never ran: hello.txt is still there,
+    # in the work area the sample task names (`work_dir`), not in the harness's folder.
+    assert (run / "work" / "hello.txt").read_text() == "hello\n"
+    assert list(workspace.iterdir()) == []
     trajectory = load(run / "atif" / "trajectory.json")
     denied = trajectory["steps"][-2]
     assert denied["tool_calls"][0]["arguments"] == {"argv": ["rm", "-rf", "hello.txt"]}
@@ -397,3 +399,28 @@ def test_pass_env_refuses_premath_names_before_anything_runs(cli_run, workdir, h
     assert (result.exit_code, result.json["error"]["code"]) == (2, "usage_error")
     assert "PREMATH_* and AGENTLAB_* are never passed on" in result.json["error"]["message"]
     assert not (workdir / ".premath").exists()
+
+
+def test_the_readme_s_sample_run_leaves_the_current_folder_alone_and_validates_by_folder(
+    cli_run, workdir
+):
+    """The README's command, without --cwd: the sample harness works in the run's work area,
+    and `atif validate` takes the run folder as `atif export` does."""
+    result = sample_run(cli_run, "--run-dir", "bench-run", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert sorted(path.name for path in workdir.iterdir()) == ["bench-run"]
+    assert (workdir / "bench-run" / "work" / "hello.txt").read_text() == "hello\n"
+    validated = cli_run("atif", "validate", "bench-run", "--json")
+    assert (validated.exit_code, validated.json["valid"]) == (0, True)
+    assert validated.json["files"][0]["path"] == "bench-run/atif/trajectory.json"
+    assert (
+        cli_run("atif", "validate", "bench-run").stdout == "valid: bench-run/atif/trajectory.json\n"
+    )
+    empty = workdir / "empty"
+    empty.mkdir()
+    refused = cli_run("atif", "validate", "empty", "--json")
+    assert refused.exit_code == 1
+    assert refused.json["files"][0]["errors"][0]["message"] == (
+        "empty is a folder without atif/trajectory.json: give a trajectory file or a bench run "
+        "folder"
+    )

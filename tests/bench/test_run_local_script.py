@@ -32,6 +32,7 @@ def test_run_local_produces_all_four_artifacts(tmp_path):
         "raw",
         "run-metadata.json",
         "summary.json",
+        "work",  # the sample harness's own work area (hello.txt)
     ]
     assert (run / "raw" / "events.jsonl").stat().st_size > 0
     summary = orjson.loads((run / "summary.json").read_bytes())

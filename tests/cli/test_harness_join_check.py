@@ -128,7 +128,7 @@ def test_usage_errors_exit_2(cli_run, args):
 def test_help_names_the_command(cli_run):
     outcome = cli_run("harness-join-check", "--help")
     assert outcome.exit_code == 0
-    assert "Evaluate deterministic ToolUse/JoinClosed closure state" in outcome.stdout
+    assert "Check that every tool call of a turn got its result." in outcome.stdout
     assert "--input" in outcome.stdout
 
 

@@ -1,5 +1,7 @@
 """`issue show` (ours) and the warnings for input stored as given (divergence D16-2, D16-3)."""
 
+import pytest
+
 DESCRIPTION = "Do it.\n\nAcceptance:\n- done\n\nVerification: `pytest -q`"
 
 
@@ -43,7 +45,7 @@ def test_show_of_an_unknown_issue_is_not_found(cli_run):
 
 
 def test_unknown_status_and_blank_title_are_stored_with_a_warning(cli_run):
-    added = cli_run("issue", "add", "", "--json")
+    added = cli_run("issue", "add", "", "--description", DESCRIPTION, "--json")
     assert added.exit_code == 0
     assert added.stderr == "warning: the title is blank: stored as given; give the issue a title\n"
     updated = cli_run("issue", "update", "bd-1", "--status", "Closed", "--json")
@@ -54,3 +56,32 @@ def test_unknown_status_and_blank_title_are_stored_with_a_warning(cli_run):
     check = cli_run("issue", "check", "--json").json
     assert check["warningClasses"] == ["issue_graph.status.unknown", "issue_graph.title.blank"]
     assert check["result"] == "accepted"  # warnings, as the reference accepts both
+
+
+MISSING_ACCEPTANCE = "issue_graph.acceptance.missing"
+MISSING_VERIFICATION = "issue_graph.verification_command.missing"
+BOTH = [MISSING_ACCEPTANCE, MISSING_VERIFICATION]
+
+
+@pytest.mark.parametrize(
+    ("description", "warned", "rejected"),
+    [
+        ("", BOTH, BOTH),
+        ("Acceptance:\n- x", [MISSING_VERIFICATION], [MISSING_VERIFICATION]),
+        # `issue check` accepts an inline command, but the loop finds none to run: said too
+        ("Acceptance:\n- x\nRun `pytest -q` first", [MISSING_VERIFICATION], []),
+        ("Acceptance:\n- x\nVerification: `pytest -q`", [], []),
+    ],
+)  # fmt: skip
+def test_adding_an_issue_issue_check_would_reject_warns_d25_3(
+    cli_run, workdir, description, warned, rejected
+):
+    """The issue is stored as given; stderr says what `issue check` (or the loop) will miss."""
+    added = cli_run("issue", "add", "T", "--description", description, "--json")
+    assert added.exit_code == 0
+    assert [line.split(": ")[1] for line in added.stderr.splitlines()] == warned
+    assert sorted(cli_run("issue", "check", "--json").json["failureClasses"]) == rejected
+    discovered = cli_run("issue", "discover", "bd-1", "Found", "--description", description)
+    assert [line.split(": ")[1] for line in discovered.stderr.splitlines()] == warned
+    closed = cli_run("issue", "add", "Done", "--status", "closed")
+    assert closed.stderr == ""  # not active: `issue check` does not look at it

@@ -53,6 +53,8 @@ HOT_COMMANDS = [
     ("harness-join-check", "--input", "missing.json", "--json"),
     ("issue", "ready", "--json"),
     ("issue", "claim-next", "--assignee", "w1", "--json"),
+    ("observe", "--mode", "needs_attention", "--json"),
+    ("observe-build", "--json"),
 ]
 
 

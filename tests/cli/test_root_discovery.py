@@ -137,3 +137,97 @@ def test_a_premath_file_above_is_refused(project, cli_run):
     result = cli_run("issue", "list", "--json")
     assert (result.exit_code, result.json["error"]["code"]) == (2, "usage_error")
     assert "is not a folder" in result.json["error"]["message"]
+
+
+def test_a_first_issue_in_a_git_subfolder_starts_the_store_at_the_git_root(workdir, cli_run):
+    """No `.premath/` anywhere yet: the git root is the project root, not the subfolder."""
+    (workdir / ".git").mkdir()
+    deep = workdir / "src" / "deep"
+    deep.mkdir(parents=True)
+    os.chdir(deep)
+    added = cli_run("issue", "add", "First", "--json")
+    assert (added.exit_code, added.json["issuesPath"]) == (0, "../../.premath/issues.jsonl")
+    assert (workdir / ".premath" / "issues.jsonl").is_file()
+    assert not (deep / ".premath").exists()
+    initialised = cli_run("init", "--json")  # the same root: the store is found, not remade
+    assert initialised.exit_code == 0, initialised.stderr
+    assert os.path.samefile(initialised.json["repoRoot"], workdir)
+
+
+def test_experiments_run_report_and_resume_in_the_project_from_any_subfolder(project, cli_run):
+    """The run folder is the project's; `report` and `resume` find it from another folder."""
+    from tests.runner.conftest import make_experiment
+
+    experiment = make_experiment(project / "examples" / "exp", [{"id": "t1"}, {"id": "t2"}])
+    os.chdir(experiment.parent)
+    ran = cli_run("experiment", "run", "experiment.yaml", "--run-id", "demo", "--json")
+    assert ran.exit_code == 0, ran.stderr
+    assert (project / ".premath" / "runs" / "demo" / "run.json").is_file()
+    assert not (experiment.parent / ".premath").exists()
+    os.chdir(project / "src" / "deep")
+    report = cli_run("experiment", "report", "demo", "--json")
+    assert (report.exit_code, report.json["run_id"]) == (0, "demo"), report.stderr
+    resumed = cli_run("experiment", "resume", "demo", "--json")
+    assert (resumed.exit_code, resumed.json["trials"]["ran"]) == (0, 0), resumed.stderr
+    assert resumed.json["run_dir"] == "../../.premath/runs/demo"
+
+
+@pytest.mark.parametrize(
+    ("argv", "made"),
+    [
+        (
+            ["run", "--command", "true", "task.json", "--json"],
+            ".premath/runs",
+        ),
+        (
+            ["scheme-eval", "--program", "program.json", "--json"],
+            ".premath/harness_trajectory.jsonl",
+        ),
+        (
+            ["transport-dispatch", "--action", "issue.claim_next", "--payload",
+             '{"assignee": "w1"}', "--json"],
+            ".premath/issues.jsonl",
+        ),
+        (
+            ["issue", "migrate-events", "--json"],
+            ".premath/memory/events.jsonl",
+        ),
+    ],
+)  # fmt: skip
+def test_every_command_writing_premath_state_writes_the_project_s(project, cli_run, argv, made):
+    """The class: any default `.premath/...` path resolves under the project root."""
+    deep = project / "src" / "deep"
+    (deep / "task.json").write_text('{"id": "t"}')
+    (deep / "program.json").write_text('{"calls": [{"action": "issue.ready", "args": {}}]}')
+    before = (project / made).exists() and (project / made).stat().st_mtime_ns
+    result = cli_run(*argv)
+    assert result.exit_code in (0, 1), result.stderr  # `run` of `true` writes no result
+    assert "error" not in (result.json or {}), result.stdout
+    assert (project / made).exists()
+    assert (project / made).stat().st_mtime_ns != before
+    assert not (deep / ".premath").exists()
+
+
+def test_every_default_premath_path_option_is_resolved_in_the_project():
+    """Every option in the CLI whose default is a `.premath/...` path goes through the one
+    root-discovery function: its own callback, or a `--repo-root` it is relative to whose
+    default is the discovered root (no command resolves one against the working folder)."""
+    from premath.cli._options import discovered_default
+    from tests.support.cli import every_command
+
+    unresolved = []
+    for path, command in every_command():
+        name = " ".join(("premath", *path))
+        roots = [param for param in command.params if param.name == "repo_root"]
+        discovered_root = bool(roots) and (
+            not isinstance(roots[0].default, str) or roots[0].callback is discovered_default
+        )
+        unresolved += [
+            f"{name} {param.opts[0]}"
+            for param in command.params
+            if isinstance(param.default, str)
+            and param.default.startswith(".premath")
+            and param.callback is not discovered_default
+            and not discovered_root
+        ]
+    assert unresolved == []

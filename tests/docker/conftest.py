@@ -5,14 +5,15 @@ the base image from Debian's packages; these tests never start or stop the engin
 """
 
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.support import optional_tools
+
 REPO = Path(__file__).resolve().parents[2]
-BASE_IMAGE = os.environ.get("PREMATH_BASE_IMAGE", "premath-base:bookworm")
+BASE_IMAGE = optional_tools.DOCKER_BASE_IMAGE
 HARNESS_IMAGE = "premath-clean-harness-test:latest"
 
 
@@ -22,22 +23,9 @@ def docker(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]
     )
 
 
-def engine_problem() -> str | None:
-    if shutil.which("docker") is None:
-        return "no docker CLI on PATH (run `mise run docker-setup`)"
-    version = docker("version", "--format", "{{.Server.Version}}", timeout=20)
-    if version.returncode != 0 or not version.stdout.strip():
-        return "no Docker engine answers (start one with `mise run docker-setup`)"
-    if docker("image", "inspect", BASE_IMAGE, timeout=20).returncode != 0:
-        return f"the base image {BASE_IMAGE} is missing (build it with `mise run docker-setup`)"
-    return None
-
-
 @pytest.fixture(scope="session")
 def engine() -> str:
-    problem = engine_problem()
-    if problem is not None:
-        pytest.skip(problem)
+    optional_tools.require(optional_tools.docker_engine())
     return BASE_IMAGE
 
 

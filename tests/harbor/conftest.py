@@ -1,11 +1,11 @@
 """Run the premath agent through the real Harbor 0.26 (`harbor run`), with premath built here.
 
 Harbor needs Python >= 3.12, so these tests run in the Harbor venv that `.ci/run` builds
-(`.venv-harbor/bin/python -m pytest tests/harbor`); elsewhere they skip with that reason, and
-`PREMATH_REQUIRE_HARBOR=1` (set by CI) turns the skip into a failure.
+(`.venv-harbor/bin/python -m pytest tests/harbor`); elsewhere they skip with that reason (the
+probe is tests/support/optional_tools.py), and `PREMATH_REQUIRE_HARBOR=1` (set by CI) turns the
+skip into a failure.
 """
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -25,18 +25,6 @@ DATASET = Path(__file__).resolve().parent / "datasets" / "premath-sample"
 """A local Harbor dataset (a folder of tasks) of one task, `hello-file`."""
 ENVIRONMENT = "tests.harbor.host_environment:HostProcessEnvironment"
 AGENT = "premath_agent:PremathAgent"
-SKIP_REASON = (
-    "Harbor 0.26 needs Python >= 3.12 and is not importable here; run these tests in the Harbor "
-    "venv: .venv-harbor/bin/python -m pytest tests/harbor (.ci/run builds it)"
-)
-
-
-def harbor_available() -> bool:
-    if importlib.util.find_spec("harbor") is not None:
-        return True
-    if os.environ.get("PREMATH_REQUIRE_HARBOR") == "1":
-        raise RuntimeError(f"PREMATH_REQUIRE_HARBOR=1 but {SKIP_REASON}")
-    return False
 
 
 def ak(**options: str) -> list[str]:

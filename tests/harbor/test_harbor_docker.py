@@ -8,7 +8,6 @@ running engine and the base image; without them the test skips, and with
 `PREMATH_REQUIRE_HARBOR=1` (CI, which starts the engine) it fails instead.
 """
 
-import os
 import platform
 import subprocess
 import sys
@@ -21,19 +20,18 @@ import pytest
 from tests.harbor.conftest import (
     EXAMPLE_POLICY,
     REPO_ROOT,
-    SKIP_REASON,
     HarborJob,
     ak,
-    harbor_available,
     harbor_errors,
 )
+from tests.support import optional_tools
 
-if not harbor_available():
-    pytest.skip(SKIP_REASON, allow_module_level=True)
+if optional_tools.harbor().found is None:
+    optional_tools.require(optional_tools.harbor(), module_level=True)
 
 from premath.atif.validate import validate_file
 
-BASE_IMAGE = "premath-base:bookworm"
+BASE_IMAGE = optional_tools.DOCKER_BASE_IMAGE
 DATASET = Path(__file__).resolve().parent / "datasets" / "premath-docker"
 SAMPLE = "/installed-agent/premath/sample_harness.py"
 # The sample harness, wrapped to record the container's network interfaces where Harbor
@@ -49,30 +47,13 @@ def docker(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def engine_problem() -> str | None:
-    """Why Harbor's docker environment cannot run here, or None when it can."""
-    checks = [
-        (("version", "--format", "{{.Server.Version}}"), "no Docker engine answers"),
-        (("compose", "version"), "the docker compose v2 plugin is missing"),
-        (("image", "inspect", BASE_IMAGE), f"the base image {BASE_IMAGE} is not built"),
-    ]
-    for args, problem in checks:
-        try:
-            if docker(*args).returncode != 0:
-                return f"{problem}; run `mise run docker-setup` (tools/docker/setup.sh)"
-        except FileNotFoundError:
-            return "the docker command is not installed; run `mise run docker-setup`"
-    return None
-
-
 @pytest.fixture(scope="module")
 def engine() -> None:
-    problem = engine_problem()
-    if problem is None:
-        return
-    if os.environ.get("PREMATH_REQUIRE_HARBOR") == "1":
-        pytest.fail(f"PREMATH_REQUIRE_HARBOR=1 but {problem}")
-    pytest.skip(problem)
+    """A Docker engine with the compose plugin and the base image (required with Harbor)."""
+    probe = optional_tools.docker_compose()
+    if probe.found is None and optional_tools.required("harbor"):
+        pytest.fail(f"PREMATH_REQUIRE_HARBOR=1 but {probe.missing}", pytrace=False)
+    optional_tools.require(probe)
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ sample task in the test-only host-process environment, with premath installed of
 wheel built from this checkout.
 """
 
-import os
 import shutil
 import sys
 
@@ -16,16 +15,15 @@ from tests.harbor.conftest import (
     ADAPTERS,
     AGENT,
     EXAMPLE_POLICY,
-    SKIP_REASON,
     HarborJob,
     ak,
-    harbor_available,
     harbor_errors,
     tool_folder,
 )
+from tests.support import optional_tools
 
-if not harbor_available():
-    pytest.skip(SKIP_REASON, allow_module_level=True)
+if optional_tools.harbor().found is None:
+    optional_tools.require(optional_tools.harbor(), module_level=True)
 # Imported after the skip: Harbor exists only in the Harbor venv.
 
 from harbor.agents.factory import AgentFactory
@@ -149,9 +147,7 @@ def test_image_without_python_311_fails_install_with_a_clear_message(harbor_run,
 
 def test_image_without_python_311_gets_a_uv_managed_interpreter(harbor_run, wheelhouse, tmp_path):
     """uv resolves the interpreter (downloads are off here: CI has no GitHub access)."""
-    found = shutil.which("uv", path=os.path.dirname(sys.executable))
-    if found is None:
-        pytest.skip("uv is not installed in the Harbor venv (.ci/run installs it)")
+    found = optional_tools.require(optional_tools.uv())
     # The host's tools, but python3 is too old; a Python 3.12 is there for uv to find.
     shadow = {"python3": OLD_PYTHON, "python3.12": sys.executable, "uv": found}
     path = tool_folder(tmp_path / "bin", shadow) + ":/usr/bin:/bin"

@@ -6,12 +6,12 @@ import sys
 from pathlib import Path
 
 import orjson
-import pytest
 
-from tests.harbor.conftest import ADAPTERS, AGENT, REPO_ROOT, SKIP_REASON, harbor_available
+from tests.harbor.conftest import ADAPTERS, AGENT, REPO_ROOT
+from tests.support import optional_tools
 
-if not harbor_available():
-    pytest.skip(SKIP_REASON, allow_module_level=True)
+if optional_tools.harbor().found is None:
+    optional_tools.require(optional_tools.harbor(), module_level=True)
 # Imported after the skip: Harbor exists only in the Harbor venv.
 
 from harbor.agents.factory import AgentFactory

@@ -124,19 +124,36 @@ def test_unreadable_witnesses_and_observation_are_invalid_with_why(cli_run, work
     observation = roots(result.json)["observation"]
     assert (observation["state"], observation["why"]) == (
         "invalid",
-        "the observation surface must be a JSON object",
+        "failed to parse observation surface JSON: invalid type: sequence, expected struct "
+        "ObservationSurface at $",
     )
 
 
 def test_a_witness_directory_that_is_a_file_and_a_present_observation(cli_run, workdir):
     make_issues(workdir, ["bd-1"])
-    (workdir / "artifacts" / "observation").mkdir(parents=True)
+    (workdir / "artifacts").mkdir()
     (workdir / "artifacts" / "ciwitness").write_text("x")
-    (workdir / "artifacts" / "observation" / "latest.json").write_text('{"summary": {}}')
+    assert cli_run("observe-build", "--ciwitness-dir", "nowhere").exit_code == 0
     report = cli_run("harness", "boot", "--json").json
     assert roots(report)["instructionWitnesses"]["state"] == "invalid"
     assert roots(report)["instructionWitnesses"]["why"] == "is a file, not a directory"
-    assert roots(report)["observation"]["state"] == "present"
+    assert roots(report)["observation"] == {
+        "name": "observation",
+        "path": "artifacts/observation/latest.json",
+        "state": "present",
+        "surface": {"state": "empty", "needsAttention": False, "topFailureClass": None},
+    }
+
+
+def test_a_surface_observe_would_refuse_is_an_invalid_root(cli_run, workdir):
+    make_issues(workdir, ["bd-1"])
+    (workdir / "artifacts" / "observation").mkdir(parents=True)
+    (workdir / "artifacts" / "observation" / "latest.json").write_text('{"summary": {}}')
+    observation = roots(cli_run("harness", "boot", "--json").json)["observation"]
+    assert (observation["state"], observation["why"]) == (
+        "invalid",
+        "failed to parse observation surface JSON: missing field `schema` at $",
+    )
 
 
 def test_an_invalid_session_is_an_invalid_root(cli_run, workdir):

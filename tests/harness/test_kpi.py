@@ -90,13 +90,25 @@ def test_watch_between_thresholds(workdir):
     )
 
 
-def test_rows_without_issue_count_as_failed_but_name_no_worker(workdir):
-    data = _row("boot.1", None, "completed", "2026-02-22T10:00:00Z") + _row(
-        "w.bd-1.1", "bd-1", "completed", "2026-02-22T10:00:00Z"
+def test_kpi_and_the_failed_query_agree_on_rows_without_an_issue(cli_run, workdir):
+    """D25-2: a row is failed for the KPI exactly when `query --mode failed` lists it; a passing
+    row without an issue (a check an agent appended) completed no issue: it is left out."""
+    data = b"".join(
+        (
+            _row("check.1", None, "completed", "2026-02-22T10:00:00Z"),
+            _row("w.runtime.1", None, "failed_runtime_error", "2026-02-22T10:00:00Z"),
+            _row("w.bd-1.1", "bd-1", "completed", "2026-02-22T10:00:00Z"),
+            _row("w.bd-2.1", "bd-2", "escalated_mark_blocked", "2026-02-22T10:00:00Z"),
+        )
     )
     (workdir / "t.jsonl").write_bytes(data)
     counts = kpi_report(trajectory_path="t.jsonl")["counts"]
-    assert (counts["windowRows"], counts["completedRows"], counts["workerIds"]) == (2, 1, ["w"])
+    listed = cli_run(
+        "harness-trajectory", "query", "--path", "t.jsonl", "--mode", "failed", "--json"
+    ).json
+    assert sorted(item["stepId"] for item in listed["items"]) == ["w.bd-2.1", "w.runtime.1"]
+    assert counts["failedRows"] == listed["failedCount"] == 2
+    assert (counts["windowRows"], counts["completedRows"], counts["workerIds"]) == (3, 1, ["w"])
 
 
 @pytest.mark.parametrize(

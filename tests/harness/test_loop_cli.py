@@ -86,12 +86,14 @@ def test_demo_drains_the_sample_issues_and_passes_the_kpi(cli_run):
     assert "[harness-kpi] deterministic throughput benchmark" in text.stdout
     assert "What the KPI numbers mean:" in text.stdout
     assert "override policy" not in text.stdout
-    assert text.stdout.rstrip().splitlines()[-4:-1] == [
-        '  premath issue add "Fix the parser" --description $\'Acceptance:\\n- parses\\n'
-        "Verification: `pytest -q`'",
+    assert text.stdout.rstrip().splitlines()[-5:-1] == [
+        '  premath issue add "Fix the parser" \\',
+        "    --description $'Acceptance:\\n- parses\\nVerification: `pytest -q`'",
         "  premath harness step --worker-id me --work-cmd 'your fix command' --json",
         "  premath harness-loop coordinator --worktree . --rounds 5 --work-cmd '...'",
     ]
+    assert max(map(len, text.stdout.splitlines())) <= 80  # piped: fitted to 80 columns
+    assert "in 1 round (stopped" in text.stdout  # not "in 1 rounds"
     assert "override policy" in cli_run("demo", "-v").stdout
 
 
@@ -100,6 +102,63 @@ def test_demo_keeps_its_folder(cli_run, tmp_path):
     result = cli_run("demo", "--keep", str(kept))
     assert result.exit_code == 0, result.stderr
     assert (kept / ".premath" / "issues.jsonl").is_file()
-    assert f"The demo's files are in {kept}" in result.stdout
+    assert f"The demo's files are in {kept}" in " ".join(result.stdout.split())  # wrapped
     refused = cli_run("demo", "--keep", str(kept), "--json")
     assert (refused.exit_code, refused.json["error"]["code"]) == (2, "usage_error")
+
+
+def test_harness_step_json_describes_the_issue_after_the_step(cli_run, workdir):
+    """The step closed the issue and released the lease: so must the document's `issue` say."""
+    make_issues(workdir, ["bd-1", "bd-2"])
+    closed = cli_run("harness", "step", "--worker-id", "me", "--verify-cmd", "true", "--json")
+    assert closed.exit_code == 0, closed.stderr
+    assert (closed.json["outcome"], closed.json["leaseState"]) == ("completed", "released")
+    issue = closed.json["issue"]
+    assert (issue["id"], issue["status"], issue["lease"]) == ("bd-1", "closed", None)
+    assert issue["closedAt"] is not None
+    failed = cli_run("harness", "step", "--worker-id", "me", "--verify-cmd", "false", "--json")
+    assert failed.exit_code == 1
+    stored = issue_rows(workdir)["bd-2"]
+    issue = failed.json["issue"]
+    assert (issue["status"], issue["lease"]) == (stored["status"], None)
+    assert issue["notes"] == stored.get("notes", "")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("harness", "step", "--worker-id", "me"),
+        ("harness", "claim", "--worker-id", "me"),
+        ("harness-loop", "worker", "--worker-id", "w1"),
+        ("harness-loop", "coordinator", "--worktree", "."),
+        ("issue", "claim-next", "--assignee", "w1"),
+        ("issue", "claim", "bd-1", "--assignee", "w1"),
+    ],
+)
+def test_a_command_refused_outside_any_project_leaves_nothing_behind(cli_run, workdir, argv):
+    result = cli_run(*argv, "--json")
+    assert result.exit_code == 1
+    assert "issues file not found" in result.json["error"]["message"]
+    assert sorted(path.name for path in workdir.iterdir()) == []
+
+
+def test_the_loop_says_how_to_start_a_project(cli_run, workdir):
+    result = cli_run("harness", "step", "--worker-id", "me")
+    assert result.exit_code == 1
+    assert "no premath project here" in result.stderr
+    assert "premath issue add TITLE" in result.stderr
+
+
+def test_the_policy_line_shows_only_with_verbose_or_an_override(cli_run, workdir):
+    make_issues(workdir, ["bd-1", "bd-2", "bd-3"])
+    plain = cli_run("harness-loop", "worker", "--worker-id", "w1", "--verify-cmd", "true")
+    assert plain.exit_code == 0
+    assert "override policy" not in plain.stderr
+    verbose = cli_run("harness-loop", "worker", "--worker-id", "w1", "--verify-cmd", "true", "-v")
+    assert "[worker:w1] override policy mode=instruction-linked;" in verbose.stderr
+    coordinated = cli_run(
+        "harness-loop", "coordinator", "--worktree", ".", "--verify-cmd", "true", "-v"
+    )
+    assert coordinated.exit_code == 0, coordinated.stderr
+    assert "[worker:worker.1] override policy mode=instruction-linked;" in coordinated.stderr
+    assert "[coordinator] worker logs: .premath/harness_steps/coordinator/" in coordinated.stderr

@@ -13,6 +13,7 @@ from premath.harness.worker import run_worker
 from premath.issues.memory import add_issue
 from premath.store.gitignore import GITIGNORE_BYTES
 from tests.harness.loop_support import make_issues, worker_config
+from tests.support import optional_tools
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 DESCRIPTION = "Acceptance:\n- done\n\nVerification: `sh -c {check!r}`"
@@ -20,8 +21,9 @@ DESCRIPTION = "Acceptance:\n- done\n\nVerification: `sh -c {check!r}`"
 
 def _one_run(root: Path) -> dict[str, bytes]:
     """Two issues (one passes, one fails), one worker, a frozen clock; the files git would add."""
+    git = optional_tools.require(optional_tools.git())
     root.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run([git, "init", "-q", str(root)], check=True)
     issues = str(root / ".premath" / "issues.jsonl")
     for issue_id, check in (("bd-1", "true"), ("bd-2", "false")):
         add_issue(
@@ -35,7 +37,7 @@ def _one_run(root: Path) -> dict[str, bytes]:
     cfg = worker_config(root, "w1", verify_cmd=None)
     run_worker(cfg, max_steps=2, continue_on_failure=True, clock=FrozenClock(T0))
     listed = subprocess.run(
-        ["git", "ls-files", "--others", "--exclude-standard", "-z"],
+        [git, "ls-files", "--others", "--exclude-standard", "-z"],
         cwd=root,
         capture_output=True,
         check=True,

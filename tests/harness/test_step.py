@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from premath.clock import FrozenClock, SystemClock
-from premath.errors import ArtifactInvalid, InputInvalid, IoFailure
+from premath.errors import ArtifactInvalid, InputInvalid, NotFound
 from premath.harness.capabilities import lease_witness_classes, lineage_classes
 from premath.harness.step import begin_step, claim_next_issue, finish_step, run_attempts, run_step
 from premath.harness.worker import run_worker
@@ -208,11 +208,11 @@ def test_corrupt_ledger_gives_the_lease_back(tmp_path):
     assert issue_rows(tmp_path)["bd-1"]["status"] == "open"
 
 
-def test_missing_issues_file_is_an_error_recorded_in_the_trajectory(tmp_path):
+def test_missing_issues_file_is_refused_before_anything_is_written(tmp_path):
     cfg = worker_config(tmp_path)
-    with pytest.raises(IoFailure, match="issues file not found"):
+    with pytest.raises(NotFound, match="issues file not found"):
         run_worker(cfg, max_steps=1, continue_on_failure=False, clock=CLOCK)
-    assert [row["resultClass"] for row in trajectory(tmp_path)] == ["failed_runtime_error"]
+    assert not (tmp_path / ".premath").exists()
 
 
 def test_interrupted_step_is_superseded_then_its_stale_lease_reclaimed(tmp_path):

@@ -85,9 +85,9 @@ def test_step_command_with_nothing_ready(cli_run, workdir):
 def test_step_command_on_a_missing_issues_file_is_a_clear_error(cli_run, workdir):
     result = cli_run("harness", "step", "--worker-id", "me", "--verify-cmd", "true", "--json")
     assert result.exit_code == 1
-    assert result.json["error"]["code"] == "io_error"
+    assert result.json["error"]["code"] == "not_found"
     assert "issues file not found" in result.stderr
-    assert [row["resultClass"] for row in trajectory(workdir)] == ["failed_runtime_error"]
+    assert not (workdir / ".premath").exists()  # refused: no trajectory row, no .gitignore
 
 
 def test_complete_records_the_agents_own_witness(cli_run, workdir):

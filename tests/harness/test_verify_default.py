@@ -1,5 +1,9 @@
 """Without `--verify-cmd` the loop runs the issue's own verification commands (D16-1)."""
 
+import shutil
+
+import pytest
+
 from premath.clock import SystemClock
 from premath.harness.step import run_step, verify_command
 from premath.issues.check import verification_commands
@@ -52,3 +56,59 @@ def test_an_issue_without_commands_falls_back_to_mise_ci_check(tmp_path):
     assert verify_command(own, {"description": both}) == "sh -c a && sh -c b"
     given = worker_config(tmp_path, verify_cmd="make test")
     assert verify_command(given, {"description": both}) == "make test"
+
+
+def _path_with_only_sh(tmp_path, monkeypatch) -> None:
+    """A PATH with a shell and nothing else: no mise, as on a new user's machine."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "sh").symlink_to(shutil.which("sh") or "/bin/sh")
+    monkeypatch.setenv("PATH", str(folder))
+
+
+def test_without_mise_the_fallback_says_what_to_do_and_is_not_retried(
+    cli_run, workdir, monkeypatch
+):
+    """D25-5: `mise run ci-check` where mise is missing: said before the first attempt, one
+    attempt (a missing program is not transient), no escalation issue, the lease given back."""
+    _issue(workdir, "bd-1", "Acceptance:\n- x")  # no Verification command: the mise fallback
+    _path_with_only_sh(workdir, monkeypatch)
+    result = cli_run("harness", "step", "--worker-id", "me", "--work-cmd", "true", "--json")
+    assert result.exit_code == 1
+    advice = "mise is not installed: add a Verification command to the issue or pass --verify-cmd"
+    lines = result.stderr.splitlines()
+    assert lines[0] == f"[worker:me] {advice}"
+    assert "failureClasses=command_not_found" in lines[1]
+    step = result.json
+    assert (step["attempts"], step["failureClasses"]) == (1, ["command_not_found"])
+    assert step["nextStep"] == advice
+    assert step["escalation"]["action"] == "stop"  # the policy's default rule: no retry
+    rows = issue_rows(workdir)
+    assert list(rows) == ["bd-1"]  # no escalation issue filed
+    assert (rows["bd-1"]["status"], "lease" in rows["bd-1"]) == ("open", False)
+
+
+@pytest.mark.parametrize(
+    ("options", "advice"),
+    [
+        (("--verify-cmd", "no-such-tool -q"), "no-such-tool is not installed: fix --verify-cmd"),
+        (("--work-cmd", "A=1 ./no-such.sh"), "./no-such.sh is not installed: fix --work-cmd"),
+    ],
+)
+def test_a_missing_program_is_named_before_the_first_attempt(cli_run, workdir, options, advice):
+    _issue(workdir, "bd-1", "Acceptance:\n- x\nVerification: `sh -c true`")
+    result = cli_run("harness", "step", "--worker-id", "me", *options, "--json")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[0] == f"[worker:me] {advice}"
+    assert (result.json["attempts"], result.json["failureClasses"]) == (1, ["command_not_found"])
+
+
+def test_a_program_that_cannot_be_executed_is_not_retried(cli_run, workdir):
+    (workdir / "tool.sh").write_text("#!/bin/sh\ntrue\n")  # not executable: sh exits 126
+    _issue(workdir, "bd-1", "Acceptance:\n- x\nVerification: `sh -c true`")
+    result = cli_run("harness", "step", "--worker-id", "me", "--work-cmd", "./tool.sh", "--json")
+    assert (result.json["attempts"], result.json["failureClasses"]) == (
+        1,
+        ["command_not_executable"],
+    )
+    assert "not installed or not executable" in result.json["nextStep"]

@@ -145,3 +145,15 @@ def test_a_join_check_input_adds_the_join_gate_evidence_the_gate_reads(cli_run, 
     assert "join gate rejected" in gate_refusal(
         workdir, WITNESS.stem, "issue.update", "instruction-linked"
     )
+
+
+def test_a_check_command_whose_program_is_missing_is_said_before_the_checks_run(cli_run, workdir):
+    """The default `mise run {check}` without mise (D25-5): the user is told what to pass."""
+    setup_repo(workdir, envelope())
+    result = run(cli_run, "no-such-runner-25 run {check}")
+    assert result.exit_code == 1  # every check failed to start: rejected
+    assert result.stderr.splitlines()[0] == (
+        "warning: no-such-runner-25 is not installed: the checks will fail to start; install it "
+        "or pass --check-command (e.g. --check-command 'sh -c {check}')"
+    )
+    assert "warning" not in run(cli_run, "true {check}").stderr

@@ -31,7 +31,9 @@ def test_without_a_repository_contract_the_shipped_one_is_used(cli_run, repo):
     result = cli_run("scheme-eval", "--program", program(repo, {"action": "issue.ready"}), "--json")
     assert (result.exit_code, result.json["result"]) == (0, "accepted")
     assert result.json["controlPlaneContract"] == str(BUILTIN_CONTRACT_PATH)
-    assert len(result.json["allowlistedActions"]) == 15
+    # the reference's 15, plus the 15 premath's contract extension binds (D24-1)
+    assert len(result.json["allowlistedActions"]) == 30
+    assert result.json["contractExtension"]["policyId"] == "premath.host_actions.v1"
     assert (repo / TRAJECTORY).read_text().count("\n") == 1
 
 

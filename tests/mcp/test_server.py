@@ -6,9 +6,9 @@ import orjson
 import pytest
 
 from tests.cli.test_issue import ISSUES, PAST, lease, row, seed, stored
-from tests.mcp.client import call, session
+from tests.mcp.client import POLICY_DIGEST, call, session, witness
+from tests.support.observation import minimal_surface
 
-POLICY_DIGEST = "pol1_4ba916ce38da5c5607eb7f41d963294b34b644deb1fa6d55e133b072ca001b39"
 EXPECTED_TOOLS = [
     "issue_ready", "issue_list", "issue_check", "issue_backend_status", "issue_blocked",
     "issue_add", "issue_claim", "issue_lease_renew", "issue_lease_release", "issue_discover",
@@ -18,22 +18,18 @@ EXPECTED_TOOLS = [
 ]  # fmt: skip
 
 
-def witness(workdir, instruction_id: str, **fields) -> None:
-    document = {
-        "instructionId": instruction_id,
-        "verdictClass": "accepted",
-        "policyDigest": POLICY_DIGEST,
-        "capabilityClaims": ["capabilities.change_morphisms", "capabilities.change_morphisms.all"],
-        "failureClasses": [],
-        **fields,
-    }
-    path = workdir / "artifacts" / "ciwitness" / f"{instruction_id}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(orjson.dumps(document))
-
-
 def run(coroutine) -> None:
     anyio.run(coroutine)
+
+
+def sign_as_pipeline(path) -> None:
+    """Give a witness file's current bytes a valid MAC (what the pipeline would write)."""
+    from premath.store.witness_mac import ensure_keyring, new_run_id, sidecar_bytes
+
+    data = path.read_bytes()
+    (path.parent / f"{path.name}.mac").write_bytes(
+        sidecar_bytes(ensure_keyring().signing, new_run_id(), data)
+    )
 
 
 def test_lists_tools_with_schemas_and_calls_every_read_tool(workdir):
@@ -42,17 +38,8 @@ def test_lists_tools_with_schemas_and_calls_every_read_tool(workdir):
         row("bd-1"),
         row("bd-2", status="in_progress", assignee="w", lease=lease("bd-2", "w", PAST)),
     )
-    surface = {
-        "schema": 1,
-        "surfaceKind": "ci.observation.surface.v0",
-        "summary": {"state": "ok", "needsAttention": False},
-        "latest": {
-            "delta": None,
-            "required": {"typedCoreProjectionDigest": "ev1_x"},
-            "decision": None,
-        },
-        "instructions": [{"instructionId": "i-1"}],
-    }
+    surface = minimal_surface()
+    required, instruction = surface["latest"]["required"], surface["instructions"][0]
     (workdir / "surface.json").write_bytes(orjson.dumps(surface))
 
     async def scenario():
@@ -82,9 +69,24 @@ def test_lists_tools_with_schemas_and_calls_every_read_tool(workdir):
             assert attention["needsAttention"] is False
             assert (await call(client, "observe_instruction", {"instructionId": "i-1"}))[1][
                 "view"
-            ] == {"instructionId": "i-1"}
+            ] == instruction
             found = (await call(client, "observe_projection", {"projectionDigest": "ev1_x"}))[1]
-            assert found["view"]["required"] == {"typedCoreProjectionDigest": "ev1_x"}
+            assert found["view"]["required"] == required
+            error, text = await call(client, "observe_projection", {"projectionDigest": "proj1_x"})
+            assert (error, text) == (
+                True,
+                "failed to query projection: projection not found: proj1_x",
+            )
+            alias = {"projectionDigest": "proj1_x", "projectionMatch": "compatibility_alias"}
+            assert (await call(client, "observe_projection", alias))[1]["view"]["required"] == (
+                required
+            )
+            error, text = await call(client, "observe_latest", {"surfacePath": "missing.json"})
+            assert (error, text) == (
+                True,
+                "failed to load observation surface at missing.json: failed to read observation "
+                "surface: No such file or directory (os error 2)",
+            )
             error, text = await call(client, "issue_backend_status")
             assert error
             assert "not available" in text
@@ -96,7 +98,16 @@ def test_lists_tools_with_schemas_and_calls_every_read_tool(workdir):
                 "",
             )
             assert checked["stderr"].startswith("instruction_envelope_invalid: ")
-            error, ran = await call(client, "instruction_run", {"instructionPath": "x.json"})
+            error, text = await call(client, "instruction_run", {"instructionPath": "x.json"})
+            assert (error, text) == (
+                True,
+                "mutation policy `instruction-linked` requires `instruction_id` on mutation tools",
+            )
+            assert not (workdir / "artifacts" / "ciwitness" / "x.json").exists()
+            witness(workdir, "i-run")
+            error, ran = await call(
+                client, "instruction_run", {"instructionPath": "x.json", "instructionId": "i-run"}
+            )
             assert (error, ran["ok"], ran["exitCode"], ran["allowFailure"]) == (
                 False,
                 False,
@@ -126,6 +137,12 @@ def test_instruction_linked_policy_gates_every_mutation(workdir):
             error, text = await call(client, "issue_add", {"title": "t", "instructionId": "../x"})
             assert error
             assert "not found" in text
+            # the stdio server applies the same witness rules as HTTP (D22-3)
+            witness(workdir, "i-forged", signed=False)
+            error, text = await call(
+                client, "issue_claim", {"id": "bd-1", "assignee": "a", "instructionId": "i-forged"}
+            )
+            assert text.startswith("[failureClass=witness.mac_missing] instruction witness ")
             assert (workdir / ISSUES).read_bytes() == before
             witness(workdir, "i-1")
             error, claimed = await call(
@@ -168,7 +185,9 @@ def test_instruction_linked_policy_gates_every_mutation(workdir):
                 client, "issue_lease_release", {"id": "bd-1", "instructionId": "i-5"}
             )
             assert text == "instruction witness is not accepted for `i-5` (verdictClass=rejected)"
-            (workdir / "artifacts" / "ciwitness" / "i-6.json").write_text("{broken")
+            broken = witness(workdir, "i-6")
+            broken.write_text("{broken")
+            sign_as_pipeline(broken)
             error, text = await call(
                 client, "issue_lease_release", {"id": "bd-1", "instructionId": "i-6"}
             )

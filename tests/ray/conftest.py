@@ -22,9 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import optional_tools
 from tests.support.processes import descendants
-
-pytest.importorskip("ray", reason="the ray extra is not installed: pip install -e '.[ray]'")
 
 RAY = os.fspath(Path(sys.executable).parent / "ray")
 NODE_FLAGS = ["--node-ip-address", "127.0.0.1", "--num-cpus", "1"]
@@ -85,6 +84,7 @@ def _alive_nodes(address: str, env: dict[str, str]) -> int:
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[RayCluster]:
+    optional_tools.require(optional_tools.ray())
     # Short paths: Ray's unix sockets live under its temp folder (sun_path is 107 bytes).
     scratch = Path(tempfile.mkdtemp(prefix="prt"))
     token = scratch / "token"

@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 import yaml
 
 from tests.bench import test_batch as batch
 from tests.docker.conftest import BASE_IMAGE
-from tests.docker.conftest import engine_problem as docker_engine_problem
 from tests.docker.test_executor import write_experiment
 from tests.ray.conftest import RayCluster
+from tests.support import optional_tools
 from tests.support.cli import run_premath
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "clean_harness"
@@ -188,9 +187,7 @@ json.dump({"outcome": "success", "metrics": {"interfaces": sorted(os.listdir("/s
 def test_an_experiment_naming_an_image_runs_in_containers_on_the_nodes(
     ray_cluster: RayCluster, tmp_path
 ):
-    problem = docker_engine_problem()
-    if problem is not None:
-        pytest.skip(problem)
+    optional_tools.require(optional_tools.docker_engine())
     experiment = write_experiment(
         tmp_path / "exp",
         [{"id": "t1"}, {"id": "t2"}],

@@ -1,6 +1,5 @@
 """run_bounded with real children: process groups, deadlines, output caps, env and limits."""
 
-import shutil
 import sys
 import threading
 import time
@@ -16,6 +15,7 @@ from premath.runner.process import (
     reap_group_ticket,
     run_bounded,
 )
+from tests.support import optional_tools
 from tests.support.processes import read_pid, wait_dead
 
 PY = sys.executable
@@ -193,9 +193,9 @@ def test_memory_limit_makes_a_large_allocation_fail(tmp_path):
     assert "MemoryError" in outcome.stderr_tail
 
 
-@pytest.mark.skipif(shutil.which("prlimit") is None, reason="util-linux prlimit is not installed")
 def test_limits_hold_from_the_childs_first_instruction(tmp_path):
     """The first thing the child sees is already limited: no window after the spawn."""
+    optional_tools.require(optional_tools.prlimit())
     script = "import resource; print(resource.getrlimit(resource.RLIMIT_NOFILE)[1])"
     for _ in range(5):
         outcome = run([PY, "-c", script], tmp_path, limits=ResourceLimits(open_files=77))

@@ -106,7 +106,7 @@ def test_the_report_is_deterministic_for_a_seed(state):
 
 def test_text_table_and_html_page(state):
     report = build_report(state, resamples=300)
-    text = report_text(report)
+    text = report_text(report, width=200)  # a wide terminal: each table whole
     assert (
         "control (baseline)  11      7        4        0      63.6%      11     63.6% [35.4%"
         in text
@@ -159,7 +159,7 @@ def test_report_counts_pending_trials(workdir, clock):
     assert report["variants"][0]["pass_rate"] is None
     assert report["variants"][0]["task_pass_rate_ci"] is None
     assert "control (baseline)  0       0        0        0      \u2013          0      \u2013" in (
-        report_text(report)
+        report_text(report, width=200)
     )
 
 

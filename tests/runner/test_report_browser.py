@@ -1,5 +1,6 @@
-"""The HTML report rendered by a real headless Chromium: it loads cleanly, on its own, and shows
-its plots and task grid; a screenshot proves they are painted, not just present in the DOM."""
+"""The HTML report rendered by a real headless Chromium (Playwright): it loads cleanly, on its
+own, and shows its plots and task grid; a screenshot proves they are painted, not just present
+in the DOM (kept as `<pytest base temp>/screenshots/report.png`)."""
 
 import io
 import os
@@ -11,7 +12,7 @@ import pytest
 from premath.runner.report.analysis import report_run
 from premath.runner.runs import run_experiment
 from tests.runner.conftest import make_experiment
-from tests.support.browser import chromium, find_chromium
+from tests.support.browser import PageLog, chromium, require_browser, screenshot_folder
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -61,55 +62,59 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def binary() -> str:
-    found = find_chromium()
-    if found is None:
-        pytest.skip(
-            "no chromium on PATH: install it (Debian: apt-get install chromium; .ci/run does)"
-        )
-    return found
+    return require_browser()
 
 
-def test_the_page_loads_alone_without_console_errors(page, binary):
+@pytest.fixture
+def tab(binary):
+    """A fresh page at the report's width, logging what it does."""
     with chromium(binary) as browser:
-        loaded = browser.load(page.as_uri(), WIDTH, HEIGHT)
-    assert loaded.console == []
-    assert loaded.exceptions == []
-    assert loaded.log_errors == []
-    assert loaded.requests == [page.as_uri()]  # self-contained: nothing else is fetched
+        page = browser.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+        log = PageLog()
+        log.watch(page)
+        yield page, log
 
 
-def test_grid_plots_and_sections_are_present_and_fit(page, binary):
-    with chromium(binary) as browser:
-        browser.load(page.as_uri(), WIDTH, HEIGHT)
-        rows = browser.evaluate("document.querySelectorAll('#task-grid tbody tr').length")
-        verdicts = browser.evaluate(
-            "Array.from(document.querySelectorAll('#task-grid td.cell'))"
-            ".map(td => td.classList[1] || (td.cellIndex === 1 ? 'baseline' : 'none'))"
-        )
-        hrefs = browser.evaluate(
-            "Array.from(document.querySelectorAll('#task-grid a')).map(a => a.href)"
-        )
-        plots = browser.evaluate(
-            "['pass-rate-plot', 'difference-plot'].map(id => {"
-            "  const svg = document.getElementById(id); const box = svg.getBoundingClientRect();"
-            "  const texts = Array.from(svg.querySelectorAll('text'));"
-            "  return {width: box.width, height: box.height, right: box.right,"
-            "    dots: svg.querySelectorAll('circle').length,"
-            "    clipped: texts.filter(t => { const b = t.getBBox();"
-            "      return b.x < 0 || b.x + b.width > svg.width.baseVal.value; }).length,"
-            "    labels: texts.map(t => t.textContent)}; })"
-        )
-        sections = browser.evaluate(
-            "Array.from(document.querySelectorAll('h2')).map(h => h.textContent)"
-        )
-        metadata = browser.evaluate(
-            "Array.from(document.querySelectorAll('#run-metadata dt')).map(d => d.textContent)"
-        )
-        errors = browser.evaluate("document.getElementById('error-table').innerText")
-        tests = browser.evaluate(
-            "Array.from(document.querySelectorAll('#comparison-table tbody tr'))"
-            ".map(tr => tr.cells[4].textContent + ' ' + tr.cells[5].textContent)"
-        )
+def test_the_page_loads_alone_without_console_errors(page, tab):
+    browser, log = tab
+    browser.goto(page.as_uri())
+    assert log.console == []
+    assert log.errors == []
+    assert log.requests == [page.as_uri()]  # self-contained: nothing else is fetched
+
+
+def test_grid_plots_and_sections_are_present_and_fit(page, tab):
+    browser, _ = tab
+    browser.goto(page.as_uri())
+    rows = browser.evaluate("document.querySelectorAll('#task-grid tbody tr').length")
+    verdicts = browser.evaluate(
+        "Array.from(document.querySelectorAll('#task-grid td.cell'))"
+        ".map(td => td.classList[1] || (td.cellIndex === 1 ? 'baseline' : 'none'))"
+    )
+    hrefs = browser.evaluate(
+        "Array.from(document.querySelectorAll('#task-grid a')).map(a => a.href)"
+    )
+    plots = browser.evaluate(
+        "['pass-rate-plot', 'difference-plot'].map(id => {"
+        "  const svg = document.getElementById(id); const box = svg.getBoundingClientRect();"
+        "  const texts = Array.from(svg.querySelectorAll('text'));"
+        "  return {width: box.width, height: box.height, right: box.right,"
+        "    dots: svg.querySelectorAll('circle').length,"
+        "    clipped: texts.filter(t => { const b = t.getBBox();"
+        "      return b.x < 0 || b.x + b.width > svg.width.baseVal.value; }).length,"
+        "    labels: texts.map(t => t.textContent)}; })"
+    )
+    sections = browser.evaluate(
+        "Array.from(document.querySelectorAll('h2')).map(h => h.textContent)"
+    )
+    metadata = browser.evaluate(
+        "Array.from(document.querySelectorAll('#run-metadata dt')).map(d => d.textContent)"
+    )
+    errors = browser.evaluate("document.getElementById('error-table').innerText")
+    tests = browser.evaluate(
+        "Array.from(document.querySelectorAll('#comparison-table tbody tr'))"
+        ".map(tr => tr.cells[4].textContent + ' ' + tr.cells[5].textContent)"
+    )
     assert rows == 8
     # fast loses tasks 0-2 (control 2/2, fast 0/2), ties 3-6 and wins task 7 (control fails
     # it); slow ties six, wins task 7 and has no judged trial of task 3 (two errors), so no
@@ -157,13 +162,12 @@ def test_grid_plots_and_sections_are_present_and_fit(page, binary):
     ]
 
 
-def test_screenshot_shows_the_plots_and_the_grid_colours(page, binary, tmp_path):
+def test_screenshot_shows_the_plots_and_the_grid_colours(page, tab, tmp_path_factory):
     image_module = pytest.importorskip("PIL.Image", reason="Pillow is in the test extra")
-    with chromium(binary) as browser:
-        browser.load(page.as_uri(), WIDTH, HEIGHT)
-        png = browser.screenshot()
-    shot = tmp_path / "report.png"
-    shot.write_bytes(png)
+    browser, _ = tab
+    browser.goto(page.as_uri())
+    png = browser.screenshot(full_page=True)
+    (screenshot_folder(tmp_path_factory) / "report.png").write_bytes(png)
     image = image_module.open(io.BytesIO(png)).convert("RGB")
     width, height = image.size
     assert width == WIDTH

@@ -1,7 +1,6 @@
 """Lock markers judged across PID namespaces, zombies and reused pids; the timeout setting."""
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -15,6 +14,7 @@ from premath.errors import InvalidUsage
 from premath.store.locks import LOCK_TIMEOUT_ENV, lock_timeout_from_env
 from premath.store.markers import marker_owner
 from premath.store.owners import owner_state, this_process
+from tests.support import optional_tools
 from tests.support.cli import run_premath
 from tests.support.markers import REFERENCE_MARKER, marker_of
 
@@ -33,24 +33,6 @@ def _seed(folder: Path) -> None:
 
 def _ids(folder: Path) -> list[str]:
     return sorted(orjson.loads(line)["id"] for line in (folder / ISSUES).read_bytes().splitlines())
-
-
-def _can_unshare() -> str | None:
-    if shutil.which("unshare") is None:
-        return "the unshare tool is not installed"
-    probe = subprocess.run(
-        ["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True, check=False
-    )
-    if probe.returncode != 0:
-        probe = subprocess.run(
-            ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "true"],
-            capture_output=True,
-            check=False,
-        )
-        if probe.returncode != 0:
-            return f"this machine refuses new PID namespaces: {probe.stderr.decode().strip()}"
-        return "user"
-    return None
 
 
 _WRITER = textwrap.dedent(
@@ -77,15 +59,14 @@ def _pid_free_here() -> int:
 
 
 def test_a_live_writer_in_another_pid_namespace_is_waited_for_not_broken(tmp_path):
-    mode = _can_unshare()
-    if mode not in (None, "user"):
-        pytest.skip(mode)
+    mode = optional_tools.require(optional_tools.pid_namespaces())
     _seed(tmp_path)
     # Inside the new namespace, burn pids so the writer's pid is one no process has here: the
     # old judgement (`kill(pid, 0)` in our namespace) called such a live writer dead.
     target = _pid_free_here()
     burn = f"i=2; while [ $i -lt {target} ]; do /bin/true; i=$((i+1)); done"
-    prefix = ["unshare", *(["--user", "--map-root-user"] if mode else []), "--pid", "--fork"]
+    user = ["--user", "--map-root-user"] if mode == "user" else []
+    prefix = ["unshare", *user, "--pid", "--fork"]
     writer = subprocess.Popen(
         [*prefix, "--mount-proc", "sh", "-c", f'{burn}; "$0" -c "$1" "$2"', sys.executable,
          _WRITER, ISSUES],

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import click
 import orjson
 from click.testing import CliRunner
 
@@ -71,3 +72,19 @@ def heavy_imports_of(argv: tuple[str, ...], cwd: Path) -> tuple[int, list[str]]:
     )
     code, _, modules = proc.stdout.strip().splitlines()[-1].partition(" ")
     return int(code), orjson.loads(modules.replace("'", '"'))
+
+
+def every_command() -> list[tuple[tuple[str, ...], click.Command]]:
+    """Every command of the CLI, groups included, by its path (`()` is `premath` itself)."""
+    context = click.Context(cli)
+    found: list[tuple[tuple[str, ...], click.Command]] = []
+    pending: list[tuple[tuple[str, ...], click.Command]] = [((), cli)]
+    while pending:
+        path, command = pending.pop()
+        found.append((path, command))
+        if isinstance(command, click.Group):
+            for name in command.list_commands(context):
+                sub = command.get_command(context, name)
+                assert sub is not None
+                pending.append(((*path, name), sub))
+    return sorted(found, key=lambda item: item[0])

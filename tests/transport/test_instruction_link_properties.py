@@ -5,16 +5,18 @@ import os
 import tempfile
 
 import orjson
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from premath.mcp.arguments import parse_arguments
 from premath.mcp.catalogue import TOOLS
 from premath.models.serde import SchemaViolation
+from premath.store.witness_mac import ensure_keyring, new_run_id, sidecar_bytes
 from premath.transport.instruction_link import (
     ALLOWED_POLICY_DIGESTS,
     GateRefused,
     Mutation,
+    WitnessRules,
     resolve_instruction_link,
 )
 
@@ -54,23 +56,45 @@ def expected_accept(witness: dict) -> bool:
     )
 
 
-@given(WITNESS)
-def test_the_gate_accepts_exactly_the_witnesses_that_scope_the_mutation(witness):
+ACCEPTED = {
+    "instructionId": "i-1",
+    "verdictClass": "accepted",
+    "policyDigest": sorted(ALLOWED_POLICY_DIGESTS)[0],
+    "capabilityClaims": CLAIMS[:2],
+}
+
+
+@given(WITNESS, st.booleans(), st.sampled_from(["mac", "reference"]))
+@example(ACCEPTED, True, "mac")
+@example(ACCEPTED, False, "mac")
+@example(ACCEPTED, False, "reference")
+def test_the_gate_accepts_exactly_the_witnesses_that_scope_the_mutation(witness, signed, trust):
+    """Under trust `mac` only a witness with a valid MAC can pass (D22-3); under `reference`
+    the file alone decides, as in the reference."""
     with tempfile.TemporaryDirectory() as root:
         folder = os.path.join(root, "artifacts", "ciwitness")
         os.makedirs(folder)
+        data = orjson.dumps(witness)
         with open(os.path.join(folder, "i-1.json"), "wb") as handle:
-            handle.write(orjson.dumps(witness))
+            handle.write(data)
+        if signed:
+            with open(os.path.join(folder, "i-1.json.mac"), "wb") as handle:
+                handle.write(sidecar_bytes(ensure_keyring().signing, new_run_id(), data))
         try:
             link = resolve_instruction_link(
-                "instruction-linked", "i-1", root, Mutation("issue.claim")
+                "instruction-linked",
+                "i-1",
+                root,
+                Mutation("issue.claim"),
+                rules=WitnessRules(trust=trust),
             )
         except GateRefused:
-            assert not expected_accept(witness)
+            assert not expected_accept(witness) or (trust == "mac" and not signed)
         else:
             assert expected_accept(witness)
-            assert link is not None
-            assert link["instructionId"] == "i-1"
+            assert signed or trust == "reference"
+            assert link.document is not None
+            assert link.document["instructionId"] == "i-1"
 
 
 @given(st.sampled_from(TOOLS), JSON)

@@ -20,7 +20,9 @@ def join_check_text(document: dict[str, Any], input_path: str) -> str:
 
 
 def harness_join_check(input_path: str) -> Reply:
-    """Evaluate deterministic ToolUse/JoinClosed closure state from normalized evidence
+    """Check that every tool call of a turn got its result. The input describes one
+    tool-calling turn: the calls, their results and how the turn ended; the gate accepts it only
+    when every call was answered and nothing was cut off (specs/join-check.md).
 
     A rejected check is data: exit 0 with `result: rejected` and its failure classes.
 

@@ -39,7 +39,7 @@ def bootstrap_text(document: dict[str, Any]) -> str:
 
 
 def harness_session_read(path: str) -> Reply:
-    """Show the session handoff so an agent can resume where the last one stopped.
+    """Show the session handoff, where the last agent stopped.
 
     \b
     premath harness-session read --json
@@ -64,10 +64,11 @@ def harness_session_write(
     lineage_ref: tuple[str, ...],
     issues: str,
 ) -> Reply:
-    """Create or update the session handoff (sessionId and startedAt are kept on update).
+    """Create or update the session handoff. Its sessionId and startedAt are kept on update.
 
     \b
-    premath harness-session write --state active --issue-id bd-7 --summary "start" --json
+    premath harness-session write --state active --issue-id bd-7 \\
+        --summary "start" --json
     """
     from premath.harness.session import write_session
 
@@ -90,7 +91,8 @@ def harness_session_write(
 
 
 def harness_session_bootstrap(path: str, feature_ledger: str) -> Reply:
-    """Project how the next agent should pick up: resume or attach, next issue and feature.
+    """Show how the next agent should pick up the work. Resume or attach, with the next issue
+    and feature.
 
     \b
     premath harness-session bootstrap --json

@@ -33,7 +33,7 @@ def query_text(document: dict[str, Any]) -> str:
 
 
 def harness_trajectory_append(app: AppContext, /, path: str, **fields: Any) -> Reply:
-    """Append one step row to the trajectory (one whole line, under a lock).
+    """Append one step row to the trajectory. One whole line, under a lock.
 
     \b
     premath harness-trajectory append --step-id w1.bd-7.3 --action run.check \\
@@ -48,7 +48,7 @@ def harness_trajectory_append(app: AppContext, /, path: str, **fields: Any) -> R
 
 
 def harness_trajectory_query(path: str, mode: str, limit: int) -> Reply:
-    """Show the latest, failed or retry-needed steps, newest first, with counts over all rows.
+    """Show the latest, failed or retry-needed steps, newest first. Counts cover all rows.
 
     \b
     premath harness-trajectory query --mode failed --limit 20 --json

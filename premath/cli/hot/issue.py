@@ -95,20 +95,23 @@ def read_notes_file(source: str) -> str:
 
 
 def issue_list(app: AppContext, status: str | None, assignee: str | None, issues: str) -> Reply:
-    """List issues in id order.
+    """List issues in the order claim-next takes them. Priority first, then the id in natural
+    order (bd-9 before bd-10); --json items show each lease.
 
     \b
     premath issue list --status open --json
     """
     from premath.issues.documents import list_document
     from premath.issues.memory import list_issues
+    from premath.timefmt import epoch_nanos
 
-    rows = list_issues(issues, now=app.clock.now(), status=status, assignee=assignee)
-    return Reply(list_document(issues, rows), text=list_text)
+    now = app.clock.now()
+    rows = list_issues(issues, now=now, status=status, assignee=assignee)
+    return Reply(list_document(issues, rows, epoch_nanos(now)), text=list_text)
 
 
 def issue_ready(app: AppContext, issues: str) -> Reply:
-    """List open issues whose blocking dependencies are all closed.
+    """List open issues whose blockers are all closed. In the order claim-next takes them.
 
     \b
     premath issue ready --json
@@ -120,7 +123,7 @@ def issue_ready(app: AppContext, issues: str) -> Reply:
 
 
 def issue_show(app: AppContext, issue_id: str, issues: str) -> Reply:
-    """Show one issue whole: description, notes, dependencies with their states, lease.
+    """Show one issue whole. Description, notes, dependencies with their states, lease.
 
     \b
     premath issue show bd-1 --json
@@ -165,7 +168,8 @@ def issue_update(
 def issue_claim_next(
     app: AppContext, assignee: str, lease_id: str | None, lease_ttl_seconds: int | None, issues: str
 ) -> Reply:
-    """Claim the best ready issue: lowest priority number, then id in natural order.
+    """Claim the next ready issue: by priority, then id order. The lowest priority number
+    first, then the id in natural order (bd-2 before bd-10).
 
     \b
     Also reclaims an in_progress issue whose lease expired (a dead worker's).

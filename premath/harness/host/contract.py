@@ -44,12 +44,13 @@ def _text(value: Any) -> str | None:
     return rust_trim(value) or None if isinstance(value, str) else None
 
 
-def resolve_contract_path(given: str | None) -> str:
+def resolve_contract_path(given: str | None, repo_root: str = ".") -> str:
     """The given path; else the repository's contract; else the one shipped with premath."""
     if given is not None:
         return given
-    if os.path.exists(DEFAULT_CONTRACT_PATH):
-        return DEFAULT_CONTRACT_PATH
+    in_repo = os.path.join(repo_root, DEFAULT_CONTRACT_PATH)
+    if os.path.exists(in_repo):
+        return DEFAULT_CONTRACT_PATH if repo_root == "." else in_repo
     return str(BUILTIN_CONTRACT_PATH)
 
 

@@ -7,8 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from premath.harness.host.args import HostActionFailed
+from premath.harness.host.context import HostContext
 from premath.harness.host.contract import HostContract
-from premath.harness.host.local_actions import EXECUTION_ERROR, HostActionFailed
+from premath.harness.host.local_actions import EXECUTION_ERROR
+from premath.harness.host.paths import confined_path, refuse_effects
 from premath.harness.instruction.errors import rust_debug_list
 from premath.text import rust_trim
 
@@ -76,6 +79,22 @@ def preflight(action: str, contract: HostContract, policy_digest: str | None) ->
     return Preflight(witness, resolver_witness_ref(route, witness))
 
 
+def payload_with_issues_path(action: str, args: Any, context: HostContext) -> Any:
+    """A lease action's payload with its `issuesPath` confined (host/paths.py) and, where the
+    call leaves it out and the context has its own store (a worker step), that store."""
+    if ROUTE_FAMILIES[action] != LEASE_FAMILY or not isinstance(args, dict):
+        return args
+    given = args.get("issuesPath")
+    if not isinstance(given, str) and given is not None:
+        return args  # the transport reports the wrong type, as the reference does
+    path = rust_trim(given or "")
+    if not path and context.base_dir is None:
+        return args
+    resolved = context.resolve(path) if path else context.issues_path
+    confined_path(action, "issuesPath", resolved, context.repo_root)
+    return {**args, "issuesPath": resolved} if context.base_dir is not None else args
+
+
 def dispatch(action: str, args: Any, *, now: datetime, lock_timeout: float) -> Any:
     from premath.transport.dispatch import dispatch as transport_dispatch
 
@@ -130,6 +149,7 @@ def run_wrapper(action: str, args: Any) -> dict[str, Any]:
     fixtures = args.get("fixtures", args.get("fixtures_path")) if isinstance(args, dict) else None
     command = [sys.executable, "-m", "premath.harness.vectors", WRAPPERS[action]]
     if isinstance(fixtures, str) and rust_trim(fixtures):
+        refuse_effects(action, "fixtures", rust_trim(fixtures))
         command += ["--fixtures", rust_trim(fixtures)]
     outcome = run_bounded(
         command,

@@ -9,11 +9,13 @@ from typing import Any
 
 import orjson
 
+from premath.errors import InputInvalid
 from premath.harness.instruction.digests import stable_hash
 from premath.harness.instruction.errors import InstructionError, rust_debug, rust_debug_list
 from premath.harness.instruction.policy import resolve_policy, unique_strings
 from premath.harness.instruction.proposal import validate_proposal
 from premath.store.documents import os_error_text
+from premath.store.files import read_bounded
 from premath.text import rust_trim
 
 SUPPORTED_TYPES = ("ci.gate.check", "ci.gate.pre_commit", "ci.gate.pre_push")
@@ -25,13 +27,17 @@ def resolve_under_root(repo_root: str, path: str) -> str:
 
 
 def read_envelope_bytes(path: str) -> bytes:
+    """The envelope's bytes: a regular file (never a blocking FIFO read), capped (D7-3)."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        return read_bounded(path)
     except OSError as exc:
         raise InstructionError(
             "instruction_envelope_invalid",
             f"failed to read instruction file {path}: {os_error_text(exc)}",
+        ) from None
+    except InputInvalid as exc:
+        raise InstructionError(
+            "instruction_envelope_invalid", f"failed to read instruction file {path}: {exc.message}"
         ) from None
 
 

@@ -7,20 +7,21 @@ rejected witness without running anything; otherwise each requested check runs a
 (`mise run <check>` by default) in the repository root and any non-zero exit rejects. An
 envelope that names a `joinCheckInput` (a path under the root) also gets the JoinClosed gate's
 verdict as join-gate evidence (`joinClosed`, `joinFailureClasses`, `joinWitnessRef`). The
-witness lands at `artifacts/ciwitness/<instructionId>.json` (atomic), where the MCP mutation
-gate and `harness boot` read it. Every path the witness names is relative to the root.
+witness lands at `artifacts/ciwitness/<instructionId>.json` (atomic), with its MAC beside it
+(`<instructionId>.json.mac`, D22-3), where the MCP mutation gate and `harness boot` read it.
+Every path the witness names is relative to the root.
 """
 
 import os
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from premath.harness.commands import command_env, run_command
+from premath.harness.commands import command_env, missing_program, run_command
 from premath.harness.instruction.envelope import (
     parse_envelope,
     read_envelope_bytes,
@@ -33,6 +34,7 @@ from premath.harness.instruction.witness import (
     write_witness,
 )
 from premath.models.instruction_witness import InstructionWitness, witness_relative_path
+from premath.store.witness_mac import new_run_id
 from premath.timefmt import format_seconds_z
 
 DEFAULT_CHECK_COMMAND = "mise run {check}"
@@ -49,6 +51,8 @@ class PipelineResult:
     """Relative to the repository root."""
     invalid: InstructionError | None
     """Set when the envelope failed validation (a pre-execution reject)."""
+    run_id: str
+    """The run bound into the witness's MAC (D22-3)."""
 
     def to_document(self) -> dict[str, Any]:
         return {
@@ -69,7 +73,25 @@ def _relative(root: Path, path: Path) -> str:
         return str(path)
 
 
-def _run_check(root: Path, check: str, template: str, instruction_id: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RunTerms:
+    """How one pipeline run writes: its run id, whether an accepted witness already at its
+    path is kept (the MCP tool, D22-4), the key file, and a monotonic deadline for its checks."""
+
+    run_id: str = field(default_factory=new_run_id)
+    keep_accepted: bool = False
+    key_file: str | None = None
+    deadline: float | None = None
+
+    def check_timeout(self) -> float:
+        if self.deadline is None:
+            return CHECK_TIMEOUT_S
+        return max(min(CHECK_TIMEOUT_S, self.deadline - time.monotonic()), 0.1)
+
+
+def _run_check(
+    root: Path, check: str, template: str, instruction_id: str, terms: RunTerms
+) -> dict[str, Any]:
     command = template.replace("{check}", shlex.quote(check))
     env = command_env({}, [name for name in os.environ if name.startswith("MISE_")])
     run = run_command(
@@ -77,7 +99,7 @@ def _run_check(root: Path, check: str, template: str, instruction_id: str) -> di
         command,
         cwd=str(root),
         env=env,
-        timeout_s=CHECK_TIMEOUT_S,
+        timeout_s=terms.check_timeout(),
         output_cap=CHECK_OUTPUT_CAP,
         log_dir=str(root / LOG_DIR / instruction_id),
     )
@@ -97,8 +119,13 @@ def run_instruction(
     now: Callable[[], datetime],
     check_command: str = DEFAULT_CHECK_COMMAND,
     site_profile: str = "local",
+    terms: RunTerms | None = None,
+    report: Callable[[str], None] = lambda _line: None,
 ) -> PipelineResult:
-    """Check, run and witness one instruction envelope; the witness is always written."""
+    """Check, run and witness one instruction envelope; the witness is always written (unless
+    `terms.keep_accepted` finds an accepted witness of another run there: RuleRefused). A check
+    command whose program is not installed (mise, by default) is reported before it runs."""
+    terms = terms or RunTerms()
     root = Path(repo_root)
     path = Path(instruction) if os.path.isabs(instruction) else root / instruction
     instruction_id = path.stem or path.name or "instruction-invalid"
@@ -120,21 +147,38 @@ def run_instruction(
         witness = build_pre_execution_witness(
             raw, _finished(runtime, now, clock, []), exc.failure_class, exc.detail
         )
-        write_witness(root, witness)
-        return PipelineResult(witness, witness_relative_path(instruction_id), exc)
+        _write(root, witness, terms)
+        return PipelineResult(witness, witness_relative_path(instruction_id), exc, terms.run_id)
     runtime["instructionDigest"] = checked["instructionDigest"]
     results = []
     if checked["executionDecision"]["state"] == "execute":
+        path_env = command_env({}, ()).get("PATH", "")
+        program = missing_program(check_command.replace("{check}", "check"), path_env, str(root))
+        if program is not None and checked["requestedChecks"]:
+            report(
+                f"warning: {program} is not installed: the checks will fail to start; install it "
+                "or pass --check-command (e.g. --check-command 'sh -c {check}')"
+            )
         results = [
-            _run_check(root, check, check_command, instruction_id)
+            _run_check(root, check, check_command, instruction_id, terms)
             for check in checked["requestedChecks"]
         ]
     witness = build_witness(checked, _finished(runtime, now, clock, results))
     join_input = raw.get("joinCheckInput")
     if checked["executionDecision"]["state"] == "execute" and isinstance(join_input, str):
         witness = witness.model_copy(update=_join_evidence(root, join_input))
-    write_witness(root, witness)
-    return PipelineResult(witness, witness_relative_path(instruction_id), None)
+    _write(root, witness, terms)
+    return PipelineResult(witness, witness_relative_path(instruction_id), None, terms.run_id)
+
+
+def _write(root: Path, witness: InstructionWitness, terms: RunTerms) -> None:
+    write_witness(
+        root,
+        witness,
+        run_id=terms.run_id,
+        keep_accepted=terms.keep_accepted,
+        key_file=terms.key_file,
+    )
 
 
 def _join_evidence(root: Path, join_input: str) -> dict[str, Any]:

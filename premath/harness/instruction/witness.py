@@ -9,7 +9,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from premath.errors import IoFailure
+import orjson
+
+from premath.errors import IoFailure, RuleRefused
 from premath.harness.instruction.envelope import (
     parse_envelope,
     read_envelope_bytes,
@@ -40,6 +42,13 @@ from premath.store.documents import (
     DocumentUnreadable,
     os_error_text,
     read_document,
+)
+from premath.store.locks import artifact_lock, lock_timeout_from_env
+from premath.store.witness_mac import (
+    ensure_keyring,
+    read_private,
+    sidecar_bytes,
+    sidecar_path,
 )
 from premath.text import rust_trim
 
@@ -284,20 +293,54 @@ def witness_text(document: dict[str, Any]) -> str:
     return verdict_text("instruction-witness", document)
 
 
-def write_witness(repo_root: Path, witness: InstructionWitness) -> Path:
-    """Store the witness at `artifacts/ciwitness/<instructionId>.json`, atomically."""
+def write_witness(
+    repo_root: Path,
+    witness: InstructionWitness,
+    *,
+    run_id: str,
+    keep_accepted: bool = False,
+    key_file: str | None = None,
+) -> Path:
+    """Store the witness at `artifacts/ciwitness/<instructionId>.json`, atomically, and its MAC
+    beside it (`<id>.json.mac`, D22-3), both under the witness's lock. With `keep_accepted` an
+    accepted witness already there (another run's) is never replaced: RuleRefused instead."""
     if os.sep in witness.instruction_id or witness.instruction_id in ("", ".", ".."):
         raise InstructionError(
             RUNTIME_INVALID,
             f"instructionId {witness.instruction_id!r} cannot name a witness file",
         )
     target = witness_path(repo_root, witness.instruction_id)
+    data = document_bytes(witness.to_document())
+    key = ensure_keyring(key_file).signing
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(target, document_bytes(witness.to_document()))
+        with artifact_lock(target, lock_timeout_from_env()):
+            if keep_accepted:
+                refuse_accepted_overwrite(target)
+            write_atomic(target, data)
+            write_atomic(sidecar_path(target), sidecar_bytes(key, run_id, data))
     except OSError as exc:
         raise IoFailure(
             f"failed to write instruction witness {target}: {os_error_text(exc)}; "
             f"{WITNESS_DIR} must be a writable directory"
         ) from None
     return target
+
+
+def refuse_accepted_overwrite(target: Path) -> None:
+    """RuleRefused when `target` holds an accepted witness: an instruction's accepted witness
+    belongs to the run that wrote it, and a later run (even a failing one) must not replace it."""
+    if not os.path.lexists(target):
+        return
+    try:
+        document = orjson.loads(read_private(os.fspath(target), 4 * 1024 * 1024))
+    except (OSError, orjson.JSONDecodeError):
+        return
+    if isinstance(document, dict) and document.get("verdictClass") == "accepted":
+        relative = f"{WITNESS_DIR}/{target.name}"
+        raise RuleRefused(
+            "witness.overwrite_refused",
+            f"{relative} already holds the accepted witness of another run; an accepted "
+            "witness is never replaced: give the new run an envelope of its own "
+            "(instructions/<ts>-<id>.json)",
+        )

@@ -2,9 +2,10 @@
 
 Each command is a requested tool call; a command that ran has a result row (`ok` when it has no
 failure class, else `error` with a typed envelope: the first class, whether the policy would
-retry it, a message); the loop observed every result. A command whose output overflowed its
-cap is reported through the truncation constraint: evidence we could not keep whole must not
-authorise a mutation.
+retry it, a message); the loop observed every result. A work program's host calls are tool calls
+of their own (`host.<action>`), one per executed call, an error where it was not accepted. A
+command whose output overflowed its cap is reported through the truncation constraint: evidence
+we could not keep whole must not authorise a mutation.
 specs/harness-loop.md "Gate".
 """
 
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from premath.harness.commands import CommandRun, error_message
+from premath.harness.work import ProgramRun, StepRun
 from premath.store.canonical import digest_input
 
 NORMALIZER_ID = "premath.harness.loop.v1"
@@ -44,11 +46,37 @@ def _result_row(
     return row
 
 
+def _program_calls(
+    run: ProgramRun, step_id: str, retryable: bool
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(request, result) of each host call of a work program."""
+    calls = []
+    for index, effect in enumerate(run.effects, start=1):
+        call_id = f"{step_id}.{run.name}.{index}"
+        facts = {k: effect[k] for k in ("callId", "action", "argsDigest", "resultClass")}
+        result: dict[str, Any] = {
+            "toolCallId": call_id,
+            "resultDigest": "sha256:" + hashlib.sha256(digest_input(facts)).hexdigest(),
+        }
+        if effect["resultClass"] == "accepted":
+            result["status"] = "ok"
+        else:
+            payload = effect["payload"] if isinstance(effect["payload"], dict) else {}
+            result.update(
+                status="error",
+                errorCode=effect["resultClass"],
+                retryable=retryable,
+                errorMessage=str(payload.get("diagnostic", effect["resultClass"])),
+            )
+        calls.append(({"toolCallId": call_id, "toolName": f"host.{effect['action']}"}, result))
+    return calls
+
+
 def join_check_input(
     *,
     step_id: str,
     worker_id: str,
-    runs: Sequence[tuple[CommandRun, Sequence[str], bool]],
+    runs: Sequence[tuple[StepRun, Sequence[str], bool]],
     mutation_policy_digest: str,
     governance_policy_digest: str,
     session_refs: Sequence[str],
@@ -57,10 +85,16 @@ def join_check_input(
     """The `harness-join-check` input for one attempt; `runs` is (run, classes, retryable)."""
     requests, results, uses = [], [], []
     for run, classes, retryable in runs:
-        call_id = f"{step_id}.{run.name}"
-        requests.append({"toolCallId": call_id, "toolName": f"harness.{run.name}"})
-        results.append(_result_row(run, call_id, classes, retryable))
-        uses.append({"toolCallId": call_id, "disposition": "observed"})
+        if isinstance(run, ProgramRun):
+            calls = _program_calls(run, step_id, retryable)
+        else:
+            call_id = f"{step_id}.{run.name}"
+            request = {"toolCallId": call_id, "toolName": f"harness.{run.name}"}
+            calls = [(request, _result_row(run, call_id, classes, retryable))]
+        for request, result in calls:
+            requests.append(request)
+            results.append(result)
+            uses.append({"toolCallId": request["toolCallId"], "disposition": "observed"})
     return {
         "evidence": {
             "callSpec": {

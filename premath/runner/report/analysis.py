@@ -25,7 +25,7 @@ from premath.runner.report.stats import (
     unpaired_bootstrap,
     wilson_interval,
 )
-from premath.runner.runs import RunState, latest_records, open_run
+from premath.runner.runs import RunState, error_messages, latest_records, open_run
 from premath.store.atomic import write_atomic
 
 if TYPE_CHECKING:
@@ -307,7 +307,10 @@ def _grid(
 
 
 def _metadata(state: RunState, final: list["TrialRecord"]) -> dict[str, Any]:
+    """When the run was made, started and finished; an unfinished run (interrupted, trials
+    pending) has no finish time, whatever its last trial's."""
     design = state.spec.design
+    finished = len(final) == len(state.schedule)
     return {
         "commit": state.manifest.get("commit"),
         "seed": design.seed,
@@ -315,7 +318,7 @@ def _metadata(state: RunState, final: list["TrialRecord"]) -> dict[str, Any]:
         "executor": state.executor_name,
         "created_at": state.manifest["created_at"],
         "started_at": min((r.started_at for r in final), default=None),
-        "finished_at": max((r.finished_at for r in final), default=None),
+        "finished_at": max((r.finished_at for r in final), default=None) if finished else None,
     }
 
 
@@ -401,6 +404,7 @@ def build_report(
         ],
         "comparisons": comparisons,
         "grid": _grid(state, by_variant, tallies, baseline_id),
+        "error_messages": error_messages(final),
     }
 
 
@@ -423,4 +427,5 @@ def report_run(
     if html_path is not None:
         page_dir = Path(html_path).absolute().parent
         write_atomic(html_path, report_html(report, page_dir=page_dir).encode("utf-8"))
+        report["html_path"] = html_path  # said in the text too: where the page went
     return report

@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from premath.terminal import counted, fit_table, terminal_width, wrap
+
 MISSING = "\u2013"  # an en dash
 """What a value without data shows (no judged trial, no pair, no test)."""
 
@@ -42,17 +44,6 @@ def _interval(interval: dict[str, float] | None, percent: bool) -> str:
     show = _pct if percent else _num
     sign = "+" if interval["estimate"] >= 0 else ""
     return f"{sign}{show(interval['estimate'])} [{show(interval['low'])}, {show(interval['high'])}]"
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(header, widths, strict=True))]
-    lines.append("  ".join("-" * width for width in widths))
-    lines += [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        for row in rows
-    ]
-    return [line.rstrip() for line in lines]
 
 
 def _objective(variant: dict[str, Any]) -> str:
@@ -140,11 +131,17 @@ def _metadata_items(report: dict[str, Any]) -> list[tuple[str, str]]:
         ("schedule", meta["scheduling"]),
         ("executor", meta["executor"]),
         ("started", meta["started_at"] or MISSING),
-        ("finished", meta["finished_at"] or MISSING),
+        (
+            "finished",
+            meta["finished_at"]
+            or f"not yet ({counted(trials['pending'], 'trial')} pending: premath experiment "
+            f"resume {report['run_id']})",
+        ),
         (
             "trials",
             f"{trials['final']} of {trials['scheduled']} final, {trials['pending']} pending "
-            f"({report['tasks']} tasks x {report['design']['replications']} replications)",
+            f"({counted(report['tasks'], 'task')} x "
+            f"{counted(report['design']['replications'], 'replication')})",
         ),
     ]
 
@@ -167,31 +164,57 @@ def _cell_text(cell: dict[str, Any]) -> str:
     return text
 
 
-def report_text(report: dict[str, Any]) -> str:
-    lines = [f"premath experiment report: {report['experiment_name']} ({report['experiment_id']})"]
-    lines += [f"  {name}: {value}" for name, value in _metadata_items(report)]
-    lines += ["", *_table(VARIANT_HEADER, [_variant_cells(v) for v in report["variants"]])]
+def report_text(report: dict[str, Any], width: int | None = None) -> str:
+    """The report for a terminal of `width` columns (default: this one's; 80 when piped):
+    paragraphs wrapped, tables split by columns or stacked so that no line is wider."""
+    width = terminal_width() if width is None else width
+
+    def para(text: str, indent: str = "", hang: str = "  ") -> list[str]:
+        return wrap(text, width, indent=indent, hang=hang)
+
+    lines = para(
+        f"premath experiment report: {report['experiment_name']} ({report['experiment_id']})"
+    )
+    for name, value in _metadata_items(report):
+        lines += para(f"{name}: {value}", indent="  ")
+    trials = report["trials"]
+    if trials["final"] and not any(v["success"] + v["failure"] for v in report["variants"]):
+        lines += ["", *para("no trial was judged: every trial ended in error (why: below)")]
+    variants = [_variant_cells(v) for v in report["variants"]]
+    lines += ["", *fit_table(VARIANT_HEADER, variants, width)]
     errors = _error_rows(report)
     if errors:
         lines += ["", "errors by class:"]
-        lines += [f"  {variant}: {error_class} {count}" for variant, error_class, count in errors]
+        for variant, error_class, count in errors:
+            lines += para(f"{variant}: {error_class} {count}", indent="  ")
+        lines += ["", "most common errors (the harness's first line on stderr):"]
+        for error in report["error_messages"]:
+            text = f"{error['count']} x {error['error_class']}: {error['message']}"
+            lines += para(text, indent="  ")
     comparisons = report["comparisons"]
     if comparisons:
         bootstrap = report["bootstrap"]
         lines += [
             "",
-            f"against {report['baseline_id']} ({report['design']['comparison']}, per task; "
-            f"{bootstrap['confidence'] * 100:g}% bootstrap CI, {bootstrap['resamples']} "
-            f"resamples, seed {bootstrap['seed']}):",
-            *_table(COMPARISON_HEADER, [_comparison_cells(c) for c in comparisons]),
+            *para(
+                f"against {report['baseline_id']} ({report['design']['comparison']}, per task; "
+                f"{bootstrap['confidence'] * 100:g}% bootstrap CI, {bootstrap['resamples']} "
+                f"resamples, seed {bootstrap['seed']}):"
+            ),
         ]
+        lines += fit_table(COMPARISON_HEADER, [_comparison_cells(c) for c in comparisons], width)
     grid = report["grid"]
     if grid:
         names = [cell["variant_id"] for cell in grid[0]["cells"]]
         rows = [[row["task_id"], *(_cell_text(cell) for cell in row["cells"])] for row in grid]
-        lines += ["", "tasks (success/judged per variant; win/loss/tie against the baseline):"]
-        lines += _table(["task", *names], rows)
-    lines += ["", f"method: {report['method']}"]
+        lines += [
+            "",
+            *para("tasks (success/judged per variant; win/loss/tie against the baseline):"),
+        ]
+        lines += fit_table(["task", *names], rows, width)
+    lines += ["", *para(f"method: {report['method']}")]
+    if report.get("html_path"):
+        lines += ["", *para(f"HTML report written to {report['html_path']}")]
     return "\n".join(lines)
 
 
@@ -424,6 +447,16 @@ def report_html(report: dict[str, Any], *, page_dir: Path | None = None) -> str:
         )
         if errors
         else '<p id="error-table">No trial ended in error.</p>',
+        _html_table(
+            ["trials", "error class", "message (the harness's first line on stderr)", "variants"],
+            [
+                [str(e["count"]), e["error_class"], e["message"], ", ".join(e["variants"])]
+                for e in report["error_messages"]
+            ],
+            "error-messages",
+        )
+        if report["error_messages"]
+        else "",
         "<h2>Tasks</h2>",
         _grid_html(report, folder),
         "<h2>Method</h2>",

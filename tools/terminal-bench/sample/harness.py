@@ -6,9 +6,14 @@ Contract (specs/bench-run.md "Harness contract"): `harness.py TASK.json RESULT.j
 through `premath bench tool` (deny rules apply there), every turn is recorded as a trajectory row.
 It creates hello.txt, reads it back, tries one command the example policy denies, and reports
 success. Standard library only, so it runs in any task container with python3.
+
+Where: a task that names a `work_dir` (the local sample task does) is worked in that folder of
+the run folder, so a local run never writes into the folder it was started from; a task without
+one (a Terminal-Bench task in its container) is worked in the current folder, the task's own.
 """
 
 import json
+import os
 import subprocess  # noqa: TID251 - a harness is a separate program, not premath code
 import sys
 
@@ -21,10 +26,23 @@ def record(task: dict, row: dict) -> None:
     subprocess.run([*task["premath"]["record"], "--row", row_json], check=True)
 
 
+def work_area(task: dict) -> str:
+    """The folder the work happens in (see the module's doc); made when it is the run's."""
+    name = task.get("work_dir")
+    if not name:
+        return os.getcwd()
+    folder = os.path.join(task["premath"]["run_dir"], name)
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
 def tool(task: dict, argv: list[str], message: str | None = None) -> dict:
     options = ["--message", message] if message is not None else []
     done = subprocess.run(
-        [*task["premath"]["tool"], *options, "--", *argv], capture_output=True, check=False
+        [*task["premath"]["tool"], *options, "--", *argv],
+        capture_output=True,
+        check=False,
+        cwd=work_area(task),  # `bench tool` runs the command in its own working folder
     )
     return json.loads(done.stdout)
 
