@@ -25,7 +25,7 @@ from typing import Any
 import click
 import orjson
 
-from premath.cli._options import discovered_default
+from premath.cli._options import IntRange, Priority, discovered_default
 
 HOT_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("harness-session", "read"),
@@ -71,8 +71,11 @@ def _type_of(param: click.Parameter) -> list[Any]:
         return ["choice", list(choices)]
     if type(kind) is click.types.IntParamType:
         return ["int", None, None]
-    if type(kind) is click.IntRange and not (kind.clamp or kind.min_open or kind.max_open):
-        return ["int", kind.min, kind.max]
+    if isinstance(kind, click.IntRange) and type(kind) in (click.IntRange, IntRange):
+        open_or_clamped = kind.clamp or kind.min_open or kind.max_open
+        return ["click"] if open_or_clamped else ["int", kind.min, kind.max]
+    if type(kind) is Priority:  # its plain decimal forms are the i32 range's
+        return ["int", -(2**31), 2**31 - 1]
     if type(kind).__name__ == "Usize" and type(kind).__module__ == "premath.cli.harness_trajectory":
         return ["usize"]
     return ["click"]
