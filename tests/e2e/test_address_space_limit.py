@@ -11,6 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.support.observation import write_witnesses
+
 LIMIT_KIB = 1048576
 
 
@@ -42,6 +44,7 @@ def project(tmp_path):
     lines = sorted(orjson.dumps(row) + b"\n" for row in rows)
     (tmp_path / ".premath" / "issues.jsonl").write_bytes(b"".join(lines))
     (tmp_path / "turn.json").write_bytes(b'{"evidence": {}}')
+    write_witnesses(tmp_path)  # what observe-build reads
     return tmp_path
 
 
@@ -67,6 +70,8 @@ COMMANDS = [
         "--json",
     ),
     ("harness-trajectory", "query", "--json"),
+    ("observe-build", "--json"),
+    ("observe", "--mode", "needs_attention", "--json"),
 ]
 
 
