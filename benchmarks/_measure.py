@@ -10,7 +10,7 @@ import os
 import statistics
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +37,17 @@ class Row:
     verdict: str
 
 
+def compile_premath() -> None:
+    """Compile premath's bytecode, as `pip install` does: a checkout used with
+    PYTHONDONTWRITEBYTECODE=1 would otherwise recompile every module in every child, and the
+    benchmarks would measure the compiler."""
+    import compileall
+
+    import premath
+
+    compileall.compile_dir(os.path.dirname(premath.__file__), quiet=1)
+
+
 def run_once(
     argv: Sequence[str], cwd: Path | None = None, stdin: bytes | None = None
 ) -> tuple[float, float]:
@@ -50,6 +61,12 @@ def run_cpu(argv: Sequence[str], cwd: Path | None = None) -> tuple[float, float]
     one run: on a loaded machine CPU time varies less than wall time."""
     launched = _launch(argv, cwd, None)
     return launched.cpu_s, launched.peak_rss_mb
+
+
+def run_timed(argv: Sequence[str], cwd: Path | None = None) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds and peak RSS (MB) of one run."""
+    launched = _launch(argv, cwd, None)
+    return launched.elapsed_s, launched.cpu_s, launched.peak_rss_mb
 
 
 @dataclass(frozen=True)
@@ -91,13 +108,21 @@ def measure(argv: Sequence[str], runs: int, cwd: Path | None = None, warmups: in
 
 
 def measure_interleaved(
-    ours: Sequence[str], baseline: Sequence[str], runs: int, cwd: Path | None = None
+    ours: Sequence[str],
+    baseline: Sequence[str],
+    runs: int,
+    cwd: Path | None = None,
+    before: Callable[[], None] | None = None,
 ) -> tuple[Sample, Sample]:
-    """Alternate runs of ours and the baseline so both see the same machine noise."""
+    """Alternate runs of ours and the baseline so both see the same machine noise; `before`
+    runs (untimed) before each of ours."""
+    prepare = before or (lambda: None)
+    prepare()
     run_once(ours, cwd)
     run_once(baseline, cwd)
     ours_runs, base_runs = [], []
     for _ in range(runs):
+        prepare()
         ours_runs.append(run_once(ours, cwd))
         base_runs.append(run_once(baseline, cwd))
     return (
@@ -111,7 +136,7 @@ def ms(seconds: float) -> str:
 
 
 def verdict(ok: bool) -> str:
-    return "ok" if ok else "MISS"
+    return "PASS" if ok else "MISS"
 
 
 def timed_row(measure: str, size: str, ours: Sample, base: Sample, *, target: str, ok: bool) -> Row:

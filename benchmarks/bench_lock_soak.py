@@ -15,6 +15,7 @@ CPU the waiters burn meanwhile (which the holder needs, on 2 cores) are the lock
 import itertools
 import multiprocessing
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -24,7 +25,7 @@ import time
 from pathlib import Path
 
 from benchmarks._measure import PREMATH, Row, ms, verdict
-from benchmarks.bench_issues import generate_store
+from benchmarks.bench_issues import generate_store, open_store
 from premath.store.locks import hold_marker
 
 _TIMEOUT_ENV = {"PREMATH_LOCK_TIMEOUT_SECONDS": "60"}
@@ -147,6 +148,85 @@ def _hand_off_row(processes: int, turns: int, hold_cpu_s: float) -> Row:
     )
 
 
+RECORDED_DRAIN = (15.7, 0.0185)
+"""The reference's 16-claimer drain of 1,000 issues on these machines: wall s, CPU s per claim."""
+DRAIN_WALL_RATIO, DRAIN_CPU_RATIO = 2.0, 2.5
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def drain(program: list[str], store: Path, claimers: int) -> tuple[float, float, int]:
+    """(wall seconds, children's CPU seconds, issues claimed) for `claimers` processes looping
+    on `issue claim-next` until none is left."""
+    claimed = 0
+    guard = threading.Lock()
+    barrier = threading.Barrier(claimers + 1)
+
+    def claimer(name: str) -> None:
+        nonlocal claimed
+        argv = [*program, "issue", "claim-next", "--assignee", name, "--json",
+                "--issues", str(store)]  # fmt: skip
+        barrier.wait()
+        while True:
+            done = subprocess.run(
+                argv, cwd=store.parent, capture_output=True, check=False,
+                env={**os.environ, **_TIMEOUT_ENV},
+            )  # fmt: skip
+            if done.returncode != 0:
+                raise RuntimeError(f"claim-next failed: {done.stderr.decode()[-500:]}")
+            if b'"claimed": true' not in done.stdout:
+                return
+            with guard:
+                claimed += 1
+
+    threads = [threading.Thread(target=claimer, args=(f"c{n}",)) for n in range(claimers)]
+    for thread in threads:
+        thread.start()
+    cpu_before = _children_cpu_s()
+    barrier.wait()
+    start = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - start, _children_cpu_s() - cpu_before, claimed
+
+
+def _drained(program: list[str], issues: int, claimers: int) -> tuple[float, float]:
+    """(wall seconds, CPU seconds per claimed issue) of one drain of a fresh store."""
+    with tempfile.TemporaryDirectory() as folder:
+        store = Path(folder) / "issues.jsonl"
+        store.write_bytes(open_store(issues))
+        wall, cpu, claimed = drain(program, store, claimers)
+    if claimed != issues:
+        raise RuntimeError(f"{claimed} claims for {issues} issues")
+    return wall, cpu / claimed
+
+
+def _drain_row(issues: int, claimers: int) -> Row:
+    wall, cpu = _drained(list(PREMATH), issues, claimers)
+    reference = os.environ.get("PREMATH_REFERENCE_BIN")
+    if reference:
+        ref_wall, ref_cpu = _drained([reference], issues, claimers)
+        label = "reference (same run)"
+    else:
+        ref_wall, ref_cpu = RECORDED_DRAIN
+        ref_wall *= issues / 1000
+        label = "recorded reference (issue 26, not this run)"
+    ok = wall <= DRAIN_WALL_RATIO * ref_wall and cpu <= DRAIN_CPU_RATIO * ref_cpu
+    judged = reference is not None or issues == 1000  # the recorded figures are for 1,000
+    return Row(
+        measure=f"{claimers} CLI claimers drain the store (claim-next until none)",
+        size=f"{issues:,} open issues",
+        ours=f"{wall:.1f} s, {ms(cpu)} CPU per claim",
+        baseline=f"{label}: {ref_wall:.1f} s, {ms(ref_cpu)} CPU per claim",
+        ratio=f"{wall / ref_wall:.2f}x wall, {cpu / ref_cpu:.2f}x CPU",
+        target=f"<= {DRAIN_WALL_RATIO:g}x wall, <= {DRAIN_CPU_RATIO:g}x CPU per claim",
+        verdict=verdict(ok) if judged else "- (quick: recorded figures scaled, not judged)",
+    )
+
+
 def rows(quick: bool) -> list[Row]:
     count, writers, calls = (2_000, 4, 3) if quick else (20_000, 16, 20)
     source = Path(tempfile.gettempdir()) / f"premath-soak-{count}.jsonl"
@@ -157,4 +237,5 @@ def rows(quick: bool) -> list[Row]:
     reference = os.environ.get("PREMATH_REFERENCE_BIN")
     if reference:
         result += _rows("reference", [reference], source, writers, calls)
+    result.append(_drain_row(100 if quick else 1000, 16))
     return result

@@ -1,5 +1,6 @@
 """The timestamp shapes the reference writes and the parsers it applies, each under one name."""
 
+import functools
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -7,10 +8,18 @@ from typing import Any
 
 from premath.text import RUST_WHITE_SPACE
 
-_STRICT_RFC3339 = re.compile(
+_STRICT_RFC3339 = (
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})"
     r"(?:\.([0-9]+))?([Zz]|[+-][0-9]{2}:[0-9]{2})"
 )
+
+
+@functools.cache
+def compiled(source: str) -> "re.Pattern[str]":
+    """A pattern compiled on first use: compiling this module's patterns at import cost more
+    than a whole hot command's own work (start-up budget)."""
+    return re.compile(source)
+
 
 NANOS_PER_SECOND = 1_000_000_000
 
@@ -52,7 +61,7 @@ def parse_strict_rfc3339(value: str) -> tuple[int, int] | None:
     `Z`/`z` or `±HH:MM`, year 0000 accepted, a leap second `:60` at any minute (kept as :59 plus a
     second's worth of nanos, so it sorts inside its minute), fraction digits past the 9th ignored.
     """
-    match = _STRICT_RFC3339.fullmatch(value)
+    match = compiled(_STRICT_RFC3339).fullmatch(value)
     if match is None:
         return None
     year, month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 7))
@@ -310,17 +319,16 @@ SIMPLE_STAMP = rf"{_DATE}{_CLOCK}(?:\.[0-9]{{1,9}})?Z"
 hand-written stores): normalised by `stored_forms` without the relaxed parser (more digits
 than chrono keeps take the relaxed parser)."""
 
-_ONE_STORED = re.compile(STORED_STAMP)
 # Possessive: the engine keeps no backtracking state per stamp (a plain `*` kept ~700 bytes
 # each, 190 MB for a 100k-issue store).
-_ALL_STORED = re.compile(rf"(?:{STORED_STAMP}\n)*+{STORED_STAMP}")
-_ALL_SIMPLE = re.compile(rf"(?:{SIMPLE_STAMP}\n)*+{SIMPLE_STAMP}")
+_ALL_STORED = rf"(?:{STORED_STAMP}\n)*+{STORED_STAMP}"
+_ALL_SIMPLE = rf"(?:{SIMPLE_STAMP}\n)*+{SIMPLE_STAMP}"
 _FRACTION_PAD = ("", "00", "0", "", "00", "0", "", "00", "0", "")
 _FRACTION_DOT = ("",) + (".",) * 9
 
 
 def stamp_is_stored(value: str) -> bool:
-    return _ONE_STORED.fullmatch(value) is not None
+    return compiled(STORED_STAMP).fullmatch(value) is not None
 
 
 def _joined(stamps: list[str]) -> str | None:
@@ -333,7 +341,7 @@ def stamps_are_stored(stamps: list[str]) -> bool:
     if not stamps:
         return True
     joined = _joined(stamps)
-    return joined is not None and _ALL_STORED.fullmatch(joined) is not None
+    return joined is not None and compiled(_ALL_STORED).fullmatch(joined) is not None
 
 
 def autosi_fraction(stamp: str) -> str:
@@ -368,7 +376,7 @@ def stored_forms(stamps: list[str]) -> list[str] | None:
     if not stamps:
         return []
     joined = _joined(stamps)
-    if joined is None or _ALL_SIMPLE.fullmatch(joined) is None:
+    if joined is None or compiled(_ALL_SIMPLE).fullmatch(joined) is None:
         return None
     return list(map(autosi_fraction, stamps))
 

@@ -1,14 +1,21 @@
-"""`premath` command line: click groups, one module per group, loaded on first use."""
+"""`premath` command line: click groups, one module per group, loaded on first use.
+
+Importing this package loads no click: the hot agent commands run through the fast path
+(`cli/_fast.py`), and `cli`, the click root group, is built on first access.
+"""
 
 import contextlib
 import gc
 import os
 import sys
+from typing import TYPE_CHECKING, Any
 
-import click
+from premath.cli._reply import LazyGroup
 
-from premath import __version__
-from premath.cli._root import CONTEXT_SETTINGS, LazyGroup, RootGroup
+if TYPE_CHECKING:
+    from premath.cli._root import RootGroup
+
+    cli: RootGroup
 
 # Each group: where it lives, and its one-line help, so `premath --help` loads no group.
 COMMAND_GROUPS: dict[str, LazyGroup] = {
@@ -131,15 +138,14 @@ KEEPS_RUNNING = frozenset(
 """Commands and groups that run for long (loops, experiments, servers): the cyclic GC stays on."""
 
 
-@click.group(
-    cls=RootGroup,
-    lazy_subcommands=COMMAND_GROUPS,
-    context_settings=CONTEXT_SETTINGS,
-    no_args_is_help=True,
-)
-@click.version_option(__version__, "--version", "-V", prog_name="premath")
-def cli() -> None:
-    """Harness runtime for coding agents: artifacts, issue memory, gated loops, harness runs."""
+def __getattr__(name: str) -> Any:
+    """`cli`, the click root group, built (and click imported) on first access."""
+    if name != "cli":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from premath.cli._root import root_group
+
+    group = globals()["cli"] = root_group(COMMAND_GROUPS)
+    return group
 
 
 def main() -> None:
@@ -152,11 +158,22 @@ def main() -> None:
     A command that answers and exits runs without the cyclic GC: it would only rescan the rows
     of a big store, which hold no cycles, again and again (a third of `issue ready` at 100k
     issues). Groups whose commands keep running (`KEEPS_RUNNING`) collect as usual.
+
+    The hot commands first try the fast path, which parses their arguments without click
+    (`cli/_fast.py`); anything it does not take for certain goes to click.
     """
-    if not set(sys.argv[1:2]) & KEEPS_RUNNING:
+    argv = sys.argv[1:]
+    if not set(argv[:1]) & KEEPS_RUNNING:
         gc.disable()
     try:
-        cli.main()
+        from premath.cli._fast import run_fast
+
+        code = run_fast(argv)
+        if code is None:
+            from premath.cli import cli
+
+            cli.main(argv)
+        sys.exit(code)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
         with contextlib.suppress(OSError, ValueError):

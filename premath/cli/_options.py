@@ -78,3 +78,16 @@ def project_path_option(*param_decls: str, default: str, help_text: str) -> Call
 def path_option(default: str, help_text: str, alias: str) -> Callable[[F], F]:
     """`--path` (the reference's spelling) and the loop's spelling of the same file."""
     return project_path_option("--path", alias, "path", default=default, help_text=help_text)
+
+
+def stacked(*decorators: Callable[[Any], Any]) -> Callable[[Callable[..., Any]], Any]:
+    """Decorators written as a stack of `@` lines, top first: `stacked(a, b)(f)` is `a(b(f))`.
+
+    How a group declares a hot command whose body lives in `cli/hot/` (free of click)."""
+
+    def apply(body: Callable[..., Any]) -> Any:
+        for decorator in reversed(decorators):
+            body = decorator(body)
+        return body
+
+    return apply

@@ -11,51 +11,24 @@ errors raised before any command runs.
 """
 
 import importlib
-import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import IO, Any, NamedTuple
+from typing import Any
 
 import click
 
-from premath.clock import Clock, SystemClock
+from premath import __version__
+from premath.cli import _exit
+from premath.cli._reply import AppContext, LazyGroup, Reply
 from premath.errors import PremathError
 from premath.runner.interrupts import sigterm_as_ctrl_c
 
+__all__ = ["AppContext", "LazyGroup", "Reply"]
+
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
-
-@dataclass
-class AppContext:
-    """State shared by every command: the clock (tests freeze it) and the lock timeout."""
-
-    clock: Clock = field(default_factory=SystemClock)
-    lock_timeout_s: float | None = None
-
-    def lock_timeout(self) -> float:
-        if self.lock_timeout_s is None:
-            from premath.store.locks import lock_timeout_from_env
-
-            self.lock_timeout_s = lock_timeout_from_env()
-        return self.lock_timeout_s
-
-
 pass_app = click.make_pass_decorator(AppContext, ensure=True)
-
-
-@dataclass(frozen=True)
-class Reply:
-    """What a command answers: its stdout document, how to render it as text, its exit code."""
-
-    document: Any
-    text: Callable[[Any], str] | None = None
-    exit_code: int = 0
-    warnings: Sequence[str] = ()
-    """Printed on stderr as `warning: ...` lines; the document stays the reference's."""
-    sorted_keys: bool = True
-    """False where the reference prints a struct in field order (agent-surface.md §0)."""
 
 
 class StrictCommand(click.Command):
@@ -84,13 +57,6 @@ class StrictGroup(click.Group):
 
     command_class = StrictCommand
     group_class = type
-
-
-class LazyGroup(NamedTuple):
-    """A command group loaded on first use: `module:attribute`, and its one-line help."""
-
-    target: str
-    short_help: str
 
 
 class RootGroup(StrictGroup):
@@ -149,77 +115,46 @@ class RootGroup(StrictGroup):
         sys.exit(code)
 
 
-def _write(stream: IO[str], data: bytes) -> None:
-    buffer = getattr(stream, "buffer", None)
-    if buffer is not None:
-        stream.flush()
-        buffer.write(data)
-        buffer.flush()
-    else:
-        stream.write(data.decode("utf-8"))
-        stream.flush()
-
-
-def _emit_error(code: str, message: str, json_mode: bool) -> None:
-    if json_mode:
-        from premath.store.canonical import stdout_bytes
-
-        _write(sys.stdout, stdout_bytes({"error": {"code": code, "message": message}}))
-
-
-def _emit_reply(reply: Reply, json_mode: bool) -> None:
-    for warning in reply.warnings:
-        sys.stderr.write(f"warning: {warning}\n")
-    if json_mode or reply.text is None:
-        from premath.store.canonical import document_bytes, stdout_bytes
-
-        encode = stdout_bytes if reply.sorted_keys else document_bytes
-        _write(sys.stdout, encode(reply.document))
-    else:
-        _write(sys.stdout, (reply.text(reply.document) + "\n").encode("utf-8"))
-
-
 def run_command(invoke: Callable[[], Any], json_mode: bool) -> int:
     """Run click without its standalone handling and map every outcome to streams and a code."""
     try:
         with sigterm_as_ctrl_c():
             result = invoke()
         if isinstance(result, Reply):
-            _emit_reply(result, json_mode)
-            return result.exit_code
+            return _exit.emit_reply(result, json_mode)
         return result if isinstance(result, int) else 0
     except click.UsageError as exc:
-        _emit_error("usage_error", exc.format_message(), json_mode)
+        _exit.emit_error("usage_error", exc.format_message(), json_mode)
         exc.show()
         return 2
     except click.ClickException as exc:
-        _emit_error(
+        _exit.emit_error(
             "usage_error" if exc.exit_code == 2 else "io_error", exc.format_message(), json_mode
         )
         exc.show()
         return exc.exit_code
     except click.Abort:
-        message = (
-            "interrupted (Ctrl-C or SIGTERM) before the command finished; files are whole "
-            "(every write is atomic), so it is safe to run it again"
-        )
-        _emit_error("interrupted", message, json_mode)
-        sys.stderr.write(f"error: {message}\n")
-        return 1
+        return _exit.interrupted(json_mode)
     except PremathError as exc:
-        if os.environ.get("PREMATH_DEBUG") == "1":
-            raise
-        _emit_error(exc.code, exc.message, json_mode)
-        sys.stderr.write(f"error: {exc.message}\n")
-        return exc.exit_code
+        return _exit.premath_error(exc, json_mode)
     except BrokenPipeError:
         return 1
-    except Exception as exc:
-        if os.environ.get("PREMATH_DEBUG") == "1":
-            raise
-        message = (
-            f"internal error: {type(exc).__name__}: {exc} (set PREMATH_DEBUG=1 for a traceback)"
-        )
-        _emit_error("internal_error", message, json_mode)
-        sys.stderr.write(f"error: {message}\n")
-        return 1
+    except Exception as exc:  # noqa: BLE001 - the one exit point: anything else is internal
+        return _exit.internal_error(exc, json_mode)
+
+
+def root_group(groups: dict[str, LazyGroup]) -> "RootGroup":
+    """The `premath` group over `groups` (`premath.cli.COMMAND_GROUPS`)."""
+
+    @click.group(
+        cls=RootGroup,
+        lazy_subcommands=groups,
+        context_settings=CONTEXT_SETTINGS,
+        no_args_is_help=True,
+    )
+    @click.version_option(__version__, "--version", "-V", prog_name="premath")
+    def cli() -> None:
+        """Harness runtime for coding agents: artifacts, issue memory, gated loops, harness runs."""
+
+    assert isinstance(cli, RootGroup)
+    return cli

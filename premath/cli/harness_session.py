@@ -1,49 +1,19 @@
-"""`premath harness-session read|write|bootstrap`: the session handoff artifact."""
+"""`premath harness-session read|write|bootstrap`: the session handoff artifact.
 
-from typing import Any
+The bodies are hot (agents call them in loops): they live in `cli/hot/harness_session.py`,
+free of click; here are their click declarations.
+"""
 
 import click
 
-from premath.cli._options import json_option, path_option, project_path_option
-from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+from premath.cli._options import json_option, path_option, project_path_option, stacked
+from premath.cli._root import StrictGroup, pass_app
+from premath.cli.hot import harness_session as hot
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH, SESSION_STATES
 
 SESSION_PATH = ".premath/harness_session.json"
 LEDGER_PATH = ".premath/harness_feature_ledger.json"
 session_path_option = path_option(SESSION_PATH, "Harness-session artifact path", "--session-path")
-
-
-def _lines(title: str, rows: list[tuple[str, Any]]) -> str:
-    return "\n".join([title, *(f"  {label}: {value}" for label, value in rows)])
-
-
-def session_text(action: str, document: dict[str, Any], extra: tuple[str, ...] = ()) -> str:
-    session = document["session"]
-    rows: list[tuple[str, Any]] = [
-        ("Session ID", session["sessionId"]),
-        ("State", session["state"]),
-    ]
-    if "issueId" in session:
-        rows.append(("Issue", session["issueId"]))
-    if "nextStep" in extra and "nextStep" in session:
-        rows.append(("Next Step", session["nextStep"]))
-    rows.append(("Path", document["path"]))
-    return _lines(f"premath harness-session {action}", rows)
-
-
-def bootstrap_text(document: dict[str, Any]) -> str:
-    rows: list[tuple[str, Any]] = [
-        ("Session Ref", document["sessionRef"]),
-        ("Mode", document["mode"]),
-    ]
-    for label, key in (
-        ("Resume Issue", "resumeIssueId"),
-        ("Next Step", "nextStep"),
-        ("Next Feature", "nextFeatureId"),
-    ):
-        if document[key] is not None:
-            rows.append((label, document[key]))
-    return _lines("premath harness-session bootstrap", rows)
 
 
 @click.group("harness-session", cls=StrictGroup)
@@ -55,101 +25,49 @@ def harness_session() -> None:
     """
 
 
-@harness_session.command("read")
-@session_path_option
-@json_option
-def harness_session_read(path: str) -> Reply:
-    """Show the session handoff, where the last agent stopped.
+harness_session_read = stacked(
+    harness_session.command("read"),
+    session_path_option,
+    json_option,
+)(hot.harness_session_read)
 
-    \b
-    premath harness-session read --json
-    """
-    from premath.harness.session import read_session_document
+harness_session_write = stacked(
+    harness_session.command("write"),
+    session_path_option,
+    click.option("--session-id", help="Explicit session id override"),
+    click.option(
+        "--state",
+        type=click.Choice(SESSION_STATES),
+        default="stopped",
+        show_default=True,
+        help="Session state",
+    ),
+    click.option("--issue-id", help="Current or resumed issue id"),
+    click.option("--summary", help="Compact handoff summary"),
+    click.option("--next-step", help="Next-step recommendation for bootstrap"),
+    click.option("--instruction-ref", multiple=True, help="Instruction witness references"),
+    click.option("--witness-ref", multiple=True, help="Gate/CI witness references"),
+    click.option(
+        "--lineage-ref", multiple=True, help="Site lineage references (ctx/cover/refinement)"
+    ),
+    project_path_option(
+        "--issues",
+        "--issues-path",
+        "issues",
+        default=DEFAULT_ISSUES_PATH,
+        help_text="Issues JSONL path; the session records a digest of it",
+    ),
+    json_option,
+    pass_app,
+)(hot.harness_session_write)
 
-    return Reply(
-        read_session_document(path), text=lambda d: session_text("read", d, extra=("nextStep",))
-    )
-
-
-@harness_session.command("write")
-@session_path_option
-@click.option("--session-id", help="Explicit session id override")
-@click.option(
-    "--state",
-    type=click.Choice(SESSION_STATES),
-    default="stopped",
-    show_default=True,
-    help="Session state",
-)
-@click.option("--issue-id", help="Current or resumed issue id")
-@click.option("--summary", help="Compact handoff summary")
-@click.option("--next-step", help="Next-step recommendation for bootstrap")
-@click.option("--instruction-ref", multiple=True, help="Instruction witness references")
-@click.option("--witness-ref", multiple=True, help="Gate/CI witness references")
-@click.option("--lineage-ref", multiple=True, help="Site lineage references (ctx/cover/refinement)")
-@project_path_option(
-    "--issues",
-    "--issues-path",
-    "issues",
-    default=DEFAULT_ISSUES_PATH,
-    help_text="Issues JSONL path; the session records a digest of it",
-)
-@json_option
-@pass_app
-def harness_session_write(
-    app: AppContext,
-    path: str,
-    session_id: str | None,
-    state: str,
-    issue_id: str | None,
-    summary: str | None,
-    next_step: str | None,
-    instruction_ref: tuple[str, ...],
-    witness_ref: tuple[str, ...],
-    lineage_ref: tuple[str, ...],
-    issues: str,
-) -> Reply:
-    """Create or update the session handoff. Its sessionId and startedAt are kept on update.
-
-    \b
-    premath harness-session write --state active --issue-id bd-7 \\
-        --summary "start" --json
-    """
-    from premath.harness.session import write_session
-
-    session = write_session(
-        path,
-        now=app.clock.now(),
-        lock_timeout_s=app.lock_timeout(),
-        state=state,
-        session_id=session_id,
-        issue_id=issue_id,
-        summary=summary,
-        next_step=next_step,
-        instruction_refs=instruction_ref,
-        witness_refs=witness_ref,
-        lineage_refs=lineage_ref,
-        issues_path=issues,
-    )
-    document = {"action": "harness-session.write", "path": path, "session": session}
-    return Reply(document, text=lambda d: session_text("write", d))
-
-
-@harness_session.command("bootstrap")
-@session_path_option
-@project_path_option(
-    "--feature-ledger",
-    default=LEDGER_PATH,
-    help_text="Feature ledger the next step is read from",
-)
-@json_option
-def harness_session_bootstrap(path: str, feature_ledger: str) -> Reply:
-    """Show how the next agent should pick up the work. Resume or attach, with the next issue
-    and feature.
-
-    \b
-    premath harness-session bootstrap --json
-    """
-    from premath.harness.session import bootstrap_session
-
-    return Reply(bootstrap_session(path, feature_ledger), text=bootstrap_text)
+harness_session_bootstrap = stacked(
+    harness_session.command("bootstrap"),
+    session_path_option,
+    project_path_option(
+        "--feature-ledger",
+        default=LEDGER_PATH,
+        help_text="Feature ledger the next step is read from",
+    ),
+    json_option,
+)(hot.harness_session_bootstrap)

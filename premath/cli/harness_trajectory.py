@@ -1,11 +1,16 @@
-"""`premath harness-trajectory append|query`: the append-only step trajectory."""
+"""`premath harness-trajectory append|query`: the append-only step trajectory.
+
+The bodies are hot (agents call them in loops): they live in `cli/hot/harness_trajectory.py`,
+free of click; here are their click declarations.
+"""
 
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from premath.cli._options import json_option, path_option
-from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+from premath.cli._options import json_option, path_option, stacked
+from premath.cli._root import StrictGroup, pass_app
+from premath.cli.hot import harness_trajectory as hot
 
 TRAJECTORY_PATH = ".premath/harness_trajectory.jsonl"
 trajectory_path_option = path_option(
@@ -37,33 +42,6 @@ class Usize(_IntType):
         return int(digits)
 
 
-def append_text(document: dict[str, Any]) -> str:
-    row = document["row"]
-    return "\n".join(
-        [
-            "premath harness-trajectory append",
-            f"  Step ID: {row['stepId']}",
-            f"  Result Class: {row['resultClass']}",
-            f"  Path: {document['path']}",
-        ]
-    )
-
-
-def query_text(document: dict[str, Any]) -> str:
-    lines = [
-        "premath harness-trajectory query",
-        f"  Path: {document['path']}",
-        f"  Mode: {document['mode']}",
-        f"  Count: {document['count']} (total={document['totalCount']}, "
-        f"failed={document['failedCount']}, retry_needed={document['retryNeededCount']})",
-    ]
-    lines.extend(
-        f"  - {row['stepId']} [{row['resultClass']}] {row['action']} ({row['finishedAt']})"
-        for row in document["items"]
-    )
-    return "\n".join(lines)
-
-
 @click.group("harness-trajectory", cls=StrictGroup)
 def harness_trajectory() -> None:
     """Append to and query the step trajectory.
@@ -73,59 +51,40 @@ def harness_trajectory() -> None:
     """
 
 
-@harness_trajectory.command("append")
-@trajectory_path_option
-@click.option("--step-id", required=True, help="Deterministic step identifier")
-@click.option("--issue-id", help="Optional issue identifier linked to this step")
-@click.option("--action", required=True, help="Action label for this step (e.g. apply.patch)")
-@click.option("--result-class", required=True, help="Result class label for this step")
-@click.option(
-    "--instruction-ref", "instruction_refs", multiple=True, help="Optional instruction refs"
-)
-@click.option("--witness-ref", "witness_refs", multiple=True, help="Witness refs")
-@click.option("--lineage-ref", "lineage_refs", multiple=True, help="Site lineage references")
-@click.option("--started-at", help="Optional started-at timestamp (RFC3339)")
-@click.option("--finished-at", help="Optional finished-at timestamp (RFC3339; default now)")
-@json_option
-@pass_app
-def harness_trajectory_append(app: AppContext, /, path: str, **fields: Any) -> Reply:
-    """Append one step row to the trajectory. One whole line, under a lock.
+harness_trajectory_append = stacked(
+    harness_trajectory.command("append"),
+    trajectory_path_option,
+    click.option("--step-id", required=True, help="Deterministic step identifier"),
+    click.option("--issue-id", help="Optional issue identifier linked to this step"),
+    click.option("--action", required=True, help="Action label for this step (e.g. apply.patch)"),
+    click.option("--result-class", required=True, help="Result class label for this step"),
+    click.option(
+        "--instruction-ref", "instruction_refs", multiple=True, help="Optional instruction refs"
+    ),
+    click.option("--witness-ref", "witness_refs", multiple=True, help="Witness refs"),
+    click.option("--lineage-ref", "lineage_refs", multiple=True, help="Site lineage references"),
+    click.option("--started-at", help="Optional started-at timestamp (RFC3339)"),
+    click.option("--finished-at", help="Optional finished-at timestamp (RFC3339; default now)"),
+    json_option,
+    pass_app,
+)(hot.harness_trajectory_append)
 
-    \b
-    premath harness-trajectory append --step-id w1.bd-7.3 --action run.check \\
-        --result-class completed --witness-ref artifacts/ciwitness/w1.json --json
-    """
-    from premath.harness.trajectory import append_trajectory_row
-
-    document = append_trajectory_row(
-        path, now=app.clock.now(), lock_timeout=app.lock_timeout(), **fields
-    )
-    return Reply(document, text=append_text)
-
-
-@harness_trajectory.command("query")
-@trajectory_path_option
-@click.option(
-    "--mode",
-    type=click.Choice(["latest", "failed", "retry-needed"]),
-    default="latest",
-    show_default=True,
-    help="Projection mode",
-)
-@click.option(
-    "--limit",
-    type=Usize(),
-    default=20,
-    show_default=True,
-    help="Maximum rows returned",
-)
-@json_option
-def harness_trajectory_query(path: str, mode: str, limit: int) -> Reply:
-    """Show the latest, failed or retry-needed steps, newest first. Counts cover all rows.
-
-    \b
-    premath harness-trajectory query --mode failed --limit 20 --json
-    """
-    from premath.harness.trajectory import query_trajectory
-
-    return Reply(query_trajectory(path, mode, limit), text=query_text)  # type: ignore[arg-type]
+harness_trajectory_query = stacked(
+    harness_trajectory.command("query"),
+    trajectory_path_option,
+    click.option(
+        "--mode",
+        type=click.Choice(["latest", "failed", "retry-needed"]),
+        default="latest",
+        show_default=True,
+        help="Projection mode",
+    ),
+    click.option(
+        "--limit",
+        type=Usize(),
+        default=20,
+        show_default=True,
+        help="Maximum rows returned",
+    ),
+    json_option,
+)(hot.harness_trajectory_query)

@@ -5,8 +5,6 @@ from typing import Any
 
 from premath.errors import ArtifactInvalid, IoFailure, NotFound
 from premath.models.serde import SchemaViolation
-from premath.store.atomic import write_atomic
-from premath.store.canonical import document_bytes
 from premath.store.documents import (
     DocumentMalformed,
     DocumentUnreadable,
@@ -46,6 +44,9 @@ def load_artifact(
 def save_artifact(path: str, document: dict[str, Any], *, write_prefix: str) -> None:
     """Write `document` atomically; an OS failure (full disk, ...) is IoFailure after the
     reference's `write_prefix` (`failed to write harness session artifact <path>: `)."""
+    from premath.store.atomic import write_atomic  # writers only: readers start leaner
+    from premath.store.canonical import document_bytes
+
     try:
         write_atomic(path, document_bytes(document))
     except OSError as exc:

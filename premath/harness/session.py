@@ -3,8 +3,8 @@
 Behaviour follows specs/harness-session.md; divergences are named where they apply.
 """
 
+import os
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from premath.harness.artifact_io import load_artifact, save_artifact
@@ -16,7 +16,6 @@ from premath.models.session import (
     parse_session,
 )
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
-from premath.store.locks import artifact_lock
 from premath.text import clean_optional, id_token, normalize_refs, rust_trim
 from premath.timefmt import format_seconds_z, session_stamp
 
@@ -70,9 +69,10 @@ def write_session(
     (`("",)` clears it).
     """
     from premath.issues.snapshot import issues_snapshot_ref
+    from premath.store.locks import artifact_lock  # writers only: readers start leaner
 
     with artifact_lock(path, lock_timeout_s):
-        existing = load_session(path) if Path(path).exists() else {}
+        existing = load_session(path) if os.path.exists(path) else {}
         stamp = format_seconds_z(now)
         resolved_issues_path = rust_trim(issues_path)
         fields: dict[str, Any] = {

@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import Any
 
 from premath.errors import InputInvalid, InvalidUsage, IoFailure
-from premath.harness.trajectory_scan import select_rows
 from premath.models.trajectory import (
     PROJECTION_KIND,
     PROJECTION_MODE,
@@ -107,12 +106,15 @@ def query_trajectory(path: str, mode: QueryMode, limit: int) -> dict[str, Any]:
 
     Order: true instant of `finishedAt` descending, then stepId, then action (ascending,
     byte-wise), then file order. Counts cover every row whatever `mode` and `limit`. Memory holds
-    `limit` rows, not the file. Raises ArtifactInvalid or IoFailure naming the file and line.
+    `limit` rows, not the file; a large file is read again only from where the last query's
+    index stopped (D26-3). Raises ArtifactInvalid or IoFailure naming the file and line.
     """
-    selection = select_rows(path, mode, limit)
+    from premath.harness.trajectory_index import query_selection
+
+    selection, rows = query_selection(path, mode, limit)
     if selection.torn_tail is not None:
         report_torn_tail(path, selection.torn_tail)
-    items = [parse_step(candidate[4]) for candidate in selection.kept]
+    items = [parse_step(row) for row in rows]
     return {
         "action": "harness-trajectory.query",
         "path": path,

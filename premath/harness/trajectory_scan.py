@@ -1,9 +1,12 @@
 """The one pass `harness-trajectory query` makes over a trajectory file (divergence D2-2).
 
-Every row is validated and counted; only the best `limit` candidates of the mode are kept, in a
-buffer sorted and cut back whenever it fills, so memory follows `limit`, not the file. The hot
-loop is one orjson.loads and `step_order_fields` per raw line; full rows are built by the caller,
-only for the rows it returns.
+Every row is validated and counted; only the best `limit` candidates of each mode asked for are
+kept, in a buffer sorted and cut back whenever it fills, so memory follows `limit`, not the
+file. The hot loop is one orjson.loads and `step_order_fields` per raw line; a candidate is the
+row's sort key and where its line lies, and full rows are read again and built by the caller,
+only for the rows it returns. The result covers the file's terminated lines, with a last
+unterminated line apart, so `harness/trajectory_index.py` can keep it and later scan only what
+was appended.
 
 A large file on a machine with a second core is split at a line boundary near its middle, and a
 forked child scans the second half while this process scans the first: the halves meet in
@@ -19,7 +22,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import orjson
 
@@ -37,8 +40,12 @@ from premath.store.forked_check import forked_answer, may_fork
 from premath.store.jsonl import JsonlLine
 from premath.text import rust_trim
 
-Candidate = tuple[int, str, str, int, Any]
-"""(negated instant, stepId, action, line number, decoded row), ascending in projection order."""
+Candidate = tuple[int, str, str, int, int, int]
+"""(negated instant, stepId, action, line number, start and end byte offsets of the line),
+ascending in projection order: the row itself is read again, by offset, only if returned."""
+MODES: Final = ("latest", "failed", "retry-needed")
+Limits = dict[str, int]
+"""How many candidates to keep, by mode (a mode left out is not kept at all)."""
 
 # The buffer is sorted and cut back to `limit` whenever it holds this many more rows: cheaper
 # than a heap operation per row in Python, and rows that cannot beat the last kept row are not
@@ -50,25 +57,75 @@ _COUNT_CHUNK = 1 << 20
 _NEVER_CUT: Final = 1 << 200  # above every negated instant key
 
 
+class TailRow(NamedTuple):
+    """A last line without `\n` that holds a row: counted by this query, but not part of the
+    file's settled prefix (an index must not cover it: its append may still be landing)."""
+
+    candidate: Candidate
+    failed: bool
+    retry_needed: bool
+
+
 @dataclass(slots=True)
 class Selection:
-    """What a pass over (part of) the file gives: kept candidates in order, and the counts."""
+    """What a pass over (part of) the file gives: kept candidates by mode, and the counts, of
+    its terminated lines; a last unterminated line apart (`tail`, `torn_tail`)."""
 
-    kept: list[Candidate] = field(default_factory=list)
+    kept: dict[str, list[Candidate]] = field(default_factory=dict)
     total: int = 0
     failed: int = 0
     retry_needed: int = 0
+    lines: int = 0
+    """Terminated lines read (blank ones too): the next line's number, less one."""
+    end: int = 0
+    """Byte offset just after the last terminated line read."""
+    tail: TailRow | None = None
     torn_tail: JsonlLine | None = None
     """A last line cut short by a crash: skipped, for the caller to report."""
 
-    def merged(self, later: "Selection", limit: int) -> "Selection":
-        kept = sorted(self.kept + later.kept)[:limit]
+    def merged(self, later: "Selection", limits: Limits) -> "Selection":
+        """`later` (the lines after ours) appended to this selection."""
+        kept = {
+            mode: sorted(self.kept.get(mode, []) + later.kept.get(mode, []))[:limit]
+            for mode, limit in limits.items()
+        }
         return Selection(
             kept,
             self.total + later.total,
             self.failed + later.failed,
             self.retry_needed + later.retry_needed,
+            later.lines or self.lines,
+            later.end or self.end,
+            later.tail,
             later.torn_tail or self.torn_tail,
+        )
+
+    def with_tail(self, limits: Limits) -> "Selection":
+        """The selection a query answers with: the unterminated last row counted and kept, and
+        each mode's candidates cut to its limit."""
+        tail = self.tail
+        wanted = {
+            "latest": tail is not None,
+            "failed": tail is not None and tail.failed,
+            "retry-needed": tail is not None and tail.retry_needed,
+        }
+        kept = {
+            mode: sorted([*self.kept.get(mode, []), *([tail.candidate] if wanted[mode] else [])])[
+                :limit
+            ]
+            if tail is not None
+            else self.kept.get(mode, [])[:limit]
+            for mode, limit in limits.items()
+        }
+        return Selection(
+            kept,
+            self.total + (tail is not None),
+            self.failed + wanted["failed"],
+            self.retry_needed + wanted["retry-needed"],
+            self.lines,
+            self.end,
+            None,
+            self.torn_tail,
         )
 
 
@@ -124,19 +181,26 @@ def _decode(path: str, line: JsonlLine) -> Any:
 
 
 def _scan(
-    path: str, lines: Iterable[bytes], first_number: int, mode: QueryMode, limit: int
+    path: str, lines: Iterable[bytes], first_number: int, first_offset: int, limits: Limits
 ) -> Selection:
-    """Validate and count the rows of `lines`; keep the first `limit` that `mode` selects."""
+    """Validate and count the rows of `lines` (starting at line `first_number`, byte
+    `first_offset`); keep the first `limits[mode]` candidates of each mode asked for."""
     loads, order_fields = orjson.loads, step_order_fields
     cached_flags, flags = RESULT_FLAGS_CACHE.get, result_flags
-    keep_all, keep_retry = mode == "latest", mode == "retry-needed"
-    kept: list[Candidate] = []
-    buffer_cap = limit + BUFFER_SLACK
-    worst_kept = _NEVER_CUT  # negated instant of the last row kept by the latest cut
+    limit_all, limit_failed, limit_retry = (limits.get(mode, 0) for mode in MODES)
+    all_kept: list[Candidate] = []
+    failed_kept: list[Candidate] = []
+    retry_kept: list[Candidate] = []
+    # negated instant of the last row kept by the latest cut, per mode
+    worst_all = worst_failed = worst_retry = _NEVER_CUT
     total = failed = retry_needed = 0
-    torn_tail = None
+    offset = first_offset
+    number = first_number - 1
+    tail = torn_tail = None
     try:
         for number, raw in enumerate(lines, start=first_number):
+            start = offset
+            offset += len(raw)
             try:
                 row = loads(raw)
             except orjson.JSONDecodeError:
@@ -149,32 +213,57 @@ def _scan(
                     # The end of the file as we found it: an append may be landing right now,
                     # and what a later read returns would be its rest, not a new line.
                     torn_tail = line
+                    offset = start
+                    number -= 1
                     break
                 if row is _SKIP:
+                    if not line.terminated:  # a blank start of a line still being written
+                        offset = start
+                        number -= 1
+                        break
                     continue
             try:
                 key, step_id, action, result_class = order_fields(row)
             except ValueError as exc:
                 raise _row_error(path, number, exc) from None
             is_failed, is_retry = cached_flags(result_class) or flags(result_class)
+            key = -key
+            candidate = (key, step_id, action, number, start, offset)
+            if not raw.endswith(b"\n"):
+                tail = TailRow(candidate, is_failed, is_retry)
+                offset = start
+                number -= 1
+                break
             total += 1
             failed += is_failed
             retry_needed += is_retry
-            if (
-                limit
-                and (keep_all or (is_retry if keep_retry else is_failed))
-                and -key <= worst_kept
-            ):
-                kept.append((-key, step_id, action, number, row))
-                if len(kept) >= buffer_cap:
-                    kept.sort()
-                    del kept[limit:]
-                    worst_kept = kept[-1][0]
+            if limit_all and key <= worst_all:
+                all_kept.append(candidate)
+                if len(all_kept) >= limit_all + BUFFER_SLACK:
+                    all_kept.sort()
+                    del all_kept[limit_all:]
+                    worst_all = all_kept[-1][0]
+            if is_failed and limit_failed and key <= worst_failed:
+                failed_kept.append(candidate)
+                if len(failed_kept) >= limit_failed + BUFFER_SLACK:
+                    failed_kept.sort()
+                    del failed_kept[limit_failed:]
+                    worst_failed = failed_kept[-1][0]
+            if is_retry and limit_retry and key <= worst_retry:
+                retry_kept.append(candidate)
+                if len(retry_kept) >= limit_retry + BUFFER_SLACK:
+                    retry_kept.sort()
+                    del retry_kept[limit_retry:]
+                    worst_retry = retry_kept[-1][0]
     except OSError as exc:
         raise _io_error(path, exc) from None
-    kept.sort()
-    del kept[limit:]
-    return Selection(kept, total, failed, retry_needed, torn_tail)
+    kept = {}
+    for mode, buffer in zip(MODES, (all_kept, failed_kept, retry_kept), strict=True):
+        if mode in limits:
+            buffer.sort()
+            del buffer[limits[mode] :]
+            kept[mode] = buffer
+    return Selection(kept, total, failed, retry_needed, number, offset, tail, torn_tail)
 
 
 def _size_if_present(path: str) -> int | None:
@@ -191,15 +280,32 @@ def _size_if_present(path: str) -> int | None:
 
 
 def select_rows(path: str, mode: QueryMode, limit: int) -> Selection:
-    """Validate and count every row of the file; keep the first `limit` rows `mode` selects."""
+    """Validate and count every row of the file; keep the first `limit` rows `mode` selects
+    (a last unterminated row included)."""
+    limits: Limits = {mode: limit}
+    return scan_file(path, limits).with_tail(limits)
+
+
+def scan_file(path: str, limits: Limits) -> Selection:
+    """One pass over the whole file, in two processes when it is large and a core is free."""
     size = _size_if_present(path)
     if size is None:
-        return Selection()
+        return Selection(kept={mode: [] for mode in limits})
     if size >= PARALLEL_MIN_BYTES and may_fork():
         halves = _halves(path, size)
         if halves is not None:
-            return _select_in_two(path, mode, limit, *halves)
-    return _scan_whole(path, mode, limit)
+            return _select_in_two(path, limits, *halves)
+    return _scan_whole(path, limits)
+
+
+def scan_from(path: str, offset: int, lines: int, limits: Limits) -> Selection:
+    """The lines after the first `lines` lines (`offset` bytes) of the file, one pass."""
+    try:
+        with open_regular(path) as handle:
+            handle.seek(offset)
+            return _scan(path, handle, lines + 1, offset, limits)
+    except OSError as exc:
+        raise _io_error(path, exc) from None
 
 
 def _halves(path: str, size: int) -> tuple[int, int] | None:
@@ -224,54 +330,65 @@ def _halves(path: str, size: int) -> tuple[int, int] | None:
     return split, lines_before
 
 
-def _scan_second_half(
-    path: str, mode: QueryMode, limit: int, split: int, lines_before: int
-) -> Selection:
+def _scan_second_half(path: str, limits: Limits, split: int, lines_before: int) -> Selection:
     try:
         with open(path, "rb") as handle:
             handle.seek(split)
-            return _scan(path, handle, lines_before + 1, mode, limit)
+            return _scan(path, handle, lines_before + 1, split, limits)
     except OSError as exc:
         raise _io_error(path, exc) from None
 
 
-def _second_half_payload(
-    path: str, mode: QueryMode, limit: int, split: int, lines_before: int
-) -> bytes:
+def _second_half_payload(path: str, limits: Limits, split: int, lines_before: int) -> bytes:
     """The forked child's answer: the second half's Selection, or our error, pickled."""
     try:
-        outcome: Selection | PremathError = _scan_second_half(
-            path, mode, limit, split, lines_before
-        )
+        outcome: Selection | PremathError = _scan_second_half(path, limits, split, lines_before)
     except PremathError as exc:
         outcome = exc
     return pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _select_in_two(
-    path: str, mode: QueryMode, limit: int, split: int, lines_before: int
-) -> Selection:
+def _select_in_two(path: str, limits: Limits, split: int, lines_before: int) -> Selection:
     with forked_answer(
-        functools.partial(_second_half_payload, path, mode, limit, split, lines_before)
+        functools.partial(_second_half_payload, path, limits, split, lines_before)
     ) as answer:
         try:
             with open_regular(path) as handle:
-                first = _scan(path, islice(handle, lines_before), 1, mode, limit)
+                first = _scan(path, islice(handle, lines_before), 1, 0, limits)
         except OSError as exc:
             raise _io_error(path, exc) from None
         payload = answer()
     if payload:
         second: Selection | PremathError = pickle.loads(payload)  # our own child's bytes
     else:
-        second = _scan_second_half(path, mode, limit, split, lines_before)
+        second = _scan_second_half(path, limits, split, lines_before)
     if isinstance(second, PremathError):
         raise second
-    return first.merged(second, limit)
+    return first.merged(second, limits)
 
 
-def _scan_whole(path: str, mode: QueryMode, limit: int) -> Selection:
+def _scan_whole(path: str, limits: Limits) -> Selection:
     try:
         with open(path, "rb") as handle:
-            return _scan(path, handle, 1, mode, limit)
+            return _scan(path, handle, 1, 0, limits)
     except OSError as exc:
         raise _io_error(path, exc) from None
+
+
+def read_rows(path: str, candidates: list[Candidate]) -> list[Any]:
+    """The decoded rows of `candidates`, read again by offset (as the scan decoded them)."""
+    rows: list[Any] = []
+    if not candidates:
+        return rows
+    try:
+        with open_regular(path) as handle:
+            for _, _, _, number, start, end in candidates:
+                handle.seek(start)
+                raw = handle.read(end - start)
+                try:
+                    rows.append(orjson.loads(raw))
+                except orjson.JSONDecodeError:
+                    rows.append(_decode(path, _jsonl_line(number, raw)))
+    except OSError as exc:
+        raise _io_error(path, exc) from None
+    return rows

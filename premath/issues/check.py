@@ -1,12 +1,11 @@
 """`issue check`: the issue graph contract (premath.issue_graph.check.v1; specs/issue-memory.md)."""
 
-import re
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from premath.models.vocabulary import KNOWN_STATUSES
 from premath.store.issues_file import IssueMap
 from premath.text import rust_trim
+from premath.timefmt import compiled
 
 CHECK_KIND = "premath.issue_graph.check.v1"
 DEFAULT_NOTE_WARN_THRESHOLD = 2000
@@ -18,29 +17,29 @@ NOTES_LARGE = "issue_graph.notes.large"
 STATUS_UNKNOWN = "issue_graph.status.unknown"
 TITLE_BLANK = "issue_graph.title.blank"
 
-# The reference's own patterns (crates/premath-bd/src/issue_graph.rs), case-insensitive.
-_ACCEPTANCE = re.compile(r"^\s*acceptance(?:\s+criteria)?\s*:", re.IGNORECASE | re.MULTILINE)
+# The reference's own patterns (crates/premath-bd/src/issue_graph.rs), case-insensitive;
+# compiled on first use (`timefmt.compiled`): the hot reads that import this module never match.
+_ACCEPTANCE = r"(?im)^\s*acceptance(?:\s+criteria)?\s*:"
 _COMMAND = r"(?:mise run|python3|cargo(?: run)?|premath|sh|nix develop -c|uv run|pytest)\b"
-_COMMAND_LINE = re.compile(
-    rf"^\s*(?:[-*]\s*)?(?:`)?{_COMMAND}[^`\n]*(?:`)?\s*$", re.IGNORECASE | re.MULTILINE
-)
-_COMMAND_SPAN = re.compile(rf"`{_COMMAND}[^`]*`", re.IGNORECASE)
+_COMMAND_LINE = rf"(?im)^\s*(?:[-*]\s*)?(?:`)?{_COMMAND}[^`\n]*(?:`)?\s*$"
+_COMMAND_SPAN = rf"(?i)`{_COMMAND}[^`]*`"
 
 
 def has_acceptance(description: str) -> bool:
     """A description line starting, in any case, with `Acceptance:` or `Acceptance criteria:`."""
-    return _ACCEPTANCE.search(description) is not None
+    return compiled(_ACCEPTANCE).search(description) is not None
 
 
 def has_verification_command(text: str) -> bool:
     """A command line (optional bullet and backticks) or an inline backticked command."""
-    return _COMMAND_LINE.search(text) is not None or _COMMAND_SPAN.search(text) is not None
+    return (
+        compiled(_COMMAND_LINE).search(text) is not None
+        or compiled(_COMMAND_SPAN).search(text) is not None
+    )
 
 
-_VERIFICATION_HEADING = re.compile(
-    r"^\s*verification(?:\s+commands?)?\s*:(.*)$", re.IGNORECASE | re.MULTILINE
-)
-_SECTION_END = re.compile(r"^\s*$|^\s*[A-Z][A-Za-z ]*:\s*$|^\s*[A-Z][A-Za-z ]*:\s")
+_VERIFICATION_HEADING = r"(?im)^\s*verification(?:\s+commands?)?\s*:(.*)$"
+_SECTION_END = r"^\s*$|^\s*[A-Z][A-Za-z ]*:\s*$|^\s*[A-Z][A-Za-z ]*:\s"
 
 
 def verification_commands(description: str) -> list[str]:
@@ -51,15 +50,15 @@ def verification_commands(description: str) -> list[str]:
     dropped) that starts with one of the command words `issue check` knows.
     """
     commands: list[str] = []
-    for heading in _VERIFICATION_HEADING.finditer(description):
+    for heading in compiled(_VERIFICATION_HEADING).finditer(description):
         section = [heading.group(1)]
         for line in description[heading.end() :].splitlines()[1:]:
-            if _SECTION_END.match(line):
+            if compiled(_SECTION_END).match(line):
                 break
             section.append(line)
         for line in section:
-            spans = [span.strip("`") for span in _COMMAND_SPAN.findall(line)]
-            if not spans and _COMMAND_LINE.fullmatch(line):
+            spans = [span.strip("`") for span in compiled(_COMMAND_SPAN).findall(line)]
+            if not spans and compiled(_COMMAND_LINE).fullmatch(line):
                 spans = [line.strip().lstrip("-*").strip().strip("`").strip()]
             commands.extend(span.strip() for span in spans if span.strip())
     return list(dict.fromkeys(commands))
@@ -71,8 +70,7 @@ class Finding(NamedTuple):
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class CheckReport:
+class CheckReport(NamedTuple):
     """Errors and warnings per issue in id order; any error rejects the graph."""
 
     errors: list[Finding]

@@ -1,5 +1,6 @@
 """Dependency graph: ready and blocked sets, paths, cycles, edge views (specs/issue-memory.md)."""
 
+import functools
 import operator
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -139,7 +140,13 @@ def blocked_issues(issues: IssueMap) -> list[BlockedIssue]:
 
 def in_scope(row: IssueRow, scope: GraphScope) -> bool:
     """`active`: status open or in_progress after trim and lowercase; `full`: every issue."""
-    return scope == "full" or rust_trim(row["status"]).lower() in ("open", "in_progress")
+    return scope == "full" or _active_status(row["status"])
+
+
+@functools.cache
+def _active_status(status: str) -> bool:
+    """A store holds a handful of distinct statuses: each is trimmed and lowered once."""
+    return rust_trim(status).lower() in ("open", "in_progress")
 
 
 def _neighbours(row: IssueRow) -> list[str]:
@@ -176,7 +183,9 @@ def find_path(issues: IssueMap, start: str, target: str, scope: GraphScope) -> l
 
 
 def _cyclic_components(issues: IssueMap, scope: GraphScope) -> dict[str, int]:
-    """Strongly connected component index of each in-scope node (Tarjan, iterative)."""
+    """Strongly connected component index of each in-scope node that has edges (Tarjan,
+    iterative). A node without edges is a component of its own that no cycle passes through:
+    it is neither a root nor walked into, which leaves every other component as it is."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     component: dict[str, int] = {}
@@ -188,12 +197,12 @@ def _cyclic_components(issues: IssueMap, scope: GraphScope) -> dict[str, int]:
         found = []
         for edge in issues[node].get("dependencies", _NO_EDGES):
             target = issues.get(edge["depends_on_id"])
-            if target is not None and in_scope(target, scope):
+            if target is not None and "dependencies" in target and in_scope(target, scope):
                 found.append(edge["depends_on_id"])
         return found
 
-    for root in issues:
-        if root in index or not in_scope(issues[root], scope):
+    for root, row in issues.items():
+        if root in index or "dependencies" not in row or not in_scope(row, scope):
             continue
         work = [(root, iter(successors(root)))]
         index[root] = low[root] = counter

@@ -1,8 +1,7 @@
 """Creating issues and changing their fields the way the reference's `Issue` methods do
 (specs/issue-memory.md "Leases")."""
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from premath.errors import Conflict, InputInvalid
 from premath.models.issue_row import (
@@ -91,8 +90,7 @@ def next_auto_id(issues: IssueMap) -> str:
     return f"{AUTO_ID_PREFIX}{number}"
 
 
-@dataclass(frozen=True)
-class NewIssue:
+class NewIssue(NamedTuple):
     """What `issue add` and `issue discover` take for a new issue."""
 
     title: str

@@ -7,15 +7,14 @@ the commands' JSON documents. Readers load without the lock; writers go through 
 (lock, load, change, atomic rewrite, unlock).
 """
 
+import functools
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from premath.errors import InputInvalid, IoFailure, NotFound
 from premath.issues import dependencies, graph, leases, lifecycle
-from premath.issues.check import CheckReport, check_issues
 from premath.issues.graph import BlockedIssue, Integrity
 from premath.issues.leases import LeaseChange, LeaseProjection
 from premath.models.issue_row import DependencyRow, IssueRow
@@ -25,11 +24,15 @@ from premath.store.issues_file import (
     IssueMap,
     edit_chosen_row,
     load_issues,
+    load_slim,
     mutate_store,
     require_store_file,
 )
 from premath.text import rust_trim
 from premath.timefmt import epoch_nanos, format_autosi_z
+
+if TYPE_CHECKING:
+    from premath.issues.check import CheckReport
 
 
 def _now(now: datetime) -> tuple[int, str]:
@@ -45,37 +48,94 @@ def read_store(path: str, now: datetime) -> IssueMap:
 # --- readers -----------------------------------------------------------------------------------
 
 
+def _slim_or_full(
+    path: str, now: datetime, slim: Callable[[dict[str, Any]], IssueRow | None]
+) -> IssueMap:
+    """The store as a reader needs it: slim rows of a big store in our bytes (D26-4), else the
+    full load. Whatever the way, the reader's own logic (and order) applies to the result."""
+    issues = load_slim(path, slim)
+    return read_store(path, now) if issues is None else issues
+
+
+_LISTED = ("id", "title", "status", "priority", "issue_type", "assignee", "owner", "lease")
+"""What `issue list` shows of a row (`documents.lease_summary`: the MCP tools' item, D25-1)."""
+
+
 def list_issues(
     path: str, *, now: datetime, status: str | None = None, assignee: str | None = None
 ) -> list[IssueRow]:
     """Issues in claim-next's order (D25-1), only those with exactly `status` / `assignee`."""
-    return filter_issues(read_store(path, now), status=status, assignee=assignee)
+
+    def listed(row: dict[str, Any]) -> IssueRow | None:
+        if _wanted(row, status, assignee):
+            return {key: row[key] for key in _LISTED if key in row}  # type: ignore[return-value]
+        return None
+
+    return filter_issues(_slim_or_full(path, now, listed), status=status, assignee=assignee)
 
 
 def filter_issues(
     issues: IssueMap, *, status: str | None = None, assignee: str | None = None
 ) -> list[IssueRow]:
-    rows = [
-        row
-        for row in issues.values()
-        if (status is None or row["status"] == status)
-        and (assignee is None or row.get("assignee", "") == assignee)
-    ]
+    """The rows with exactly `status` / `assignee` when given, in claim-next's order (D25-1)."""
+    rows = [row for row in issues.values() if _wanted(row, status, assignee)]
     rows.sort(key=leases.claim_order)
     return rows
+
+
+def _wanted(row: Mapping[str, Any], status: str | None, assignee: str | None) -> bool:
+    return (status is None or row["status"] == status) and (
+        assignee is None or row.get("assignee", "") == assignee
+    )
+
+
+def _status_and_edges() -> Callable[[dict[str, Any]], IssueRow]:
+    """A row as graph rules read it: its status and edges (one shared dict per status for a
+    row without edges)."""
+    shared: dict[str, IssueRow] = {}
+
+    def slim(row: dict[str, Any]) -> IssueRow:
+        status = row["status"]
+        dependencies = row.get("dependencies")
+        if dependencies:
+            return {"status": status, "dependencies": dependencies}  # type: ignore[typeddict-item]
+        found = shared.get(status)
+        if found is None:
+            found = shared[status] = {"status": status}  # type: ignore[typeddict-item]
+        return found
+
+    return slim
 
 
 def ready(path: str, *, now: datetime) -> list[IssueRow]:
     """Open issues whose blocking dependencies are all closed, in the order claim-next takes
     them (D25-1; the reference lists them by id)."""
-    return graph.ready_issues(read_store(path, now), order=leases.claim_order)
+    status_only = _status_and_edges()
+
+    def slim(row: dict[str, Any]) -> IssueRow:
+        dependencies = row.get("dependencies")
+        if row["status"] != "open":
+            # Another row's edges stored here still count (`graph.foreign_edges`); own ones
+            # of an issue that is not open never do.
+            issue_id = row["id"]
+            if dependencies and any(edge["issue_id"] != issue_id for edge in dependencies):
+                return {"status": row["status"], "dependencies": dependencies}  # type: ignore[typeddict-item]
+            return status_only({"status": row["status"]})
+        kept: dict[str, Any] = {key: row[key] for key in ("id", "title", "status", "priority")}
+        if dependencies is not None:
+            kept["dependencies"] = dependencies
+        return kept  # type: ignore[return-value]
+
+    return graph.ready_issues(_slim_or_full(path, now, slim), order=leases.claim_order)
 
 
 def blocked(path: str, *, now: datetime) -> list[BlockedIssue]:
     return graph.blocked_issues(read_store(path, now))
 
 
-def check(path: str, *, now: datetime, note_warn_threshold: int) -> CheckReport:
+def check(path: str, *, now: datetime, note_warn_threshold: int) -> "CheckReport":
+    from premath.issues.check import check_issues  # its patterns: only `issue check` needs them
+
     return check_issues(read_store(path, now), note_warn_threshold)
 
 
@@ -92,8 +152,7 @@ def lease_state(path: str, issue_id: str, *, now: datetime) -> tuple[IssueRow | 
     return row, leases.loop_lease_state(row, now_ns)
 
 
-@dataclass(frozen=True, slots=True)
-class EdgeProjection:
+class EdgeProjection(NamedTuple):
     """Every edge in `dep project` order, and the cycle check over all issues."""
 
     edges: list[DependencyRow]
@@ -106,6 +165,20 @@ def dep_project(path: str, *, now: datetime) -> EdgeProjection:
 
 
 def dep_diagnostics(path: str, *, now: datetime, scope: GraphScope) -> Integrity:
+    graph_row = _status_and_edges()
+
+    def slim(row: dict[str, Any]) -> IssueRow | None:
+        # An issue out of scope counts as missing in every graph rule: it is left out, and the
+        # rest is all in scope.
+        return graph_row(row) if graph.in_scope(row, scope) else None  # type: ignore[arg-type]
+
+    @functools.cache
+    def edgeless(status: str) -> IssueRow | None:  # a store holds a handful of statuses
+        return slim({"status": status})
+
+    issues = load_slim(path, slim, edgeless)
+    if issues is not None:
+        return graph.integrity(issues, "full")
     return graph.integrity(read_store(path, now), scope)
 
 

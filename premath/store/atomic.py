@@ -10,16 +10,20 @@ writers (ours, `.<name>.tmp.<pid>.<ns>`, and the reference's issues-file temps,
 `git status`.
 """
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from premath.clock import epoch_ns
 from premath.store.files import write_all
 from premath.store.owners import pid_alive
 
+if TYPE_CHECKING:  # pathlib stays off the import path of hot writers (start-up budget)
+    from pathlib import Path
 
-def fsync_directory(directory: Path) -> None:
+
+def fsync_directory(directory: "str | os.PathLike[str]") -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -27,17 +31,19 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def _temp_prefix(target: Path) -> str:
-    return f".{target.name}.tmp."
+def _temp_prefix(target: str) -> str:
+    return f".{os.path.basename(target)}.tmp."
 
 
-def sweep_orphan_temps(target: Path) -> None:
+def sweep_orphan_temps(target: "str | os.PathLike[str]") -> None:
     """Remove temp files of `target` (ours and the reference's) left by writers that no longer
     run; only names whose pid part is a number, never our own pid."""
+    target = os.fspath(target)
+    parent = os.path.dirname(target) or "."
     ours = _temp_prefix(target)
     theirs = ours[1:]
     try:
-        entries = os.listdir(target.parent)
+        entries = os.listdir(parent)
     except OSError:
         return
     for name in entries:
@@ -45,7 +51,12 @@ def sweep_orphan_temps(target: Path) -> None:
             continue
         pid_text = name[len(ours if name.startswith(ours) else theirs) :].partition(".")[0]
         if pid_text.isdigit() and int(pid_text) != os.getpid() and not pid_alive(int(pid_text)):
-            (target.parent / name).unlink(missing_ok=True)
+            _unlink(os.path.join(parent, name))
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
@@ -56,18 +67,18 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
 def write_atomic_chunks(
     path: str | os.PathLike[str],
     chunks: Iterable[bytes],
-    before_replace: Callable[[Path], None] | None = None,
+    before_replace: "Callable[[Path], None] | None" = None,
 ) -> None:
     """`write_atomic` of the concatenated chunks, produced while writing (bounded memory).
 
     `before_replace` sees the complete temp file before it takes the name; raising there
     leaves `path` as it was.
     """
-    target = Path(path)
-    parent = target.parent
-    parent.mkdir(parents=True, exist_ok=True)
+    target = os.fspath(path)
+    parent = os.path.dirname(target) or "."
+    os.makedirs(parent, exist_ok=True)
     sweep_orphan_temps(target)
-    temp = parent / f"{_temp_prefix(target)}{os.getpid()}.{epoch_ns()}"
+    temp = os.path.join(parent, f"{_temp_prefix(target)}{os.getpid()}.{epoch_ns()}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         try:
@@ -77,10 +88,12 @@ def write_atomic_chunks(
         finally:
             os.close(fd)
         if before_replace is not None:
-            before_replace(temp)
+            from pathlib import Path
+
+            before_replace(Path(temp))
         os.replace(temp, target)
     except BaseException:
-        temp.unlink(missing_ok=True)
+        _unlink(temp)
         raise
     fsync_directory(parent)
 
@@ -96,8 +109,10 @@ class StagedWriteFailed(Exception):
         self.published = published
 
 
-def _stage(target: Path, data: bytes) -> Path:
-    temp = target.parent / f"{_temp_prefix(target)}{os.getpid()}.{epoch_ns()}"
+def _stage(target: str, data: bytes) -> str:
+    temp = os.path.join(
+        os.path.dirname(target) or ".", f"{_temp_prefix(target)}{os.getpid()}.{epoch_ns()}"
+    )
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         try:
@@ -106,7 +121,7 @@ def _stage(target: Path, data: bytes) -> Path:
         finally:
             os.close(fd)
     except BaseException:
-        temp.unlink(missing_ok=True)
+        _unlink(temp)
         raise
     return temp
 
@@ -119,20 +134,20 @@ def write_atomic_together(files: list[tuple[str, bytes]]) -> None:
     once every target has been checked. Only a rename failing after an earlier one succeeded
     (which needs the folder to change under us) can publish part of the set.
     """
-    targets = [Path(path) for path, _ in files]
+    targets = [os.fspath(path) for path, _ in files]
     for index, target in enumerate(targets):
-        if target.is_dir():
+        if os.path.isdir(target):
             raise StagedWriteFailed(index, IsADirectoryError(21, os.strerror(21)), 0)
-        ancestor = target.parent
-        while not ancestor.exists() and ancestor != ancestor.parent:
-            ancestor = ancestor.parent
-        if not ancestor.is_dir():
+        ancestor = os.path.dirname(os.path.abspath(target))
+        while not os.path.exists(ancestor) and ancestor != os.path.dirname(ancestor):
+            ancestor = os.path.dirname(ancestor)
+        if not os.path.isdir(ancestor):
             raise StagedWriteFailed(index, NotADirectoryError(20, os.strerror(20)), 0)
-    staged: list[Path] = []
+    staged: list[str] = []
     try:
         for index, (target, (_, data)) in enumerate(zip(targets, files, strict=True)):
             try:
-                target.parent.mkdir(parents=True, exist_ok=True)
+                os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
                 sweep_orphan_temps(target)
                 staged.append(_stage(target, data))
             except OSError as exc:
@@ -144,6 +159,6 @@ def write_atomic_together(files: list[tuple[str, bytes]]) -> None:
                 raise StagedWriteFailed(index, exc, index) from exc
     finally:
         for temp in staged:
-            temp.unlink(missing_ok=True)
-    for folder in {target.parent for target in targets}:
+            _unlink(temp)
+    for folder in {os.path.dirname(target) or "." for target in targets}:
         fsync_directory(folder)

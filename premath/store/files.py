@@ -3,23 +3,22 @@
 A path we read may name `/dev/zero` (endless bytes), a FIFO (a read that never returns) or a
 file far larger than any artifact. Every read here opens without blocking, refuses anything but
 a regular file, and reads at most `cap + 1` bytes, so a file over its cap is a clear error
-rather than a MemoryError. Caps are named settings (`ReadCaps`), overridable by environment
-variable for the rare legitimate giant.
+rather than a MemoryError; it reserves only what the file holds, so a large cap costs nothing
+under an address-space limit (`ulimit -v`). Caps are named settings (`ReadCaps`), overridable
+by environment variable for the rare legitimate giant.
 """
 
 import errno
 import os
 import stat
-from dataclasses import dataclass
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 from premath.errors import InputInvalid, InvalidUsage
 
 _MIB = 1 << 20
 
 
-@dataclass(frozen=True, slots=True)
-class ReadCap:
+class ReadCap(NamedTuple):
     """One named size cap: `default` bytes unless the environment variable `env` says otherwise."""
 
     env: str
@@ -80,14 +79,38 @@ def file_kind(mode: int) -> str:
     return "not a file"
 
 
+_GROWTH_BYTES = 1 << 20
+
+
+def read_capped(handle: BinaryIO, limit: int) -> bytes:
+    """What the open regular file holds, at most `limit + 1` bytes, never reserving the cap.
+
+    A read of `limit + 1` bytes allocates that much before the first byte arrives (a 4 GiB
+    store cap fails under a 1 GiB address-space limit, D26-5): the size comes from `fstat`,
+    then the read grows by bounded steps while the file still gives bytes (it grew, or its
+    size lies, as /proc files' does)."""
+    size = os.fstat(handle.fileno()).st_size
+    data = handle.read(min(size, limit) + 1)
+    chunks = [data]
+    total = len(data)
+    while total <= limit:
+        chunk = handle.read(min(max(total, _GROWTH_BYTES), limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return data if len(chunks) == 1 else b"".join(chunks)
+
+
 def read_bounded(path: str | os.PathLike[str], cap: ReadCap = DOCUMENT_CAP) -> bytes:
-    """The bytes of regular file `path`, refused past `cap` (reads at most cap + 1 bytes).
+    """The bytes of regular file `path`, refused past `cap` (reads at most cap + 1 bytes, and
+    reserves only what the file holds: `read_capped`).
 
     OSError (missing, unreadable) propagates for the caller to name; InputInvalid otherwise.
     """
     limit = cap.bytes()
     with open_regular(path) as handle:
-        data = handle.read(limit + 1)
+        data = read_capped(handle, limit)
     if len(data) > limit:
         raise InputInvalid(
             f"{os.fspath(path)} is larger than {limit} bytes; raise {cap.env} if it is meant to be"

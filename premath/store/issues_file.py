@@ -42,11 +42,9 @@ from premath.models.issue_row import (
     text_form,
 )
 from premath.store import stored_scan
-from premath.store.atomic import write_atomic
 from premath.store.canonical import row_bytes, with_serde_floats
 from premath.store.files import STORE_CAP, read_bounded
 from premath.store.forked_check import check_in_parallel
-from premath.store.locks import hold_marker
 from premath.text import rust_trim_line
 from premath.timefmt import (
     epoch_nanos,
@@ -414,6 +412,8 @@ def write_issues(path: str, issues: IssueMap) -> None:
 
 
 def _write(path: str, data: bytes) -> None:
+    from premath.store.atomic import write_atomic  # writers only: readers start leaner
+
     try:
         write_atomic(path, data)
     except OSError as exc:
@@ -474,6 +474,8 @@ def _store_lock(
     path: str, timeout_s: float, on_turn: Callable[[], None] | None = None
 ) -> Iterator[None]:
     """Hold `<path>.lock` for the block (the reference's protocol)."""
+    from premath.store.locks import hold_marker  # writers only: readers start leaner
+
     marker = lock_path(path)
     lock = hold_marker(
         marker,
@@ -567,18 +569,43 @@ def edit_chosen_row(
         return _mutate_locked(path, mutate, now=now, warm=None)
 
 
+@contextlib.contextmanager
+def _slim_candidate(path: str) -> Iterator[int | None]:
+    """`path` open for the slim scan when it is a regular file of `SLIM_STORE_BYTES` or more
+    (and within the store cap); None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        yield None
+        return
+    try:
+        status = os.fstat(fd)
+        size = status.st_size
+        big = SLIM_STORE_BYTES <= size <= STORE_CAP.bytes()
+        yield fd if stat.S_ISREG(status.st_mode) and big else None
+    finally:
+        os.close(fd)
+
+
+def load_slim(
+    path: str,
+    slim: Callable[[dict[str, Any]], IssueRow | None],
+    edgeless: Callable[[str], IssueRow | None] | None = None,
+) -> IssueMap | None:
+    """A big store in our bytes as `slim` keeps each row (`stored_scan.slim_store`), for a
+    reader that needs a few fields of each: 100k rows are never whole in memory. None when the
+    file is small, missing, or not provably in our bytes: the caller loads it in full (which
+    also words every error)."""
+    with _slim_candidate(path) as fd, _gc_paused():
+        return None if fd is None else stored_scan.slim_store(fd, slim, edgeless)
+
+
 def _edit_slim(
     path: str, choose: Callable[[IssueMap], IssueRow | None], edit: Callable[[IssueRow], None]
 ) -> tuple[IssueRow | None] | None:
     """`edit_chosen_row` by the slim scan; None when the file does not qualify."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
-    try:
-        status = os.fstat(fd)
-        size = status.st_size
-        if not stat.S_ISREG(status.st_mode) or not SLIM_STORE_BYTES <= size <= STORE_CAP.bytes():
+    with _slim_candidate(path) as fd:
+        if fd is None:
             return None
         scan = stored_scan.scan_stored(fd)
         if scan is None:
@@ -595,8 +622,6 @@ def _edit_slim(
         except OSError as exc:
             raise IoFailure(f"failed to write issues file {path}: {exc.strerror or exc}") from None
         return (row,)
-    finally:
-        os.close(fd)
 
 
 FileIdentity = tuple[int, int, int, int]

@@ -18,8 +18,7 @@ import os
 import stat
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 import orjson
 
@@ -27,13 +26,14 @@ from premath.clock import epoch_ns
 from premath.errors import InputInvalid
 from premath.store.atomic import write_atomic
 from premath.store.files import LINE_CAP, open_regular, write_all
-from premath.store.locks import hold_marker
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _TAIL_CHUNK = 1 << 16
 
 
-@dataclass(frozen=True, slots=True)
-class JsonlLine:
+class JsonlLine(NamedTuple):
     number: int
     """1-based line number in the file, counting skipped lines."""
     text: bytes
@@ -97,7 +97,7 @@ def _parses(text: bytes) -> bool:
     return True
 
 
-def _quarantine(target: Path, fd: int, start: int, size: int) -> bytes:
+def _quarantine(target: "Path", fd: int, start: int, size: int) -> bytes:
     """Move the torn tail `[start, size)` to a file beside `target`; the bytes to write first."""
     tail = os.pread(fd, size - start, start)
     if _parses(tail.strip()):
@@ -128,6 +128,10 @@ def append_line(
     (OSError propagates after the rollback, for the caller to word). `sync=False` leaves the
     fsync to the caller's `sync_file` once a batch of rows is written (readers see each row
     at once either way)."""
+    from pathlib import Path  # appenders only: readers start leaner
+
+    from premath.store.locks import hold_marker
+
     target = Path(path)
     with hold_marker(f"{os.fspath(target)}.lock", timeout_s=timeout_s):
         fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o666)

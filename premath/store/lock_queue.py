@@ -1,70 +1,180 @@
-"""Waiters' tickets beside a lock marker, so premath writers are served in arrival order.
+"""Waiters' tickets beside a lock marker: premath writers served in arrival order, asleep.
 
-Each waiter publishes `.<marker>.<epoch ns>.<pid>.wait` (the marker's contents, so it can be
-judged) and tries the marker only while no live ticket is older than its own. Tickets are
-advisory: the marker alone is the lock, and the reference (which polls the marker) competes as
-before. Without them, a waiter polling every 2 ms could lose race after race to newer arrivals:
-under 16 writers one call waited 30 s while the median waited 3.
+Each waiter publishes `.<marker>.<epoch ns>.<pid>.wait` (the marker's contents, so a person can
+tell whose it is) holding `flock(LOCK_EX)` on it from before the name appears until it leaves
+the queue, which it does after releasing the marker. A waiter sleeps in the kernel, in a
+blocking `flock` on the ticket just ahead of its own: it wakes when that waiter is done, or the
+moment that process dies (the kernel releases a dead process's locks), and costs no CPU
+meanwhile. A ticket whose lock can be taken while its name still exists belongs to a process
+that died: it is removed. Tickets are advisory: the marker alone is the lock, and the reference
+(which polls the marker) competes as before; the head of the queue, with nothing ahead of it
+but a marker held outside the queue, polls the marker as the reference does.
 
-Waiting is cheap, because the waiters share the CPU the holder needs (16 writers on 2 cores): a
-waiter lists the folder once, then a poll is a `stat` of the oldest ticket still ahead, and a
-waiter further back polls less often in proportion to its place (`pause_s`). A
-ticket in front is presumed live while the pid in its name exists (`kill(pid, 0)`) and judged
-in full (its contents and /proc, `store/owners.py`) only once it has been in front for
-`JUDGE_AFTER_S`: most are served sooner. The waiter right behind the head removes the head's
-ticket when its owner is dead, or when it has left the free marker untaken for
-`_HEAD_PATIENCE_S` (stopped by SIGSTOP, or starved), so one waiter never blocks the rest (once
-resumed, that waiter still tries the marker as a head does: it has waited longest). A ticket
-we cannot judge (another host or container) is not waited for.
+A sleeping waiter also wakes every `_WAKE_EVERY_S` (a timer, main thread only; other threads
+poll the ticket ahead without blocking, a few ms apart): the waiter right behind the head removes
+the head's ticket when the head leaves the free marker untaken for `_HEAD_PATIENCE_S` (stopped
+by SIGSTOP, or starved), so one waiter never blocks the rest (once resumed, that waiter still
+tries the marker as a head does: it has waited longest); and every waiter honours its deadline.
+A filesystem without `flock` gives no queue: each waiter then polls the marker.
 """
 
+import contextlib
+import errno
+import fcntl
 import math
 import os
+import signal
+import threading
 import time
-from typing import NamedTuple
 
 from premath.clock import epoch_ns
-from premath.store.markers import Claim, marker_owner, marker_state, remove
-from premath.store.owners import OwnerState, owner_state, pid_exists
+from premath.store.files import write_all
+from premath.store.markers import marker_state, remove
+from premath.store.owners import pid_exists
 
 _POLL_S = 0.002
-_HEAD_POLL_S = 0.0005
-_MAX_PAUSE_S = 0.032
+_MAX_POLL_S = 0.032
+_HEAD_POLL_S = 0.002
+_WAKE_EVERY_S = 0.25
 _HEAD_PATIENCE_S = 1.0
-_REJUDGE_S = 1.0
 _SWEEP_EVERY_S = 5.0
 JUDGE_AFTER_S = 0.032
-"""A marker or ticket in front of a waiter is judged in full only once it has been there this
-long (reading it and /proc costs more than many polls)."""
+"""A marker in front of the head is judged in full (its contents and /proc) only once it has
+been there this long (reading it costs more than many polls)."""
+
+_NO_FLOCK = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL, errno.EBADF}
 
 
-class _Seen(NamedTuple):
-    pid: int
-    state: OwnerState
-    judge_at: float
-    """When to judge the ticket in full (again)."""
+class _Wake(Exception):
+    """The timer that bounds one blocking `flock` went off."""
 
 
-def _ticket_pid(ticket: str) -> int:
-    """The pid a ticket's name carries (`....<ns>.<pid>.wait`), 0 if it carries none."""
-    digits = ticket.removesuffix(".wait").rpartition(".")[2]
-    return int(digits) if digits.isdigit() else 0
+def try_lock(fd: int) -> bool:
+    """Take `flock(LOCK_EX)` on `fd` if nobody holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _timer_usable() -> bool:
+    """SIGALRM may bound a blocking call: main thread, no handler or timer of someone else's."""
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    handler = signal.getsignal(signal.SIGALRM)
+    if handler not in (signal.SIG_DFL, signal.SIG_IGN, None):
+        return False
+    return signal.getitimer(signal.ITIMER_REAL)[0] == 0
+
+
+def lock_within(fd: int, timeout_s: float) -> bool:
+    """Take `flock(LOCK_EX)` on `fd`, sleeping in the kernel at most `timeout_s`; whether it
+    was taken. Off the main thread (no timer to bound the call) it polls instead."""
+    if timeout_s <= 0:
+        return try_lock(fd)
+    if not _timer_usable():
+        end = time.monotonic() + timeout_s
+        pause = _POLL_S
+        while not try_lock(fd):
+            left = end - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, _MAX_POLL_S)
+        return True
+
+    def wake(_signum: int, _frame: object) -> None:
+        raise _Wake
+
+    previous = signal.signal(signal.SIGALRM, wake)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except _Wake:
+            return try_lock(fd)  # the timer may go off just after the lock was taken
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except _Wake:  # went off between the flock and disarming the timer: the lock is ours
+        return try_lock(fd)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    return True
+
+
+def _ticket_gone(path: str, fd: int) -> bool:
+    """Whether `path` no longer names the file open as `fd` (its owner left the queue)."""
+    try:
+        return os.stat(path).st_ino != os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return True
+
+
+def _open_ticket(path: str) -> int | None:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+
+
+def ticket_is_dead(path: str) -> bool:
+    """A ticket whose lock nobody holds while its name exists: its owner died."""
+    fd = _open_ticket(path)
+    if fd is None:
+        return False
+    try:
+        return try_lock(fd) and not _ticket_gone(path, fd)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 class TicketQueue:
-    """Our ticket in the queue of `marker`, and how many live waiters are ahead of it."""
+    """Our locked ticket in the queue of `marker`, and the sleep behind the one ahead of it."""
 
-    def __init__(self, marker: str, claim: Claim) -> None:
+    def __init__(self, marker: str, text: bytes) -> None:
         self.marker = marker
         self.folder = os.path.dirname(marker) or "."
         self.prefix = f".{os.path.basename(marker)}."
         self.ticket = os.path.join(
             self.folder, f"{self.prefix}{epoch_ns():020d}.{os.getpid()}.wait"
         )
-        self.queued = claim.publish(self.ticket)
-        self._seen: dict[str, _Seen] = {}
+        self.fd = self._publish(text)
         self._free: tuple[str, float | None] = ("", None)
-        self._ahead: list[str] | None = None
+
+    @property
+    def queued(self) -> bool:
+        return self.fd is not None
+
+    def _publish(self, text: bytes) -> int | None:
+        """Lock and write the ticket under a private name, then rename it into the queue: it
+        is never visible unlocked. None where the filesystem has no `flock`.
+
+        A sweep may remove the private file in the instant between its creation and its lock
+        (it looks abandoned then): the rename fails and we start again."""
+        private = f"{self.ticket}.new"
+        while True:
+            fd = os.open(private, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                write_all(fd, text)
+                os.rename(private, self.ticket)
+            except FileNotFoundError:
+                os.close(fd)
+                continue
+            except OSError as exc:
+                os.close(fd)
+                remove(private)
+                if exc.errno in _NO_FLOCK:
+                    return None
+                raise
+            except BaseException:
+                os.close(fd)
+                remove(private)
+                raise
+            return fd
 
     def _tickets_ahead(self) -> list[str]:
         """The paths of the tickets older than ours, oldest first."""
@@ -77,41 +187,34 @@ class TicketQueue:
         ahead.sort()
         return [os.path.join(self.folder, name) for name in ahead]
 
-    def waiting_ahead(self, now: float) -> int:
-        """How many waiters that arrived before us still wait (0: our turn).
-
-        No ticket older than ours can appear, and waiters leave oldest first: the folder is
-        listed once, then a poll is a `stat` of the oldest ticket still ahead."""
-        if not self.queued:
-            return 0
-        ahead = self._ahead
-        if ahead is None:
-            ahead = self._ahead = self._tickets_ahead()
-        while ahead and not os.path.exists(ahead[0]):
-            del ahead[0]
-        while ahead and (state := self._state(ahead[0], now)) != "alive":
-            if state == "dead":
-                remove(ahead[0])
-            del ahead[0]
+    def ahead(self, now: float) -> list[str]:
+        """The live waiters that arrived before us, oldest first ([]: our turn). Dead ones'
+        tickets are removed; a head that leaves the free marker untaken is skipped."""
+        if self.fd is None:
+            return []
+        ahead = [ticket for ticket in self._tickets_ahead() if not self._removed_if_dead(ticket)]
         if len(ahead) == 1 and self._head_stuck(ahead[0], now):
             remove(ahead[0])
-            del ahead[0]
-        return len(ahead)
+            return []
+        return ahead
 
-    def _state(self, ticket: str, now: float) -> OwnerState:
-        """The state of a ticket's owner: presumed alive while its pid exists, judged in full
-        after `JUDGE_AFTER_S` in front of us and every `_REJUDGE_S` after that."""
-        seen = self._seen.get(ticket)
-        if seen is None:
-            seen = self._seen[ticket] = _Seen(_ticket_pid(ticket), "alive", now + JUDGE_AFTER_S)
-        if seen.state == "dead":
-            return "dead"
-        if now < seen.judge_at and (seen.state == "unknown" or pid_exists(seen.pid)):
-            return seen.state
-        owner = marker_owner(ticket)
-        state: OwnerState = "unknown" if owner is None else owner_state(owner)
-        self._seen[ticket] = _Seen(seen.pid, state, now + _REJUDGE_S)
-        return state
+    def _removed_if_dead(self, ticket: str) -> bool:
+        if ticket_is_dead(ticket):
+            remove(ticket)
+            return True
+        return False
+
+    def sleep_behind(self, ticket: str, timeout_s: float) -> None:
+        """Sleep in the kernel until the waiter of `ticket` is done or dies (its lock is
+        released), at most `timeout_s`; a dead waiter's ticket is removed."""
+        fd = _open_ticket(ticket)
+        if fd is None:
+            return
+        try:
+            if lock_within(fd, timeout_s) and not _ticket_gone(ticket, fd):
+                remove(ticket)  # its lock was released while its name exists: it died
+        finally:
+            os.close(fd)
 
     def _head_stuck(self, head: str, now: float) -> bool:
         """Whether the live waiter at the head has left the marker free for `_HEAD_PATIENCE_S`
@@ -126,34 +229,44 @@ class TicketQueue:
         return now - since > _HEAD_PATIENCE_S
 
     def close(self) -> None:
-        """Leave the queue (served, or given up)."""
-        if self.queued:
+        """Leave the queue (served and done, or given up): the name goes before the lock, so a
+        waiter woken by the lock never mistakes us for a dead waiter."""
+        if self.fd is not None:
             remove(self.ticket)
-            self.queued = False
+            os.close(self.fd)
+            self.fd = None
 
 
-def pause_s(waiting_ahead: int) -> float:
-    """How long a waiter sleeps between polls. The head tries the marker every 0.5 ms (the
-    reference every 2 ms): a try is one failed `link`, and the sooner the head sees the marker
-    gone, the less time the lock stands idle between two writers. A waiter further back can
-    only be served after those ahead of it, so it looks again every 2 ms per place (at most
-    every `_MAX_PAUSE_S`)."""
-    if waiting_ahead == 0:
-        return _HEAD_POLL_S
-    return min(_POLL_S * waiting_ahead, _MAX_PAUSE_S)
+def wake_every_s() -> float:
+    return _WAKE_EVERY_S
+
+
+def head_pause_s() -> float:
+    """How long the head sleeps between tries of a marker held outside the queue (the
+    reference, or a writer of ours that is not queued): the reference's own 2 ms."""
+    return _HEAD_POLL_S
+
+
+def _named_pid(rest: str) -> int:
+    """The pid a claim (`<pid>.<ns>.claim`) or ticket (`<ns>.<pid>.wait[.new]`) names; 0 when
+    it names none."""
+    parts = rest.split(".")
+    digits = parts[0] if parts[-1] == "claim" else parts[1] if len(parts) > 2 else ""
+    return int(digits) if digits.isdigit() else 0
 
 
 _last_sweep: dict[str, float] = {}
 
 
 def sweep(marker: str) -> None:
-    """Remove the tickets of processes that were killed (owner provably dead), and every
-    private claim file not provably alive: one cut short by a kill cannot be judged, and
-    removing a live process's claim file only makes it write the file again.
+    """Remove the tickets of processes that died and every private file not provably alive
+    (a claim or a ticket cut short by a kill cannot be judged; removing a live process's claim
+    file only makes it write the file again). A file whose named pid still exists here is left
+    for a later sweep: judging it costs a read of /proc, and every writer sweeps.
 
     Run after a release (never under the lock), by each process at its first release of a
-    marker and then at most every `_SWEEP_EVERY_S`: judging every file beside the marker costs
-    more than a lock hand-off. Waiters remove dead tickets ahead of them meanwhile."""
+    marker and then at most every `_SWEEP_EVERY_S`. Waiters remove dead tickets ahead of them
+    meanwhile."""
     now = time.monotonic()
     if now - _last_sweep.get(marker, -math.inf) < _SWEEP_EVERY_S:
         return
@@ -165,11 +278,12 @@ def sweep(marker: str) -> None:
     except OSError:
         return
     for name in names:
-        if not name.startswith(prefix):
-            continue
+        if not name.startswith(prefix) or pid_exists(_named_pid(name[len(prefix) :])):
+            continue  # its process still runs (a sweep runs after every short-lived release)
         path = os.path.join(folder, name)
-        if name.endswith(".wait"):
-            if marker_state(path) == "dead":
+        if name.endswith((".wait", ".wait.new")):
+            if ticket_is_dead(path):
                 remove(path)
         elif name.endswith(".claim") and marker_state(path) != "alive":
-            remove(path)
+            with contextlib.suppress(OSError):
+                remove(path)

@@ -10,8 +10,9 @@ lacks:
   wait for it until the timeout, then say how to remove it by hand. Recovery is serialised by a
   second marker (`<lock>.break`) and the judgement repeated while holding it, so two processes
   can never both break one marker and delete a lock taken in between;
-- waiters queued by ticket and served in arrival order; the head of the queue tries the marker
-  every 0.5 ms (the reference every 2 ms), with no back-off.
+- waiters queued by ticket and served in arrival order, asleep in the kernel (a blocking
+  `flock` on the ticket ahead) until their turn; the holder keeps its ticket locked until it
+  has released the marker, so the next waiter wakes when the marker is free.
 Why this and not filelock: docs/architecture.md "Dependencies".
 """
 
@@ -21,11 +22,10 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from typing import NamedTuple
 
 from premath.errors import InvalidUsage, IoFailure, LockBusy
-from premath.store.lock_queue import JUDGE_AFTER_S, TicketQueue, pause_s, sweep
+from premath.store.lock_queue import JUDGE_AFTER_S, TicketQueue, head_pause_s, sweep, wake_every_s
 from premath.store.markers import Claim, claim, marker_owner, marker_state, remove
 from premath.store.owners import owner_state
 
@@ -111,29 +111,31 @@ def hold_marker(
     work that needs no lock (reading what the holder's predecessors wrote) done then is not
     done under the lock, where every waiter waits for it.
     """
-    path = os.fspath(Path(marker))
+    path = os.fspath(marker)
     folder = os.path.dirname(path)
     if folder and not os.path.isdir(folder):
         os.makedirs(folder, exist_ok=True)
     wait = _Wait(path, time.monotonic() + timeout_s, timeout_s, busy_message, report, on_turn)
+    queue: TicketQueue | None = None
     try:
-        with claim(path) as held:
-            queue = TicketQueue(path, held)
-            try:
+        try:
+            with claim(path) as held:
+                queue = TicketQueue(path, held.text)
                 wait.until_taken(held, queue)
-            finally:
-                queue.close()
-    except OSError as exc:
-        raise IoFailure(f"failed to create lock {path}: {exc.strerror or exc}") from exc
-    try:
-        yield
+        except OSError as exc:
+            raise IoFailure(f"failed to create lock {path}: {exc.strerror or exc}") from exc
+        try:
+            yield
+        finally:
+            remove(path)
+            queue.close()  # after the marker: the next waiter wakes to a free marker
+            sweep(path)
     finally:
-        remove(path)
-        sweep(path)
+        if queue is not None:
+            queue.close()
 
 
-@dataclass(frozen=True)
-class _Wait:
+class _Wait(NamedTuple):
     """One waiter's terms: the marker, when to give up, and what to say or do meanwhile."""
 
     path: str
@@ -144,31 +146,37 @@ class _Wait:
     on_turn: Callable[[], None] | None
 
     def until_taken(self, held: Claim, queue: TicketQueue) -> None:
-        """Poll until our turn and the marker is ours; break it if provably dead; LockBusy at
-        the deadline. The head and the next in line judge the marker's owner after
+        """Sleep behind the waiter ahead until our turn, then take the marker; break it if
+        provably dead; LockBusy at the deadline. The head judges the marker's owner after
         `JUDGE_AFTER_S` and as often after that; every waiter judges it at its deadline."""
         judge_at = math.inf
         on_turn = self.on_turn
         while True:
             now = time.monotonic()
-            ahead = queue.waiting_ahead(now)
-            if ahead == 0:
-                if held.take():
-                    return
-                if on_turn is not None:
-                    on_turn()
+            ahead = queue.ahead(now)
+            late = now >= self.deadline
+            if ahead and not late:
+                if len(ahead) == 1 and on_turn is not None:
+                    on_turn()  # next in line: the holder's writes can be read meanwhile
                     on_turn = None
                     continue
-            if ahead <= 1 and judge_at == math.inf:
+                queue.sleep_behind(ahead[-1], min(wake_every_s(), self.deadline - now))
+                continue
+            if not ahead and held.take():
+                return
+            if on_turn is not None:
+                on_turn()
+                on_turn = None
+                continue
+            if judge_at == math.inf:
                 judge_at = now + JUDGE_AFTER_S
-            late = now >= self.deadline
             if late or now >= judge_at:
                 judge_at = now + JUDGE_AFTER_S
                 if marker_state(self.path) == "dead" and _break_if_dead(self.path, self.report):
                     continue
             if late:
                 raise LockBusy(self._busy())
-            time.sleep(min(pause_s(ahead), self.deadline - now))
+            time.sleep(min(head_pause_s(), self.deadline - now))
 
     def _busy(self) -> str:
         message = self.busy_message or (

@@ -10,18 +10,15 @@ process that started at another time. Anything it cannot prove is "unknown".
 
 import errno
 import os
-from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 OwnerState = Literal["alive", "dead", "unknown"]
 
 _UNKNOWN = "-"
 
 
-@dataclass(frozen=True, slots=True)
-class Owner:
+class Owner(NamedTuple):
     host: str
     boot: str
     pidns: str
@@ -32,7 +29,8 @@ class Owner:
 
 def _read_text(path: str) -> str | None:
     try:
-        return Path(path).read_text(encoding="ascii", errors="replace").strip()
+        with open(path, "rb") as handle:
+            return handle.read().decode("ascii", errors="replace").strip()
     except OSError:
         return None
 

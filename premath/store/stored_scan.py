@@ -6,15 +6,22 @@ the file: each line is decoded just long enough to keep the fields the choice re
 itself is never whole in memory, and the rewrite streams the file around the one re-encoded
 line. The scan proves what `_parse_split` proves before it keeps a file's rows (every line a
 row in stored form, byte for byte as our writers write it, but perhaps for the fraction digits
-of its times as Go and hand-written stores hold them, ids strictly ascending, a `\\n` after the
-last), so the result is the one the full load gives: the rewrite puts those times in stored
-form (`stored_times_text`), as the full load's rewrite does. Anything else answers None and
-the caller takes the full load.
+of its times as Go and hand-written stores hold them, a `\\n` after the last), so the result is
+the one the full load gives: the last line of an id wins, and the rewrite puts the times in
+stored form (`stored_times_text`) and the rows in id order, as the full load's rewrite does. A
+store in id order (ours) is rewritten as a stream of its runs of lines; one that another tool
+left out of order (or with an id twice) line by line, in id order. Anything else answers None
+and the caller takes the full load.
+
+`slim_store` is the same proof for readers (`issue ready`, `issue list`, `dep diagnostics`):
+each row is decoded just long enough to keep the fields the command reads.
 """
 
+import bisect
+import functools
 import os
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import orjson
@@ -27,7 +34,7 @@ from premath.models.issue_row import (
     stored_times_text,
     text_form,
 )
-from premath.store.atomic import write_atomic_chunks
+from premath.store.forked_check import check_in_parallel
 
 CHUNK_BYTES = 1 << 20
 SLIM_FIELDS = ("id", "status", "priority", "assignee", "lease", "dependencies")
@@ -49,6 +56,10 @@ class StoredScan(NamedTuple):
     runs: list[tuple[int, int, bool]]
     """The file as read, in runs of whole lines: (start, end, whether its times need
     `stored_times_text`)."""
+    ids: list[str]
+    """The id of each line, in file order."""
+    ascending: bool
+    """Ids strictly ascending: the file is already in id order, with no id twice."""
 
 
 def _lines(fd: int, start: int = 0, end: int | None = None) -> Iterator[tuple[int, bytes]]:
@@ -79,6 +90,8 @@ def scan_stored(fd: int) -> StoredScan | None:
     starts: array[int] = array("q")
     runs: list[tuple[int, int, bool]] = []
     shared: dict[str, IssueRow] = {}
+    ids: list[str] = []
+    ascending = True
     previous = ""
     loads = orjson.loads
     for offset, run in _lines(fd):
@@ -95,8 +108,9 @@ def scan_stored(fd: int) -> StoredScan | None:
                 return None
             issue_id = row["id"]
             if issue_id <= previous and starts:
-                return None
+                ascending = False
             previous = issue_id
+            ids.append(issue_id)
             starts.append(position)
             position += len(line) + 1
             status = row["status"]
@@ -109,19 +123,32 @@ def scan_stored(fd: int) -> StoredScan | None:
     if identity != (before.st_ino, before.st_size, before.st_mtime_ns) or not starts:
         return None
     starts.append(after.st_size)
-    return StoredScan(issues, starts, identity, runs)
+    return StoredScan(issues, starts, identity, runs, ids, ascending)
+
+
+def _position(scan: StoredScan, issue_id: str) -> int:
+    """The line of `issue_id` that wins (the last one)."""
+    if scan.ascending:
+        return bisect.bisect_left(scan.ids, issue_id)
+    return len(scan.ids) - 1 - scan.ids[::-1].index(issue_id)
 
 
 def _line_span(scan: StoredScan, issue_id: str) -> tuple[int, int]:
-    position = list(scan.issues).index(issue_id)
+    position = _position(scan, issue_id)
     return scan.starts[position], scan.starts[position + 1]
+
+
+def _retimed(scan: StoredScan, start: int) -> bool:
+    """Whether the run holding the line at `start` needs `stored_times_text`."""
+    index = bisect.bisect_right(scan.runs, (start, 1 << 62, True)) - 1
+    return scan.runs[index][2]
 
 
 def stored_row(fd: int, scan: StoredScan, issue_id: str) -> IssueRow:
     """The full row of `issue_id`, decoded from its line, its times in stored form."""
     start, end = _line_span(scan, issue_id)
     row: IssueRow = orjson.loads(os.pread(fd, end - start, start))
-    if any(retimed for run_start, run_end, retimed in scan.runs if run_start <= start < run_end):
+    if _retimed(scan, start):
         store_row_times([row])
     return row
 
@@ -129,9 +156,14 @@ def stored_row(fd: int, scan: StoredScan, issue_id: str) -> IssueRow:
 def rewrite_line(path: str, fd: int, scan: StoredScan, issue_id: str, line: bytes) -> None:
     """Replace the store atomically: the file's lines, times in stored form, with the line of
     `issue_id` swapped for `line`, streamed from `fd` (a run of lines at a time)."""
+    from premath.store.atomic import write_atomic_chunks
+
     start, end = _line_span(scan, issue_id)
 
     def chunks() -> Iterator[bytes]:
+        if not scan.ascending:
+            yield from _in_id_order(fd, scan, issue_id, line)
+            return
         for run_start, run_end, retimed in scan.runs:
             if run_start <= start < run_end:
                 yield from _copied(fd, run_start, start, retimed)
@@ -141,6 +173,114 @@ def rewrite_line(path: str, fd: int, scan: StoredScan, issue_id: str, line: byte
                 yield from _copied(fd, run_start, run_end, retimed)
 
     write_atomic_chunks(path, chunks())
+
+
+def _in_id_order(fd: int, scan: StoredScan, issue_id: str, line: bytes) -> Iterator[bytes]:
+    """The file's winning lines in id order (a store another tool left out of order), times in
+    stored form, the line of `issue_id` swapped for `line`; read a line at a time."""
+    last: dict[str, int] = {}
+    for position, each in enumerate(scan.ids):
+        last[each] = position
+    starts = scan.starts
+    for each in sorted(last):
+        if each == issue_id:
+            yield line
+            continue
+        start = starts[last[each]]
+        text = os.pread(fd, starts[last[each] + 1] - start, start)
+        yield stored_times_text(text) if _retimed(scan, start) else text
+    if os.fstat(fd).st_size != starts[-1]:
+        raise OSError("issues file changed while it was rewritten")
+
+
+def _form_of_file(fd: int) -> int:
+    """`text_form` of the whole open file, a run of lines at a time (its least form)."""
+    least = TEXT_STORED
+    for _, run in _lines(fd):
+        form = text_form(run) if run.endswith(b"\n") else TEXT_UNKNOWN
+        if form == TEXT_UNKNOWN:
+            return TEXT_UNKNOWN
+        least = min(least, form)
+    return least
+
+
+_EDGES_KEY = b'"dependencies":'
+_STATUS_KEY = b',"status":"'
+
+
+def _id_and_status(line: bytes) -> tuple[str, str] | None:
+    """The id and status of a stored line, read without decoding it; None when either holds
+    an escape (or the line is not as expected): the caller decodes it then.
+
+    In a line in stored form (proven by `text_form`) the fields come in the writer's order:
+    the id first, then only strings up to the status. An unescaped `"` cannot occur inside a
+    JSON string, so the first `,"status":"` is the row's own status key."""
+    if not line.startswith(b'{"id":"'):
+        return None
+    id_end = line.find(b'"', 7)
+    at = line.find(_STATUS_KEY, id_end)
+    status_end = line.find(b'"', at + 11)
+    if id_end < 0 or at < 0 or status_end < 0:
+        return None
+    issue_id, status = line[7:id_end], line[at + 11 : status_end]
+    if b"\\" in issue_id or b"\\" in status:
+        return None
+    try:
+        return issue_id.decode("utf-8"), status.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def slim_store(
+    fd: int,
+    slim: Callable[[dict[str, Any]], IssueRow | None],
+    edgeless: Callable[[str], IssueRow | None] | None = None,
+) -> IssueMap | None:
+    """The store of the open file `fd` as `slim` keeps each row (None: the row is left out),
+    the last line of an id winning; None when the file is not provably in our bytes (but
+    perhaps for its times): the caller then takes the full load.
+
+    `edgeless(status)`, when given, keeps a row that has no edges from its status alone, and
+    such a line is not decoded at all (`_id_and_status`). The proof (a regex over every byte)
+    runs on the other core while this one decodes, as the full load's does (`forked_check`)."""
+    before = os.fstat(fd)
+    issues: IssueMap = {}
+    loads = orjson.loads
+    seen = 0
+    with check_in_parallel(functools.partial(_form_of_file, fd)) as form:
+        for _, run in _lines(fd):
+            if not run.endswith(b"\n"):
+                return None
+            for line in run.split(b"\n")[:-1]:
+                head = None if edgeless is None or _EDGES_KEY in line else _id_and_status(line)
+                if head is not None and edgeless is not None:
+                    seen += 1
+                    kept = edgeless(head[1])
+                    if kept is None:
+                        issues.pop(head[0], None)
+                    else:
+                        issues[head[0]] = kept
+                    continue
+                try:
+                    row: dict[str, Any] = loads(line)
+                except orjson.JSONDecodeError:
+                    return None
+                seen += 1
+                kept = slim(row)
+                if kept is None:
+                    issues.pop(row["id"], None)  # an earlier line of the id no longer wins
+                else:
+                    issues[row["id"]] = kept
+        if form() == TEXT_UNKNOWN:
+            return None
+    after = os.fstat(fd)
+    if (after.st_ino, after.st_size, after.st_mtime_ns) != (
+        before.st_ino,
+        before.st_size,
+        before.st_mtime_ns,
+    ) or not seen:
+        return None
+    return issues
 
 
 def _copied(fd: int, start: int, end: int, retimed: bool) -> Iterator[bytes]:

@@ -30,7 +30,7 @@ import orjson
 from premath.clock import epoch_ns
 from premath.errors import InvalidUsage, IoFailure, RuleRefused
 from premath.store.atomic import fsync_directory
-from premath.store.files import open_regular, write_all
+from premath.store.files import open_regular, read_capped, write_all
 from premath.store.locks import DEFAULT_LOCK_TIMEOUT_S, artifact_lock
 from premath.store.user_config import user_config_file
 
@@ -122,7 +122,7 @@ def load_keyring(path: str | None = None) -> KeyRing | None:
     try:
         with open_regular(path) as handle:
             mode = os.fstat(handle.fileno()).st_mode
-            data = handle.read(_KEY_FILE_CAP + 1)
+            data = read_capped(handle, _KEY_FILE_CAP)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -233,7 +233,7 @@ def sidecar_bytes(key: WitnessKey, run_id: str, data: bytes) -> bytes:
 def read_private(path: str, cap: int) -> bytes:
     """A regular file that is not a symlink, read up to `cap` bytes (ELOOP for a symlink)."""
     with open_regular(path, follow_symlinks=False) as handle:
-        data = handle.read(cap + 1)
+        data = read_capped(handle, cap)
     if len(data) > cap:
         raise OSError(errno.EFBIG, f"larger than {cap} bytes")
     return data

@@ -22,7 +22,7 @@ import orjson
 from premath.errors import InputInvalid, InvalidUsage, IoFailure, RuleRefused
 from premath.models.instruction_witness import scope_issue_ids
 from premath.store.confine import PathRoots
-from premath.store.files import open_regular
+from premath.store.files import open_regular, read_capped
 from premath.store.witness_mac import load_keyring, read_private, verify
 from premath.text import rust_trim
 from premath.timefmt import NANOS_PER_SECOND, parse_strict_rfc3339
@@ -134,7 +134,7 @@ def _witness_bytes(path: str, rules: WitnessRules, repo_root: str) -> bytes:
         if rules.trust == "mac":
             return read_private(path, _MAX_WITNESS_BYTES)
         with open_regular(path) as handle:
-            data = handle.read(_MAX_WITNESS_BYTES + 1)
+            data = read_capped(handle, _MAX_WITNESS_BYTES)
     except InputInvalid as exc:
         raise GateRefused(f"failed to read {path}: {exc.message}") from None
     except OSError as exc:

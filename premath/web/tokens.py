@@ -27,6 +27,7 @@ import stat
 from dataclasses import dataclass
 
 from premath.errors import InvalidUsage
+from premath.store.files import read_capped
 from premath.store.user_config import user_config_file
 
 TOKEN_ENV = "PREMATH_MCP_TOKEN"
@@ -104,7 +105,7 @@ def load_token_file(path: str) -> TokenSet:
                 f"token file {path} is open to other users (mode {stat.S_IMODE(mode):04o}); "
                 f"run `chmod 600 {path}`"
             )
-        data = handle.read(_MAX_FILE_BYTES + 1)
+        data = read_capped(handle, _MAX_FILE_BYTES)
     if len(data) > _MAX_FILE_BYTES:
         raise InvalidUsage(f"token file {path} is larger than {_MAX_FILE_BYTES} bytes")
     return parse_token_file(path, data.decode("utf-8", errors="replace"))

@@ -99,5 +99,5 @@ def test_a_child_that_dies_is_replaced_by_a_scan_here(forks, monkeypatch, tmp_pa
     path.write_bytes(b"\n".join(row(n, n, "timeout" if n % 2 else "ok") for n in range(100)))
     selection = select_rows(str(path), "failed", 2)
     assert (selection.total, selection.failed, selection.retry_needed) == (100, 50, 50)
-    assert [candidate[1] for candidate in selection.kept] == ["s99", "s97"]
+    assert [candidate[1] for candidate in selection.kept["failed"]] == ["s99", "s97"]
     assert forks == [1]

@@ -128,12 +128,11 @@ def test_a_zombie_owner_counts_as_dead(tmp_path):
 
 
 def test_a_reused_pid_does_not_keep_a_marker_alive():
-    import dataclasses
 
-    reused = dataclasses.replace(this_process(), pid=1, start="-1")  # pid 1 started otherwise
+    reused = this_process()._replace(pid=1, start="-1")  # pid 1 started otherwise
     assert owner_state(reused) == "dead"
     assert owner_state(this_process()) == "alive"
-    elsewhere = dataclasses.replace(this_process(), pidns="pid:[1]")
+    elsewhere = this_process()._replace(pidns="pid:[1]")
     assert owner_state(elsewhere) == "unknown"
 
 

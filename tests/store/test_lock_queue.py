@@ -141,3 +141,57 @@ def test_a_zombie_waiter_does_not_block_the_queue(held, tmp_path):
         zombie.wait()
     assert log.read_text().split() == ["a", "b"]
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".wait")) == []
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def test_waiters_sleep_in_the_kernel_until_their_turn(held, tmp_path):
+    """Queued waiters block in `flock` on the ticket ahead: over a second and a half of waiting
+    they use (almost) no CPU, where a waiter polling every few ms would use tens of ticks."""
+    marker, release = held
+    log = tmp_path / "served"
+    names = [f"w{n}" for n in range(6)]
+    waiters = _queue_up(marker, log, names)
+    time.sleep(0.3)  # every waiter is past its start-up
+    before = {name: _cpu_ticks(waiter.pid) for name, waiter in waiters.items()}
+    time.sleep(1.5)
+    used = {name: _cpu_ticks(waiter.pid) - before[name] for name, waiter in waiters.items()}
+    states = {Path(f"/proc/{w.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+              for w in waiters.values()}  # fmt: skip
+    release()
+    for waiter in waiters.values():
+        waiter.join(60)
+        assert waiter.exitcode == 0
+    assert log.read_text().split() == names
+    assert sum(used.values()) <= len(names), used  # a tick is 10 ms: at most ~1 each
+    assert states == {"S"}
+
+
+def test_a_killed_holder_wakes_the_queue_which_recovers_its_marker_in_order(tmp_path):
+    """The holder dies with the marker taken: the kernel releases its ticket's lock at once, the
+    next waiter removes its ticket, judges the marker dead and breaks it, and every waiter is
+    served in arrival order with nothing left behind."""
+    marker = tmp_path / "x.lock"
+    taken, go = FORK.Event(), FORK.Event()
+    holder = FORK.Process(target=_hold_until, args=(str(marker), taken, go))
+    holder.start()
+    assert taken.wait(10)
+    log = tmp_path / "served"
+    waiters = _queue_up(marker, log, ["a", "b", "c"])
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.join(10)
+    assert marker.exists()  # a dead owner's marker: only the queue's judgement removes it
+    for waiter in waiters.values():
+        waiter.join(60)
+        assert waiter.exitcode == 0
+    assert log.read_text().split() == ["a", "b", "c"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["served"]
+
+
+def _hold_until(marker: str, held, go) -> None:
+    with hold_marker(marker, timeout_s=5):
+        held.set()
+        go.wait(60)

@@ -1,6 +1,7 @@
 """claim-next from the slim scan of a store in our bytes (or in them but for its times) equals
 claim-next from the full load: same claimed row (so the same stdout document), same file bytes,
-same refusal."""
+same refusal; in id order or not (another tool's store). The slim readers (`issue ready`,
+`issue list`, `dep diagnostics`) give what the full load gives too."""
 
 import tempfile
 from datetime import UTC, datetime
@@ -12,9 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from premath.errors import PremathError
-from premath.issues.memory import claim_next
+from premath.issues.documents import issue_brief, lease_summary
+from premath.issues.memory import claim_next, dep_diagnostics, list_issues, ready
 from premath.store import issues_file, stored_scan
 from premath.store.issues_file import encode_store
+from premath.timefmt import epoch_nanos
 from tests.support.times import foreign_times
 
 NOW = datetime(2026, 3, 1, 10, 0, 0, 123456, tzinfo=UTC)
@@ -71,7 +74,17 @@ def stores(draw):
                 for target in sorted(targets)
             ]
         rows[issue_id] = row
-    return encode_store(rows)
+    store = encode_store(rows)
+    order = draw(st.sampled_from(["sorted", "shuffled", "repeated"]))
+    if order == "sorted":
+        return store
+    # Another tool's store: its lines in any order, an id perhaps twice (the last line wins).
+    lines = store.splitlines(keepends=True)
+    if order == "repeated":
+        twice = dict(rows[draw(st.sampled_from(ids))])
+        twice["title"] = "again"
+        lines.insert(draw(st.integers(0, len(lines))), encode_store({twice["id"]: twice}))
+    return b"".join(draw(st.permutations(lines)))
 
 
 def _claim(
@@ -118,3 +131,56 @@ def test_files_not_in_our_bytes_are_not_scanned(tmp_path, store):
     path.write_bytes(store)
     with open(path, "rb") as file:
         assert stored_scan.scan_stored(file.fileno()) is None
+
+
+def _read(folder: str, store: bytes, slim_from: int, read) -> object:
+    path = f"{folder}/issues-{slim_from}.jsonl"
+    Path(path).write_bytes(store)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(issues_file, "SLIM_STORE_BYTES", slim_from)
+        try:
+            return read(path)
+        except PremathError as exc:
+            return exc.message
+
+
+READERS = [
+    lambda path: ready(path, now=NOW),
+    lambda path: list_issues(path, now=NOW),
+    lambda path: list_issues(path, now=NOW, status="open"),
+    lambda path: list_issues(path, now=NOW, assignee="w"),
+    lambda path: dep_diagnostics(path, now=NOW, scope="active"),
+    lambda path: dep_diagnostics(path, now=NOW, scope="full"),
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(stores(), st.sampled_from(range(len(READERS))))
+def test_slim_readers_equal_the_full_load(store, reader):
+    read = READERS[reader]
+    with tempfile.TemporaryDirectory() as folder:
+        with open(f"{folder}/probe", "wb") as probe:
+            probe.write(store)
+        with open(f"{folder}/probe", "rb") as probe:
+            assert stored_scan.slim_store(probe.fileno(), lambda row: row) is not None
+        full = _read(folder, store, 1 << 62, read)
+        slim = _read(folder, store, 0, read)
+        if reader < 4:  # rows: the slim ones hold only what the document shows, in its order
+            item = issue_brief if reader == 0 else lambda row: lease_summary(row, epoch_nanos(NOW))
+            full = [item(row) for row in full]
+            slim = [item(row) for row in slim]
+        assert slim == full
+
+
+@pytest.mark.parametrize(
+    ("row", "expected"),
+    [
+        ({"id": "bd-1", "title": 'a ,"status":"open" \\', "status": "closed"}, ("bd-1", "closed")),
+        ({"id": "é-1", "title": "t", "status": "in_progress"}, ("é-1", "in_progress")),
+        ({"id": 'b"d', "title": "t", "status": "open"}, None),  # an escape: decoded instead
+        ({"id": "bd-2", "title": "t", "status": "op\\en"}, None),
+    ],
+)
+def test_a_line_without_edges_gives_its_id_and_status_undecoded(row, expected):
+    line = encode_store({row["id"]: row | {"priority": 1, "issue_type": "task"}})[:-1]
+    assert stored_scan._id_and_status(line) == expected

@@ -1,7 +1,5 @@
 """Lock markers as premath writes them, for a process a test chose (dead, alive, a zombie)."""
 
-import dataclasses
-
 from premath.store.markers import marker_text
 from premath.store.owners import process_start_time, this_process
 
@@ -11,5 +9,5 @@ REFERENCE_MARKER = "pid={pid}\nutc=2026-03-01T10:00:00Z\n"
 
 def marker_of(pid: int) -> str:
     """The marker `pid` would have written on this host, boot and PID namespace."""
-    owner = dataclasses.replace(this_process(), pid=pid, start=process_start_time(pid) or "-")
+    owner = this_process()._replace(pid=pid, start=process_start_time(pid) or "-")
     return marker_text(owner, "2026-03-01T10:00:00Z")

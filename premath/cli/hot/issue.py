@@ -1,0 +1,191 @@
+"""`issue ready|list|show|claim-next|update`: bodies and text (declared in `cli/issue.py`)."""
+
+import io
+import sys
+from typing import Any
+
+from premath.cli._reply import AppContext, Reply, usage_error
+from premath.cli._text import lines_text
+from premath.errors import IoFailure
+
+
+def list_text(document: dict[str, Any]) -> str:
+    return lines_text(
+        "premath issue list",
+        [("Path", document["issuesPath"]), ("Count", document["count"])],
+        [f"{i['id']} [{i['status']} p{i['priority']}] {i['title']}" for i in document["items"]],
+    )
+
+
+def ready_text(document: dict[str, Any]) -> str:
+    return lines_text(
+        "premath issue ready",
+        [("Path", document["issuesPath"]), ("Count", document["count"])],
+        [f"{i['id']} [p{i['priority']}] {i['title']}" for i in document["items"]],
+    )
+
+
+def updated_text(document: dict[str, Any]) -> str:
+    issue = document["issue"]
+    return lines_text(
+        "premath issue update",
+        [("Updated", f"{issue['id']} [{issue['status']}]"), ("Path", document["issuesPath"])],
+    )
+
+
+def claimed_text(action: str, document: dict[str, Any]) -> str:
+    issue = document["issue"]
+    claimed = (
+        "none (no ready/open issue)"
+        if issue is None
+        else f"{issue['id']} -> {issue['assignee']} [{issue['status']}]"
+    )
+    return lines_text(
+        f"premath issue {action}", [("Claimed", claimed), ("Path", document["issuesPath"])]
+    )
+
+
+def show_text(document: dict[str, Any]) -> str:
+    issue = document["issue"]
+    lease = issue["lease"]
+    rows: list[tuple[str, Any]] = [
+        ("Issue", f"{issue['id']} [{issue['status']} p{issue['priority']} {issue['issueType']}]"),
+        ("Title", issue["title"]),
+        ("Assignee", issue["assignee"] or "-"),
+        (
+            "Lease",
+            "none"
+            if lease is None
+            else f"{lease['leaseId']} (owner {lease['owner']}, {lease['state']}, "
+            f"expires {lease['expiresAt']})",
+        ),
+        ("Path", document["issuesPath"]),
+    ]
+    items = [
+        f"depends on {dep['dependsOnId']} ({dep['type']}, "
+        f"{dep['status'] if dep['status'] is not None else 'missing'})"
+        for dep in issue["dependencies"]
+    ]
+    text = lines_text("premath issue show", rows, items)
+    for label, key in (
+        ("Description", "description"),
+        ("Acceptance criteria", "acceptanceCriteria"),
+        ("Notes", "notes"),
+    ):
+        if issue[key]:
+            text += f"\n{label}:\n{issue[key].rstrip()}"
+    return text
+
+
+def read_notes_file(source: str) -> str:
+    """`--notes-file`: `-` reads stdin, anything else a UTF-8 file (line ends read as `\n`)."""
+    try:
+        if source == "-":
+            stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+            try:
+                return stdin.read()
+            finally:
+                stdin.detach()
+        from premath.store.files import read_bounded_text
+
+        return read_bounded_text(source)
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "stream did not contain valid UTF-8"
+        raise IoFailure(f"failed to read notes file `{source}`: {reason or exc}") from None
+
+
+def issue_list(app: AppContext, status: str | None, assignee: str | None, issues: str) -> Reply:
+    """List issues in the order claim-next takes them. Priority first, then the id in natural
+    order (bd-9 before bd-10); --json items show each lease.
+
+    \b
+    premath issue list --status open --json
+    """
+    from premath.issues.documents import list_document
+    from premath.issues.memory import list_issues
+    from premath.timefmt import epoch_nanos
+
+    now = app.clock.now()
+    rows = list_issues(issues, now=now, status=status, assignee=assignee)
+    return Reply(list_document(issues, rows, epoch_nanos(now)), text=list_text)
+
+
+def issue_ready(app: AppContext, issues: str) -> Reply:
+    """List open issues whose blockers are all closed. In the order claim-next takes them.
+
+    \b
+    premath issue ready --json
+    """
+    from premath.issues.documents import ready_document
+    from premath.issues.memory import ready
+
+    return Reply(ready_document(issues, ready(issues, now=app.clock.now())), text=ready_text)
+
+
+def issue_show(app: AppContext, issue_id: str, issues: str) -> Reply:
+    """Show one issue whole. Description, notes, dependencies with their states, lease.
+
+    \b
+    premath issue show bd-1 --json
+    """
+    from premath.issues.memory import read_store
+    from premath.issues.show import show_document
+
+    now = app.clock.now()
+    return Reply(show_document(issues, read_store(issues, now), issue_id, now), text=show_text)
+
+
+def issue_update(
+    app: AppContext,
+    /,
+    issue_id: str,
+    notes: str | None,
+    notes_file: str | None,
+    issues: str,
+    **fields: Any,
+) -> Reply:
+    """Update fields of an issue.
+
+    \b
+    premath issue update bd-1 --status closed --json
+    """
+    from premath.issues.documents import issue_document
+    from premath.issues.memory import update_issue
+
+    if notes is not None and notes_file is not None:
+        usage_error("the argument '--notes' cannot be used with '--notes-file'")
+    if notes_file is not None:
+        notes = read_notes_file(notes_file)
+    from premath.issues.lifecycle import input_warnings
+
+    row = update_issue(
+        issues, issue_id, now=app.clock.now(), timeout_s=app.lock_timeout(), notes=notes, **fields
+    )
+    warnings = input_warnings(title=fields["title"], status=fields["status"])
+    return Reply(issue_document("issue.update", issues, row), text=updated_text, warnings=warnings)
+
+
+def issue_claim_next(
+    app: AppContext, assignee: str, lease_id: str | None, lease_ttl_seconds: int | None, issues: str
+) -> Reply:
+    """Claim the next ready issue: by priority, then id order. The lowest priority number
+    first, then the id in natural order (bd-2 before bd-10).
+
+    \b
+    Also reclaims an in_progress issue whose lease expired (a dead worker's).
+
+    \b
+    premath issue claim-next --assignee w1 --json
+    """
+    from premath.issues.documents import claim_next_document
+    from premath.issues.memory import claim_next
+
+    row = claim_next(
+        issues,
+        assignee,
+        now=app.clock.now(),
+        timeout_s=app.lock_timeout(),
+        lease_id=lease_id,
+        ttl_seconds=lease_ttl_seconds,
+    )
+    return Reply(claim_next_document(issues, row), text=lambda d: claimed_text("claim-next", d))
