@@ -4,7 +4,7 @@ The bodies are hot (agents call them in loops): they live in `cli/hot/harness_tr
 free of click; here are their click declarations.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -17,13 +17,7 @@ trajectory_path_option = path_option(
     TRAJECTORY_PATH, "Harness trajectory JSONL path", "--trajectory-path"
 )
 
-if TYPE_CHECKING:  # generic from click 8.5 on; the runtime class is not subscriptable before
-    _IntType = click.ParamType[int, Any]
-else:
-    _IntType = click.ParamType
-
-
-class Usize(_IntType):
+class Usize(click.ParamType[int, Any]):
     """clap's `usize`: ASCII digits (an optional `+`), at most 2^64-1; `1_000`, ` 5`, `٣` refused.
 
     click's INT accepts what Python's `int()` does (underscores, spaces, other scripts' digits).
