@@ -12,8 +12,8 @@ which becomes an `executor_failed` row that the retry policy or `resume --rerun-
 again, and no attempt is ever recorded twice. Cancelling (Ctrl-C) cancels the task without
 force first, so the node's `run_bounded` ends the harness's process group, then by force.
 
-This module imports ray at the top: only `make_executor("ray")` imports it, so importing
-premath never loads ray.
+This module imports ray at the top: only `executor_choice.make_executor("ray")` imports it, so
+importing premath never loads ray.
 """
 
 import os
