@@ -8,14 +8,17 @@ No module below `cli/` knows a flag.
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
 
 from premath.cli._options import json_option
+from premath.cli._remote import authority_options, delivery_options
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+from premath.errors import InvalidUsage
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -277,8 +280,16 @@ def worker_identity_options(function: F) -> F:
     )(function)
 
 
-def one_worker(app: AppContext, options: dict[str, Any], *, agent_did_work: bool = False) -> Any:
-    """The `WorkerConfig` of a single-worker command (consumes the loop and identity options)."""
+def one_worker(
+    app: AppContext,
+    options: dict[str, Any],
+    *,
+    agent_did_work: bool = False,
+    memory: Any = None,
+    delivery: Any = None,
+) -> Any:
+    """The `WorkerConfig` of a single-worker command (consumes the loop and identity options);
+    `memory` is its issue authority when not the issues file (`--mcp-url`)."""
     from premath.harness.loop_config import worker_config
 
     return worker_config(
@@ -287,7 +298,38 @@ def one_worker(app: AppContext, options: dict[str, Any], *, agent_did_work: bool
         worktree=options.pop("worktree_root"),
         lock_timeout_s=app.lock_timeout(),
         agent_did_work=agent_did_work,
+        memory=memory,
+        delivery=delivery,
     )
+
+
+@contextmanager
+def worker_authority(
+    options: dict[str, Any], *, delivers: bool = False
+) -> Iterator[tuple[Any, Any]]:
+    """(issue authority, git delivery) of a single-worker command: (None, None) for the issues
+    file, else the connected MCP authority and, with `--repo`, the prepared clone, whose home
+    becomes the worker's repository root and worktree (specs/remote-workers.md)."""
+    from premath.cli._remote import pop_remote
+    from premath.harness.loop_config import WORKER_ID_ENV, checked_worker_id
+
+    remote = pop_remote(options, delivers=delivers)
+    if remote is None:
+        yield None, None
+        return
+    worker_id = checked_worker_id(options["worker_id"] or os.environ.get(WORKER_ID_ENV, ""))
+    if remote.repo is not None and (
+        options["repo_root"] is not None or options["worktree_root"] != "."
+    ):
+        raise InvalidUsage(
+            "--repo works in the worker's own clone: leave out --repo-root and "
+            "--worktree-root (use --checkout-dir to choose where clones live)"
+        )
+    with remote.authority(remote.token_for(worker_id), report_progress) as memory:
+        delivery = remote.delivery(worker_id)
+        if delivery is not None:
+            options["repo_root"], options["worktree_root"] = delivery.home, delivery.worktree
+        yield memory, delivery
 
 
 @harness_loop.command("worker")
@@ -301,6 +343,14 @@ def one_worker(app: AppContext, options: dict[str, Any], *, agent_did_work: bool
     help="Most steps before the worker stops",
 )
 @click.option("--continue-on-failure", is_flag=True, help="Keep claiming after a failed step")
+@authority_options
+@delivery_options
+@click.option(
+    "--drain",
+    is_flag=True,
+    help="Keep claiming until no issue is ready or held by another worker (wait for leases "
+    "that may go stale)",
+)
 @json_option
 @pass_app
 def harness_loop_worker(app: AppContext, /, **options: Any) -> Reply:
@@ -309,21 +359,32 @@ def harness_loop_worker(app: AppContext, /, **options: Any) -> Reply:
     \b
     premath harness-loop worker --worker-id w1 --max-steps 5 \\
         --work-cmd 'make fix' --verify-cmd 'make test' --json
+    premath harness-loop worker --worker-id w1 --mcp-url http://host:8765/mcp \\
+        --token-file tokens --instruction-id fleet --repo git@host:app.git --drain
     """
     from premath.harness.worker import run_worker
 
     max_steps = options.pop("max_steps")
     continue_on_failure = options.pop("continue_on_failure")
-    cfg = one_worker(app, options)
-    report_progress(f"[worker:{cfg.worker_id}] override policy {cfg.authority.describe()}")
-    outcome = run_worker(
-        cfg,
-        max_steps=max_steps,
-        continue_on_failure=continue_on_failure,
-        clock=app.clock,
-        report=report_progress,
-    )
+    drain = options.pop("drain")
+    with worker_authority(options, delivers=True) as (memory, delivery):
+        cfg = one_worker(app, options, memory=memory, delivery=delivery)
+        report_progress(f"[worker:{cfg.worker_id}] override policy {cfg.authority.describe()}")
+        outcome = run_worker(
+            cfg,
+            max_steps=max_steps,
+            continue_on_failure=continue_on_failure,
+            clock=app.clock,
+            report=report_progress,
+            drain_poll_s=drain_poll_seconds(cfg.lease_ttl_s) if drain else None,
+        )
     return Reply(outcome.to_document(), text=worker_text, exit_code=outcome.exit_code)
+
+
+def drain_poll_seconds(lease_ttl_s: int) -> float:
+    """How often a draining worker looks again while others hold leases: a tenth of the TTL,
+    between 0.5 and 5 s (a dead worker's issue is back within about a TTL either way)."""
+    return min(5.0, max(0.5, lease_ttl_s / 10))
 
 
 def heartbeat_seconds() -> float | None:

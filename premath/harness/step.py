@@ -833,6 +833,7 @@ def run_step(
     claim = claim_next_issue(cfg, step_index, clock)
     if claim is None:
         return None
+    report(f"[worker:{cfg.worker_id}] claimed issue {claim.issue_id} (step={claim.step_id})")
     return execute_claim(cfg, claim, clock, sleep=sleep, report=report)
 
 
