@@ -165,3 +165,16 @@ def pop_remote(options: dict[str, Any], *, delivers: bool) -> RemoteChoice | Non
     if delivery.get("repo") is None and any(delivery.values()):
         raise InvalidUsage("--base-ref and --checkout-dir need --repo")
     return RemoteChoice(url, token_file, instruction_id, retry_s, **delivery)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetOpener:
+    """How a fleet worker on its node connects to the authority and prepares its clone (the
+    `WorkerOpener` of premath.harness.fleet; pickled to the nodes by Ray)."""
+
+    remote: RemoteChoice
+
+    @contextmanager
+    def __call__(self, worker_id: str, report: Callable[[str], None]) -> Iterator[Any]:
+        with self.remote.authority(self.remote.token_for(worker_id), report) as memory:
+            yield memory, self.remote.delivery(worker_id)

@@ -431,19 +431,65 @@ def heartbeat_seconds() -> float | None:
     help="Deadline of each worker process; its process group is killed after it [default: none]",
 )
 @click.option("--continue-on-failure", is_flag=True, help="Keep going after a failed worker")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="local: worker processes over worktrees here; ray: workers placed on a Ray cluster, "
+    "claiming through --mcp-url and delivering to --repo",
+)
+@authority_options
+@delivery_options
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Workers on the cluster (--executor ray)",
+)
+@click.option(
+    "--worker-cpus",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="CPUs Ray reserves for each worker (--executor ray)",
+)
+@click.option(
+    "--worker-memory-mb",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Memory Ray reserves for each worker, in MB (--executor ray)",
+)
+@click.option(
+    "--ray-address",
+    envvar="RAY_ADDRESS",
+    default=None,
+    help="Ray cluster, e.g. 10.0.0.5:6379 [env RAY_ADDRESS, else a local Ray instance]",
+)
 @json_option
 @pass_app
 def harness_loop_coordinator(app: AppContext, /, **options: Any) -> Reply:
     """Run one worker process per worktree, in parallel, round after round.
 
     Ctrl-C or SIGTERM stops every worker at once, gives their leases back and prints the report.
+    With --executor ray the workers run on a Ray cluster, claim through the MCP server and push
+    each verified issue to its branch premath/<issue id> of --repo.
 
     \b
     premath harness-loop coordinator --worktree ../w1 --worktree ../w2 \\
         --rounds 10 --max-steps-per-worker 5 --work-cmd 'make fix' --verify-cmd 'make test'
+    premath harness-loop coordinator --executor ray --mcp-url http://host:8765/mcp \\
+        --token-file tokens --instruction-id fleet --repo git@host:app.git --concurrency 8
     """
     from premath.harness.coordinator import CoordinatorConfig, resolve_worktrees, run_coordinator
     from premath.harness.loop_config import WORKTREES_ENV
+
+    if options.pop("executor") == "ray":
+        return ray_coordinator(app, options)
+    refuse_given(options, "needs --executor ray", FLEET_ONLY)
+    for name in FLEET_ONLY:
+        options.pop(name)
 
     cfg = CoordinatorConfig(
         settings=loop_settings(options),
@@ -461,3 +507,100 @@ def harness_loop_coordinator(app: AppContext, /, **options: Any) -> Reply:
         cfg, now=app.clock.now, report=report_progress, lock_timeout_s=app.lock_timeout()
     )
     return Reply(outcome.to_document(), text=coordinator_text, exit_code=outcome.exit_code)
+
+
+FLEET_ONLY = (
+    "mcp_url",
+    "token_file",
+    "instruction_id",
+    "mcp_retry_seconds",
+    "repo",
+    "base_ref",
+    "checkout_dir",
+    "concurrency",
+    "worker_cpus",
+    "worker_memory_mb",
+    "ray_address",
+)
+LOCAL_ONLY = ("worktrees", "rounds", "max_parallel", "worker_timeout_seconds")
+
+
+def refuse_given(options: dict[str, Any], why: str, names: tuple[str, ...]) -> None:
+    """A usage error naming the options among `names` given on the command line."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in names
+        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+    ]
+    if given:
+        raise InvalidUsage(f"{', '.join(given)} {why}")
+
+
+def ray_coordinator(app: AppContext, options: dict[str, Any]) -> Reply:
+    """`--executor ray`: the fleet on the cluster (premath/harness/fleet.py)."""
+
+    from click.core import ParameterSource
+
+    from premath.cli._remote import pop_remote
+
+    refuse_given(
+        options, "do(es) not apply to --executor ray (workers work in their clones)", LOCAL_ONLY
+    )
+    ctx = click.get_current_context()
+    remote = pop_remote(options, delivers=True)
+    if remote is None or remote.repo is None:
+        raise InvalidUsage(
+            "--executor ray needs --mcp-url (the authority every worker claims through) and "
+            "--repo (what each worker clones and pushes its branches to)"
+        )
+    explicit = ctx.get_parameter_source("worker_prefix") is ParameterSource.COMMANDLINE
+    steps = ctx.get_parameter_source("max_steps_per_worker") is ParameterSource.COMMANDLINE
+    settings = loop_settings(options)
+    cfg = fleet_config(settings, remote, options, explicit_prefix=explicit, explicit_steps=steps)
+    from premath.harness.fleet import run_fleet
+
+    with remote.authority(remote.token_for("coordinator"), report_progress) as authority:
+        outcome = run_fleet(cfg, authority, now=app.clock.now, report=report_progress)
+    return Reply(outcome.to_document(), text=fleet_text, exit_code=outcome.exit_code)
+
+
+def fleet_config(
+    settings: Any,
+    remote: Any,
+    options: dict[str, Any],
+    *,
+    explicit_prefix: bool,
+    explicit_steps: bool,
+) -> Any:
+    import secrets
+
+    from premath.cli._remote import FleetOpener
+    from premath.harness.fleet import FleetConfig
+
+    prefix = options["worker_prefix"].strip()
+    if not prefix or "/" in prefix:
+        raise InvalidUsage("--worker-prefix must be non-empty and contain no '/'")
+    return FleetConfig(
+        settings=settings,
+        open_worker=FleetOpener(remote),
+        concurrency=options["concurrency"],
+        worker_prefix=prefix if explicit_prefix else f"{prefix}-{secrets.token_hex(3)}",
+        worker_cpus=options["worker_cpus"],
+        worker_memory_mb=options["worker_memory_mb"],
+        max_steps_per_worker=options["max_steps_per_worker"] if explicit_steps else 1_000_000,
+        continue_on_failure=options["continue_on_failure"],
+        drain_poll_s=drain_poll_seconds(settings.lease_ttl_s),
+        ray_address=options["ray_address"],
+        pass_env={name: os.environ[name] for name in settings.pass_env if name in os.environ},
+    )
+
+
+def fleet_text(document: dict[str, Any]) -> str:
+    return (
+        f"[coordinator] executor=ray workers={document['workerCount']} "
+        f"closed={document['closedCount']} failed={document['failedCount']} "
+        f"stopped={document['stoppedReason']}"
+    )

@@ -209,9 +209,11 @@ def worker_config(
     agent_did_work: bool = False,
     memory: "IssueAuthority | None" = None,
     delivery: "GitDelivery | None" = None,
+    paths: LoopPaths | None = None,
 ) -> WorkerConfig:
     """One worker's config from the loop's settings: its id and worktree checked (exit 2).
-    Without `memory` the loop's authority is the issues file (`LocalAuthority`)."""
+    Without `memory` the loop's authority is the issues file (`LocalAuthority`); `paths`
+    replace the settings' (a fleet worker's records live in its home on its node)."""
     from premath.harness.authority import LocalAuthority
 
     cleaned = checked_worker_id(worker_id)
@@ -222,10 +224,10 @@ def worker_config(
     return WorkerConfig(
         worker_id=cleaned,
         worktree=worktree_abs,
-        paths=settings.paths,
+        paths=paths or settings.paths,
         authority=settings.authority,
         policy=settings.policy,
-        memory=memory or LocalAuthority(settings.paths.issues, lock_timeout_s),
+        memory=memory or LocalAuthority((paths or settings.paths).issues, lock_timeout_s),
         work_cmd=None if agent_did_work else settings.work_cmd,
         verify_cmd=settings.verify_cmd,
         verify_witness=settings.verify_witness,

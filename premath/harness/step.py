@@ -833,7 +833,10 @@ def run_step(
     claim = claim_next_issue(cfg, step_index, clock)
     if claim is None:
         return None
-    report(f"[worker:{cfg.worker_id}] claimed issue {claim.issue_id} (step={claim.step_id})")
+    report(
+        f"[worker:{cfg.worker_id}] claimed issue {claim.issue_id} "
+        f"(step={claim.step_id}, lease={claim.lease_id})"
+    )
     return execute_claim(cfg, claim, clock, sleep=sleep, report=report)
 
 
