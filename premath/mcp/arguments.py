@@ -28,10 +28,11 @@ def _checked(field: Field, value: Any) -> Any:
             raise SchemaViolation(f"invalid type: {describe(value)}, expected a boolean")
         return value
     if kind == "strings":
-        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            raise SchemaViolation(
-                f"invalid type: {describe(value)}, expected a sequence of strings"
-            )
+        if not isinstance(value, list):
+            raise SchemaViolation(f"invalid type: {describe(value)}, expected a sequence")
+        for item in value:
+            if not isinstance(item, str):
+                raise SchemaViolation(f"invalid type: {describe(item)}, expected a string")
         return value
     if not isinstance(value, str):
         raise SchemaViolation(f"invalid type: {describe(value)}, expected a string")
