@@ -414,9 +414,12 @@ def test_a_dead_workers_issue_is_reclaimed_by_a_draining_worker_once_its_lease_i
         doomed.process.kill()  # no clean-up: its lease stays until it goes stale
         doomed.process.wait()
         marker.unlink()
+        own = tmp_path / "w2-worktree"  # its own records, beside the dead worker's
+        own.mkdir()
         code, document, stderr = run_worker(
             server.url, project, "w2", "--drain", "--lease-ttl-seconds", "30",
-            "--max-steps", "10", "--work-cmd", WRITE_OUT,
+            "--max-steps", "10", "--work-cmd", WRITE_OUT, "--repo-root", str(own),
+            "--worktree-root", str(own),
         )  # fmt: skip
     assert code == 0, stderr
     assert sorted(document["closedIssueIds"]) == ["bd-1", "bd-2"]
