@@ -428,3 +428,36 @@ def test_a_dead_workers_issue_is_reclaimed_by_a_draining_worker_once_its_lease_i
     issue = project.issues["bd-1"]
     assert (issue["status"], issue["assignee"]) == ("closed", "w2")
     assert held["owner"] == "w1"
+
+
+def test_the_dashboard_shows_a_remote_workers_lease_like_a_local_one(tmp_path):
+    from tests.support.serve import EventStream, observe_serve
+
+    project = three_issues(tmp_path)
+    marker = tmp_path / "working"
+    local = subprocess.run(
+        [sys.executable, "-m", "premath", "issue", "claim", "bd-3", "--assignee", "local-agent",
+         "--json"],
+        cwd=project.root, capture_output=True, check=False,
+    )  # fmt: skip
+    assert local.returncode == 0, local.stderr
+    with mcp_server(project, "--mutation-policy", "open") as server:
+        worker = Worker(project, server.url, marker)
+        try:
+            wait_for(marker.exists, 60, "the remote worker's work to start")
+            with observe_serve(project.root, "--live") as running:
+                stream = EventStream(running.port)
+                name, snapshot = stream.next_event()
+                stream.close()
+        finally:
+            marker.unlink()
+            code, _, stderr = worker.finish(timeout=120)
+    assert code == 0, stderr
+    assert name == "snapshot"
+    rows = {row["id"]: row for row in snapshot["issues"]}
+    remote, held_here = rows["bd-1"], rows["bd-3"]
+    assert (remote["column"], held_here["column"]) == ("in_progress", "in_progress")
+    assert remote["lease"]["owner"] == "w1"
+    assert held_here["lease"]["owner"] == "local-agent"
+    assert sorted(remote["lease"]) == sorted(held_here["lease"])  # the same view of a lease
+    assert remote["lease"]["leaseId"].startswith("lease1_w1_")
