@@ -254,10 +254,12 @@ def make_worker_config(
     trajectory_path: str = DEFAULT_TRAJECTORY_PATH,
     lock_timeout_s: float = 10.0,
     agent_did_work: bool = False,
+    memory: "IssueAuthority | None" = None,
+    delivery: "GitDelivery | None" = None,
     **settings: Any,
 ) -> WorkerConfig:
     """A worker config from plain keywords (library callers and tests); `settings` are
-    `WorkerSettings` fields."""
+    `WorkerSettings` fields; `memory` and `delivery` as `worker_config` takes them."""
     paths = LoopPaths.resolve(
         repo_root,
         issues=issues_path,
@@ -271,4 +273,6 @@ def make_worker_config(
         worktree=worktree,
         lock_timeout_s=lock_timeout_s,
         agent_did_work=agent_did_work,
+        memory=memory,
+        delivery=delivery,
     )
