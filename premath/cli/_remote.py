@@ -152,7 +152,7 @@ def pop_remote(options: dict[str, Any], *, delivers: bool) -> RemoteChoice | Non
     token_file = options.pop("token_file")
     instruction_id = options.pop("instruction_id")
     retry_s = options.pop("mcp_retry_seconds")
-    delivery = {name: options.pop(name) for name in ("repo", "base_ref", "checkout_dir")}
+    delivery = {name: options.pop(name, None) for name in ("repo", "base_ref", "checkout_dir")}
     if not delivers:
         delivery = {}
     if url is None:

@@ -304,6 +304,20 @@ def one_worker(
 
 
 @contextmanager
+def remote_authority(options: dict[str, Any], caller: str) -> Iterator[Any]:
+    """The connected MCP authority of `--mcp-url` (its token line named `caller`, else the
+    first), or None for the issues file; consumes the authority options."""
+    from premath.cli._remote import pop_remote
+
+    remote = pop_remote(options, delivers=False)
+    if remote is None:
+        yield None
+        return
+    with remote.authority(remote.token_for(caller), report_progress) as memory:
+        yield memory
+
+
+@contextmanager
 def worker_authority(
     options: dict[str, Any], *, delivers: bool = False
 ) -> Iterator[tuple[Any, Any]]:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from premath.errors import LeaseRefused, NotFound
 from premath.harness.handoff import LeaseSnapshot, read_lease_snapshot
 from premath.issues.held import Discovery, Finished, FinishStatus, finish_held, holder_problem
+from premath.models.boot_report import BootFailureClass
 
 if TYPE_CHECKING:
     from premath.harness.loop_config import LoopPaths
@@ -34,6 +35,23 @@ class Claimed:
 
     issue_id: str
     lease_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class BootView:
+    """What `harness boot` reads of issue memory (specs/harness-loop.md "Boot")."""
+
+    issues_root: dict[str, Any]
+    """The `issues` memory root: where the store is and its state."""
+    statuses: dict[str, str]
+    """Every issue's status, by id."""
+    ready_ids: list[str]
+    integrity: dict[str, Any] | None
+    """The active scope's `{graphScope, hasCycle, cyclePath}` (None: unreadable)."""
+    snapshot_ref: str | None
+    """`iss1_` of the store (None for a store not read as bytes: a remote authority)."""
+    finding: "tuple[BootFailureClass, str] | None" = None
+    """(`boot.issues_missing` or `boot.issues_invalid`, message) when it cannot be read."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +74,9 @@ class IssueAuthority(Protocol):
     def recorded_issues(self, paths: "LoopPaths") -> tuple[str, str]:
         """(the store a session's snapshot ref is taken of, or "" for none; the name the
         loop's artifacts record for it)."""
+
+    def boot_view(self, now: datetime) -> BootView:
+        """Issue memory as boot reports it."""
 
     def claim_next(self, worker_id: str, *, ttl_s: int, now: datetime) -> Claimed | None:
         """Claim the next ready issue (or reclaim a stale one); None when nothing is ready."""
@@ -132,6 +153,36 @@ class LocalAuthority:
 
     def recorded_issues(self, paths: "LoopPaths") -> tuple[str, str]:
         return self.path, paths.relative(self.path)
+
+    def boot_view(self, now: datetime) -> BootView:
+        import os
+
+        from premath.errors import PremathError
+        from premath.harness.memory_roots import file_root
+        from premath.issues import graph
+        from premath.issues.documents import integrity_document
+        from premath.issues.memory import read_store
+        from premath.issues.snapshot import snapshot_ref_of
+
+        if not os.path.exists(self.path):
+            missing: tuple[BootFailureClass, str] = (
+                "boot.issues_missing",
+                f"issues file not found: {self.path}",
+            )
+            return BootView(file_root("issues", self.path, self.path), {}, [], None, None, missing)
+        try:
+            issues = read_store(self.path, now)
+        except PremathError as exc:
+            root = file_root("issues", self.path, self.path, exc.message)
+            return BootView(root, {}, [], None, None, ("boot.issues_invalid", exc.message))
+        cycle = graph.integrity(issues, "active")
+        return BootView(
+            issues_root=file_root("issues", self.path, self.path),
+            statuses={issue_id: row["status"] for issue_id, row in issues.items()},
+            ready_ids=[row["id"] for row in graph.ready_issues(issues)],
+            integrity={"graphScope": "active", **integrity_document(cycle)},
+            snapshot_ref=snapshot_ref_of(issues),
+        )
 
     def claim_next(self, worker_id: str, *, ttl_s: int, now: datetime) -> Claimed | None:
         from premath.issues.memory import claim_next

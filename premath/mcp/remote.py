@@ -38,7 +38,7 @@ from premath.errors import (
     NotFound,
     PremathError,
 )
-from premath.harness.authority import Claimed, HeldLease, refused
+from premath.harness.authority import BootView, Claimed, HeldLease, refused
 from premath.harness.handoff import LeaseSnapshot
 from premath.harness.loop_config import LoopPaths
 from premath.issues.held import Discovery, Finished, FinishStatus, holder_problem
@@ -296,6 +296,17 @@ class McpAuthority:
 
     def recorded_issues(self, paths: LoopPaths) -> tuple[str, str]:
         return "", self.url
+
+    def boot_view(self, now: datetime) -> BootView:
+        listing = self._call("issue_list", {})["items"]
+        integrity = self._call("dep_diagnostics", {"graphScope": "active"})["integrity"]
+        return BootView(
+            issues_root={"name": "issues", "path": self.url, "state": "present"},
+            statuses={item["id"]: item["status"] for item in listing},
+            ready_ids=self.ready_ids(now),
+            integrity={"graphScope": "active", **integrity},
+            snapshot_ref=None,
+        )
 
     def claim_next(self, worker_id: str, *, ttl_s: int, now: datetime) -> Claimed | None:
         lease_id = f"lease1_{id_token(worker_id, 'anon')}_{secrets.token_hex(6)}"

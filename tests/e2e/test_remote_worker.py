@@ -461,3 +461,37 @@ def test_the_dashboard_shows_a_remote_workers_lease_like_a_local_one(tmp_path):
     assert held_here["lease"]["owner"] == "local-agent"
     assert sorted(remote["lease"]) == sorted(held_here["lease"])  # the same view of a lease
     assert remote["lease"]["leaseId"].startswith("lease1_w1_")
+
+
+def test_an_agent_drives_boot_claim_complete_and_stop_through_the_server(tmp_path):
+    project = three_issues(tmp_path)
+    agent = tmp_path / "agent"
+    agent.mkdir()
+
+    def harness(*args: str) -> tuple[int, dict]:
+        done = subprocess.run(
+            [sys.executable, "-m", "premath", "harness", *args, "--mcp-url", server.url,
+             "--token-file", str(project.tokens), "--repo-root", str(agent), "--json"],
+            cwd=agent, capture_output=True, check=False, timeout=120,
+        )  # fmt: skip
+        return done.returncode, orjson.loads(done.stdout)
+
+    with mcp_server(project, "--mutation-policy", "open") as server:
+        booted = harness("boot")
+        claimed = harness("claim", "--worker-id", "w1")
+        stopped = harness("stop", "--worker-id", "w1")
+        completed = harness("complete", "--worker-id", "w1", "--verify-cmd", "true")
+        rebooted = harness("boot")
+    assert booted[0] == 0, booted
+    roots = booted[1]["memoryRoots"]
+    assert (roots["issuesPath"], roots["roots"][0]["state"]) == (server.url, "present")
+    assert booted[1]["readyIssueIds"] == ["bd-1", "bd-2", "bd-3"]
+    assert booted[1]["nextTarget"]["issue"]["description"].startswith("Do bd-1.")
+    assert booted[1]["issuesSnapshotRef"] is None  # no bytes of the store on this side
+    assert (claimed[0], claimed[1]["issueId"]) == (0, "bd-1")
+    assert (stopped[0], stopped[1]["leaseOutcome"]) == (0, "renewed")
+    assert (completed[0], completed[1]["outcome"]) == (0, "completed")
+    assert project.issues["bd-1"]["status"] == "closed"
+    assert rebooted[1]["readyIssueIds"] == ["bd-2", "bd-3"]
+    session = orjson.loads((agent / ".premath" / "harness_session.json").read_bytes())
+    assert session["issuesPath"] == server.url
