@@ -111,9 +111,7 @@ class RemoteChoice:
         return client_tokens(self.token_file)
 
     def token_for(self, worker_id: str) -> str:
-        """The line named after the worker, else the first line."""
-        tokens = self.tokens()
-        return next((token for name, token in tokens if name == worker_id), tokens[0][1])
+        return pick_token(self.tokens(), worker_id)
 
     @contextmanager
     def authority(self, token: str, report: Callable[[str], None]) -> Iterator[Any]:
@@ -164,17 +162,29 @@ def pop_remote(options: dict[str, Any], *, delivers: bool) -> RemoteChoice | Non
         raise InvalidUsage(f"--mcp-url must be an http:// or https:// URL (got {url!r})")
     if delivery.get("repo") is None and any(delivery.values()):
         raise InvalidUsage("--base-ref and --checkout-dir need --repo")
+    repo = delivery.get("repo")
+    if repo is not None and "://" not in repo and os.path.exists(repo):
+        delivery["repo"] = os.path.abspath(repo)  # the same folder wherever a worker runs
     return RemoteChoice(url, token_file, instruction_id, retry_s, **delivery)
+
+
+def pick_token(tokens: list[tuple[str, str]], worker_id: str) -> str:
+    """The token of the line named after the worker, else of the first line."""
+    return next((token for name, token in tokens if name == worker_id), tokens[0][1])
 
 
 @dataclass(frozen=True, slots=True)
 class FleetOpener:
     """How a fleet worker on its node connects to the authority and prepares its clone (the
-    `WorkerOpener` of premath.harness.fleet; pickled to the nodes by Ray)."""
+    `WorkerOpener` of premath.harness.fleet; pickled to the nodes by Ray). It carries the
+    tokens read on the coordinator's machine (the token file need not exist on the nodes); Ray
+    keeps them in its task arguments, inside the cluster's own authentication."""
 
     remote: RemoteChoice
+    tokens: tuple[tuple[str, str], ...]
 
     @contextmanager
     def __call__(self, worker_id: str, report: Callable[[str], None]) -> Iterator[Any]:
-        with self.remote.authority(self.remote.token_for(worker_id), report) as memory:
+        token = pick_token(list(self.tokens), worker_id)
+        with self.remote.authority(token, report) as memory:
             yield memory, self.remote.delivery(worker_id)

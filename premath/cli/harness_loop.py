@@ -501,7 +501,7 @@ def harness_loop_coordinator(app: AppContext, /, **options: Any) -> Reply:
 
     if options.pop("executor") == "ray":
         return ray_coordinator(app, options)
-    refuse_given(options, "needs --executor ray", FLEET_ONLY)
+    refuse_given("only with --executor ray", FLEET_ONLY)
     for name in FLEET_ONLY:
         options.pop(name)
 
@@ -539,30 +539,28 @@ FLEET_ONLY = (
 LOCAL_ONLY = ("worktrees", "rounds", "max_parallel", "worker_timeout_seconds")
 
 
-def refuse_given(options: dict[str, Any], why: str, names: tuple[str, ...]) -> None:
+def refuse_given(why: str, names: tuple[str, ...]) -> None:
     """A usage error naming the options among `names` given on the command line."""
     from click.core import ParameterSource
 
     ctx = click.get_current_context()
     given = [
-        f"--{name.replace('_', '-')}"
-        for name in names
-        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+        param.opts[0]
+        for param in ctx.command.params
+        if param.name in names
+        and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE
     ]
     if given:
-        raise InvalidUsage(f"{', '.join(given)} {why}")
+        raise InvalidUsage(f"{', '.join(given)}: {why}")
 
 
 def ray_coordinator(app: AppContext, options: dict[str, Any]) -> Reply:
     """`--executor ray`: the fleet on the cluster (premath/harness/fleet.py)."""
-
     from click.core import ParameterSource
 
     from premath.cli._remote import pop_remote
 
-    refuse_given(
-        options, "do(es) not apply to --executor ray (workers work in their clones)", LOCAL_ONLY
-    )
+    refuse_given("not with --executor ray (its workers work in their own clones)", LOCAL_ONLY)
     ctx = click.get_current_context()
     remote = pop_remote(options, delivers=True)
     if remote is None or remote.repo is None:
@@ -599,7 +597,7 @@ def fleet_config(
         raise InvalidUsage("--worker-prefix must be non-empty and contain no '/'")
     return FleetConfig(
         settings=settings,
-        open_worker=FleetOpener(remote),
+        open_worker=FleetOpener(remote, tuple(remote.tokens())),
         concurrency=options["concurrency"],
         worker_prefix=prefix if explicit_prefix else f"{prefix}-{secrets.token_hex(3)}",
         worker_cpus=options["worker_cpus"],

@@ -185,18 +185,25 @@ def test_bad_inputs_are_refused_before_anything_is_claimed(tmp_path):
         assert orjson.loads(done.stdout)["error"]["code"] == "usage_error", name
 
 
-def test_a_refused_push_gives_the_issue_back_with_its_failure_class(tmp_path):
-    project = make_project(
-        tmp_path, [issue_row("bd-1", out_check("bd-1"))], tokens=fleet_tokens("w1")
-    )
-    hook = project.remote / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\necho 'pushes are frozen' >&2\nexit 1\n")
-    hook.chmod(0o755)
+def one_issue(tmp_path: Path):
+    return make_project(tmp_path, [issue_row("bd-1", out_check("bd-1"))], tokens=fleet_tokens("w1"))
+
+
+def deliver_one(project, tmp_path: Path) -> tuple[int, dict, str]:
+    """One worker with `--repo` against an open server: (exit code, document, stderr)."""
     with mcp_server(project, "--mutation-policy", "open") as server:
-        code, document, stderr = run_worker(
+        return run_worker(
             server.url, project, "w1", "--repo", str(project.remote),
             "--checkout-dir", str(tmp_path / "co"), "--work-cmd", WRITE_OUT,
         )  # fmt: skip
+
+
+def test_a_refused_push_gives_the_issue_back_with_its_failure_class(tmp_path):
+    project = one_issue(tmp_path)
+    hook = project.remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'pushes are frozen' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    code, document, stderr = deliver_one(project, tmp_path)
     assert code == 1, stderr
     (step,) = document["steps"]
     assert (step["outcome"], step["resultClass"]) == ("failed", "failed_delivery")
@@ -210,9 +217,7 @@ def test_a_refused_push_gives_the_issue_back_with_its_failure_class(tmp_path):
 
 
 def test_an_existing_branch_is_never_overwritten(tmp_path):
-    project = make_project(
-        tmp_path, [issue_row("bd-1", out_check("bd-1"))], tokens=fleet_tokens("w1")
-    )
+    project = one_issue(tmp_path)
     other = tmp_path / "other"
     git("clone", "-q", str(project.remote), str(other), cwd=tmp_path)
     (other / "theirs").write_text("someone else's work\n")
@@ -220,11 +225,7 @@ def test_an_existing_branch_is_never_overwritten(tmp_path):
     git("commit", "-qm", "theirs", cwd=other)
     git("push", "-q", "origin", "HEAD:refs/heads/premath/bd-1", cwd=other)
     theirs = project.branches()["premath/bd-1"]
-    with mcp_server(project, "--mutation-policy", "open") as server:
-        code, document, stderr = run_worker(
-            server.url, project, "w1", "--repo", str(project.remote),
-            "--checkout-dir", str(tmp_path / "co"), "--work-cmd", WRITE_OUT,
-        )  # fmt: skip
+    code, document, stderr = deliver_one(project, tmp_path)
     assert code == 1, stderr
     (step,) = document["steps"]
     assert step["failureClasses"] == ["delivery_branch_exists"]
@@ -269,9 +270,7 @@ class Worker:
 
 
 def test_a_server_lost_mid_work_is_retried_and_the_step_completes_when_it_is_back(tmp_path):
-    project = make_project(
-        tmp_path, [issue_row("bd-1", out_check("bd-1"))], tokens=fleet_tokens("w1")
-    )
+    project = one_issue(tmp_path)
     marker = tmp_path / "working"
     with mcp_server(project, "--mutation-policy", "open") as server:
         port = int(server.url.rsplit(":", 1)[1].split("/")[0])
@@ -294,9 +293,7 @@ def test_a_server_lost_mid_work_is_retried_and_the_step_completes_when_it_is_bac
 
 
 def test_a_server_gone_for_good_is_given_up_on_after_the_bound(tmp_path):
-    project = make_project(
-        tmp_path, [issue_row("bd-1", out_check("bd-1"))], tokens=fleet_tokens("w1")
-    )
+    project = one_issue(tmp_path)
     marker = tmp_path / "working"
     with mcp_server(project, "--mutation-policy", "open") as server:
         worker = Worker(project, server.url, marker, "--mcp-retry-seconds", "3")
