@@ -492,3 +492,39 @@ def test_an_agent_drives_boot_claim_complete_and_stop_through_the_server(tmp_pat
     assert rebooted[1]["readyIssueIds"] == ["bd-2", "bd-3"]
     session = orjson.loads((agent / ".premath" / "harness_session.json").read_bytes())
     assert session["issuesPath"] == server.url
+
+
+def _renewals(server) -> list[str]:
+    return [
+        line["outcome"]
+        for line in server.access_lines()
+        if line["event"] == "tool" and line["tool"] == "issue_lease_renew"
+    ]
+
+
+def test_the_heartbeat_and_lease_recovery_go_through_the_server(tmp_path):
+    project = make_project(
+        tmp_path,
+        [issue_row("bd-1", out_check("bd-1")), issue_row("bd-2", out_check("bd-2"))],
+        tokens=fleet_tokens("w1"),
+    )
+    with mcp_server(project, "--mutation-policy", "open") as server:
+        code, document, stderr = run_worker(
+            server.url, project, "w1", "--lease-ttl-seconds", "30",
+            "--work-cmd", f"sleep 11 && {WRITE_OUT}",
+        )  # fmt: skip
+        beats = _renewals(server)
+        assert code == 0, stderr
+        assert document["closedIssueIds"] == ["bd-1"]
+        assert set(beats) == {"ok"}  # a beat every TTL/3 (10 s) while the work ran
+        code, document, stderr = run_worker(
+            server.url, project, "w1", "--host-action-transport", "mcp", "--output-cap-bytes",
+            "100", "--work-cmd", "python3 -c \"print('x' * 5000)\"",
+        )  # fmt: skip
+        recovered = _renewals(server)[len(beats) :]
+    (step,) = document["steps"]
+    # The join gate refused the step (truncated output); the lease is renewed through the
+    # MCP lease tool and recorded with the transport's own ref, as a local worker records it.
+    assert step["resultClass"] == "retry_needed_lease_active_transport_dispatched"
+    assert recovered == ["ok"]
+    assert project.issues["bd-2"]["lease"]["owner"] == "w1"
