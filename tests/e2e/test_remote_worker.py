@@ -528,3 +528,31 @@ def test_the_heartbeat_and_lease_recovery_go_through_the_server(tmp_path):
     assert step["resultClass"] == "retry_needed_lease_active_transport_dispatched"
     assert recovered == ["ok"]
     assert project.issues["bd-2"]["lease"]["owner"] == "w1"
+
+
+def test_a_failed_verification_retries_and_escalates_through_the_server(tmp_path):
+    project = three_issues(tmp_path)
+    with mcp_server(project) as server:  # the default policy: the fleet's witness covers it
+        fleet = mint_fleet_witness(project)
+        code, document, stderr = run_worker(
+            server.url, project, "w1", "--instruction-id", fleet, "--work-cmd", WRITE_OUT,
+            "--verify-witness", "never-written.json", "--backoff-scale", "0",
+        )  # fmt: skip
+    assert code == 1
+    (step,) = document["steps"]
+    assert step["attempts"] == 2  # operational_retry: one retry, then its escalation
+    assert "[worker:w1] retry 1/2 for bd-1" in stderr
+    escalation = step["escalation"]
+    assert (escalation["action"], escalation["outcome"]) == ("issue_discover", "applied")
+    assert step["resultClass"] == "escalated_issue_discover"
+    created = escalation["createdIssueId"]
+    issues = project.issues
+    assert issues["bd-1"]["status"] == "blocked"
+    assert issues["bd-1"]["notes"].endswith(f"discoveredIssue: {created}")
+    assert issues[created]["dependencies"][0]["depends_on_id"] == "bd-1"
+    for issue_id in ("bd-1", created):
+        witness = issues[issue_id]["metadata"]["premathWriteWitness"]
+        assert (witness["action"], witness["instruction"]["instructionId"]) == (
+            "issue.lease_finish",
+            fleet,
+        )

@@ -99,7 +99,8 @@ def test_twelve_issues_drained_by_four_workers_on_two_nodes_under_the_default_po
         process = coordinator(
             ray_cluster, project, server.url,
             "--instruction-id", fleet, "--concurrency", "4", "--worker-cpus", "0.5",
-            "--worker-prefix", "fleet", "--work-cmd", f"sleep 0.3 && {WRITE_OUT}",
+            "--worker-prefix", "fleet", "--worker-memory-mb", "64",
+            "--work-cmd", f"sleep 0.3 && {WRITE_OUT}",
         )  # fmt: skip
         code, document, stderr = finished(process)
         accepted = finishes_ok(server)
