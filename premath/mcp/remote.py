@@ -191,7 +191,7 @@ class McpAuthority:
             )
             try:
                 self._session = manager.__enter__()
-            except Exception as exc:  # noqa: BLE001 - the SDK wraps transport failures in groups
+            except _transport_failures() as exc:
                 raise _Down(_first_reason(exc)) from None
             self._session_cm = manager
             return self._session
@@ -252,9 +252,7 @@ class McpAuthority:
             try:
                 session = self._ensure_session()
                 result = self._portal.call(session.call_tool, tool, args)
-            except (AuthorityRefused, AuthorityUnreachable):
-                raise
-            except Exception as exc:  # noqa: BLE001 - any transport failure is an outage
+            except _transport_failures() as exc:
                 # A request that reached the wire may have been applied; a probe's failure not.
                 maybe_applied = maybe_applied or not isinstance(exc, _Down)
                 self._sleep(self._outage(_first_reason(exc), patience_end))
@@ -475,6 +473,27 @@ class McpAuthority:
         except ToolError:
             return False
         return True
+
+
+def _transport_failures() -> tuple[type[BaseException], ...]:
+    """What a call raises when the connection, not the server's answer, failed: the SDK's
+    `Connection closed` and timeouts, the HTTP client's errors, broken streams, and the
+    exception groups the SDK's task groups wrap them in."""
+    import anyio
+    import httpx2
+    from mcp.shared.exceptions import MCPError
+
+    return (
+        _Down,
+        MCPError,
+        httpx2.HTTPError,
+        OSError,
+        TimeoutError,
+        anyio.BrokenResourceError,
+        anyio.ClosedResourceError,
+        anyio.EndOfStream,
+        ExceptionGroup,
+    )
 
 
 def _listed_tools(content: bytes) -> set[str] | None:
