@@ -587,6 +587,8 @@ def fleet_config(
     explicit_prefix: bool,
     explicit_steps: bool,
 ) -> Any:
+    """The fleet's `FleetConfig` from the coordinator's options (loads ray: only for
+    `--executor ray`, which names the extra to install when it is missing)."""
     import secrets
 
     from premath.cli._remote import FleetOpener
