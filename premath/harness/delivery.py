@@ -18,10 +18,12 @@ it (specs/remote-workers.md "Delivery failures").
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from premath.errors import InputInvalid
 from premath.runner.git import GitRun, run_git
+from premath.store.git_checkout import checkout_commit
 
 BRANCH_PREFIX = "premath/"
 DeliveryFailure = Literal[
@@ -155,16 +157,14 @@ class GitDelivery:
             "repository?): push a first commit, or pass --base-ref BRANCH"
         )
 
-    def reset(self) -> str:
-        """The worktree at the freshly fetched base branch, clean; its commit."""
+    def reset(self) -> None:
+        """The worktree at the freshly fetched base branch, detached and clean."""
         base = self.base_ref or self._remote_head()
         tracking = f"refs/remotes/origin/{base}"
-        self._must(
-            "git fetch", "fetch", "--quiet", "--no-tags", "origin", f"+refs/heads/{base}:{tracking}"
-        )
+        refspec = f"+refs/heads/{base}:{tracking}"
+        self._must("git fetch", "fetch", "--quiet", "--no-tags", "origin", refspec)
         self._must("git checkout", "checkout", "--quiet", "--detach", "--force", tracking)
         self._must("git clean", "clean", "-ffdxq")
-        return self._must("git rev-parse", "rev-parse", "HEAD").stdout.strip()
 
     def deliver(self, issue_id: str, title: str, step_id: str, evidence: str | None) -> Delivered:
         """Commit the worktree and push it to `premath/<issue id>`; never overwrite a branch."""
@@ -189,10 +189,11 @@ class GitDelivery:
                 message,
             )
         )
-        head = self._git("rev-parse", "HEAD") if committed.ok else committed
-        if not head.ok:
-            return Delivered(branch, None, remote, "delivery_commit_failed", head.why())
-        commit = head.stdout.strip()
+        # The worktree is detached: HEAD names the new commit itself (no rev-parse to spawn).
+        commit = checkout_commit(Path(self.worktree)) if committed.ok else None
+        if commit is None:
+            why = committed.why() if not committed.ok else "no commit at HEAD after `git commit`"
+            return Delivered(branch, None, remote, "delivery_commit_failed", why)
         existing = self._git("ls-remote", "origin", f"refs/heads/{branch}")
         if not existing.ok:
             return Delivered(branch, commit, remote, "delivery_push_refused", existing.why())
