@@ -40,9 +40,7 @@ Report = Callable[[str], None]
 WorkerOpener = Callable[[str, Report], AbstractContextManager[tuple[IssueAuthority, Any]]]
 """Connects one worker (by id) to its authority and prepares its clone: (authority,
 GitDelivery). Pickled to the nodes, so a plain top-level class instance."""
-_CLAIMED = re.compile(
-    r"^\[worker:[^\]]+\] claimed issue (?P<issue>\S+) .*lease=(?P<lease>[^,)\s]+)"
-)
+_CLAIMED = re.compile(r"^\[worker:[^\]]+\] claimed (?P<issue>\S+) \(lease (?P<lease>[^)\s]+)\)$")
 _WAIT_S = 0.2
 
 

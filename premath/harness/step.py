@@ -915,10 +915,7 @@ def run_step(
     claim = claim_next_issue(cfg, step_index, clock)
     if claim is None:
         return None
-    report(
-        f"[worker:{cfg.worker_id}] claimed issue {claim.issue_id} "
-        f"(step={claim.step_id}, lease={claim.lease_id})"
-    )
+    report(f"[worker:{cfg.worker_id}] claimed {claim.issue_id} (lease {claim.lease_id})")
     return execute_claim(cfg, claim, clock, sleep=sleep, report=report)
 
 

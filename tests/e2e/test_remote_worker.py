@@ -55,7 +55,7 @@ def test_a_remote_worker_drains_through_mcp_and_delivers_each_issue_as_a_branch(
     assert code == 0, stderr
     assert document["closedIssueIds"] == ["bd-1", "bd-2", "bd-3"]
     assert document["stoppedReason"] == "no_ready_issue"
-    assert "[worker:w1] claimed issue bd-1" in stderr
+    assert "[worker:w1] claimed bd-1 (lease lease1_w1_" in stderr
     assert callers == {"w1"}  # the token line named after the worker
     branches = project.branches()
     assert sorted(branches) == ["premath/bd-1", "premath/bd-2", "premath/bd-3"]
