@@ -322,3 +322,10 @@ def refused(issue_id: str, worker_id: str, problem: str) -> None:
             f"worker {worker_id} does not hold {issue_id}: {problem}; "
             f"claim it first (premath harness claim --worker-id {worker_id})"
         )
+
+
+def require_store(memory: IssueAuthority, paths: "LoopPaths") -> None:
+    """Refuse to start, writing nothing, where the issues file is the authority and there is
+    none (no project here); a remote authority was reached when it was opened."""
+    if isinstance(memory, LocalAuthority):
+        paths.require_issues()

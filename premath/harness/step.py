@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from premath.clock import Clock
 from premath.errors import InputInvalid, Interrupted, LeaseRefused, NotFound, PremathError
+from premath.harness.authority import require_store
 from premath.harness.commands import (
     COMMAND_NOT_EXECUTABLE,
     COMMAND_NOT_FOUND,
@@ -247,7 +248,7 @@ def claim_next_issue(cfg: WorkerConfig, step_index: int, clock: Clock) -> Claim 
 
 def claim_for_agent(cfg: WorkerConfig, step_index: int, clock: Clock) -> dict[str, Any]:
     """`harness claim`: claim the next ready issue and begin its step; the agent works next."""
-    cfg.paths.require_issues()
+    require_store(cfg.memory, cfg.paths)
     claim = claim_next_issue(cfg, step_index, clock)
     document: dict[str, Any] = {"action": "harness.claim", "claimed": claim is not None}
     if claim is None:

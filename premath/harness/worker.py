@@ -20,7 +20,7 @@ from typing import Any
 
 from premath.clock import Clock
 from premath.errors import PremathError
-from premath.harness.authority import LocalAuthority
+from premath.harness.authority import require_store
 from premath.harness.interrupts import interrupts_as_errors
 from premath.harness.loop_config import WorkerConfig
 from premath.harness.step import STEP_ACTION, Report, StepReport, claimed_issue, run_step
@@ -94,8 +94,7 @@ def run_worker(
 ) -> WorkerReport:
     from premath.store.gitignore import ensure_gitignore
 
-    if isinstance(cfg.memory, LocalAuthority):
-        cfg.paths.require_issues()  # refused before anything is written
+    require_store(cfg.memory, cfg.paths)  # refused before anything is written
     ensure_gitignore(os.path.dirname(cfg.paths.steps_dir))
     with interrupts_as_errors():
         return _steps(
