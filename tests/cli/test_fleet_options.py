@@ -3,6 +3,8 @@ runs), and the fleet's needs are named (specs/remote-workers.md "Placement on Ra
 
 import pytest
 
+from tests.runner.test_ray_optional import _probe as probe
+
 URL = ("--mcp-url", "http://127.0.0.1:9/mcp")
 
 
@@ -43,43 +45,13 @@ def test_each_executor_refuses_the_others_options(cli_run, args, message):
     assert (out.exit_code, out.json["error"]) == (2, {"code": "usage_error", "message": message})
 
 
-_PROBE = """
-import sys
-{hide}
-from premath.cli import cli
-try:
-    cli.main({argv!r})
-except SystemExit as exit:
-    code = exit.code
-print("RESULT", code, "ray" in sys.modules)
-"""
-
-
-def _probe(tmp_path, argv, hide_ray):
-    import subprocess
-    import sys
-
-    hide = "sys.modules['ray'] = None  # as if not installed" if hide_ray else ""
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE.format(hide=hide, argv=argv)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    *document, last = done.stdout.strip().splitlines()
-    _, code, loaded = last.split()
-    return int(code), loaded == "True", "\n".join(document)
-
-
 def test_ray_loads_only_for_the_ray_executor_and_its_absence_names_the_extra(tmp_path):
     tokens = tmp_path / "tokens"
     tokens.write_text("w " + "t" * 40 + "\n")
     tokens.chmod(0o600)
     fleet = ["harness-loop", "coordinator", "--executor", "ray", "--mcp-url", URL[1]]
     fleet += ["--token-file", str(tokens), "--repo", str(tmp_path), "--json"]
-    code, _, stdout = _probe(tmp_path, fleet, hide_ray=True)
+    code, _, stdout, _ = probe(fleet, tmp_path, hide_ray=True)
     assert code == 2
     import orjson
 
@@ -87,4 +59,4 @@ def test_ray_loads_only_for_the_ray_executor_and_its_absence_names_the_extra(tmp
     assert error["code"] == "usage_error"
     assert "pip install 'premath[ray]'" in error["message"]
     for argv in (["harness-loop", "coordinator", "--help"], ["harness-loop", "worker", "--help"]):
-        assert _probe(tmp_path, argv, hide_ray=False)[:2] == (0, False)
+        assert probe(argv, tmp_path, hide_ray=False)[:2] == (0, False)
