@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent
 
 def _checkout_commit() -> str | None:
     spec = importlib.util.spec_from_file_location(
-        "bench_provenance", ROOT / "premath" / "bench" / "provenance.py"
+        "git_checkout", ROOT / "premath" / "store" / "git_checkout.py"
     )
     if spec is None or spec.loader is None:
         return None

@@ -22,7 +22,8 @@ from pathlib import Path
 from benchmarks._experiments import write_experiment
 from benchmarks._measure import Row, ms, verdict
 from premath.clock import SystemClock
-from premath.runner.executors import Executor, make_executor
+from premath.runner.executor_choice import make_executor
+from premath.runner.executors import Executor
 from premath.runner.runs import create_run, execute_run
 
 SLEEP_HARNESS = [

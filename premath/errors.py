@@ -14,6 +14,8 @@ ErrorCode = Literal[
     "lease_refused",
     "policy_denied",
     "interrupted",
+    "authority_unreachable",
+    "authority_refused",
 ]
 
 
@@ -96,3 +98,17 @@ class RuleRefused(PolicyDenied):
     def __init__(self, rule: str, message: str) -> None:
         super().__init__(f"[failureClass={rule}] {message}")
         self.rule = rule
+
+
+class AuthorityUnreachable(PremathError):
+    """Issue memory's remote authority (the MCP server) could not be reached within the
+    worker's bound; nothing was changed on its behalf (specs/remote-workers.md)."""
+
+    code = "authority_unreachable"
+
+
+class AuthorityRefused(PremathError):
+    """The remote authority answered but refused us for good: a wrong token, a URL that is not
+    an MCP endpoint. Retrying does not help; the message says what to fix."""
+
+    code = "authority_refused"

@@ -74,3 +74,44 @@ def test_imports_flow_one_way(path):
             assert module.startswith(("premath.mcp.", "premath.web.")), (
                 f"{module} imports the ASGI stack ({top}): only premath/web and premath/mcp may"
             )
+
+
+def _runtime_imports(path: Path, modules: set[str]) -> set[str]:
+    """premath modules `path` imports when it runs, lazily too (not under TYPE_CHECKING)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and getattr(child.test, "id", None) == "TYPE_CHECKING":
+                continue
+            if isinstance(child, ast.Import):
+                found.update(alias.name for alias in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
+                found.add(child.module)
+                found.update(f"{child.module}.{alias.name}" for alias in child.names)
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found & modules
+
+
+def test_no_modules_import_each_other_around_a_loop():
+    """Not even lazily: executor selection sits above the executors (issue 23), so no module
+    needs a late import to break a cycle."""
+    names = {}
+    for path in SOURCES:
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {name: _runtime_imports(path, set(names)) - {name} for name, path in names.items()}
+    loops = []
+    for start in graph:
+        seen, frontier = set(), list(graph[start])
+        while frontier:
+            current = frontier.pop()
+            if current == start:
+                loops.append(start)
+                break
+            if current not in seen:
+                seen.add(current)
+                frontier.extend(graph[current])
+    assert loops == []

@@ -379,7 +379,7 @@ def export_source(
 
     A run folder lends its name as the session id and its run-metadata.json's model name.
     """
-    from premath.bench.events import read_events
+    from premath.store.jsonl import parsed_rows
 
     path = Path(source)
     events_path = path / "raw" / "events.jsonl" if path.is_dir() else path
@@ -398,7 +398,7 @@ def export_source(
         schema_version=schema_version,
         trajectory_id=run_id,
     )
-    return export_trajectory(read_events(events_path), context)
+    return export_trajectory(parsed_rows(events_path), context)
 
 
 def _read_metadata(path: Path) -> dict[str, Any]:

@@ -7,14 +7,11 @@ specs/bench-run.md "Events".
 """
 
 import os
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-
 from premath.store.canonical import row_bytes
-from premath.store.jsonl import append_line, iter_lines
+from premath.store.jsonl import append_line
 
 EventKind = str
 
@@ -35,16 +32,3 @@ def append_event(
     event = {"kind": kind, "at": event_time(at), **fields}
     append_line(path, row_bytes(event), timeout_s=lock_timeout_s)
     return event
-
-
-def read_events(path: str | os.PathLike[str]) -> Iterator[Any]:
-    """Every line that parses as JSON, in file order; torn or malformed lines are skipped."""
-    try:
-        lines = iter_lines(path)
-        for line in lines:
-            try:
-                yield orjson.loads(line.text)
-            except orjson.JSONDecodeError:
-                continue
-    except FileNotFoundError:
-        return

@@ -24,7 +24,7 @@ from premath.bench.defaults import (
     DEFAULT_SANDBOX_BACKEND,
     DEFAULT_TIMEOUT_S,
 )
-from premath.bench.events import append_event, event_time, read_events
+from premath.bench.events import append_event, event_time
 from premath.bench.paths import BenchRunPaths, new_run_dir
 from premath.bench.policy import policy_digest
 from premath.clock import Clock
@@ -33,6 +33,7 @@ from premath.runner.interrupts import stop_signals_raise
 from premath.runner.process import passed_env
 from premath.store.atomic import write_atomic
 from premath.store.canonical import document_bytes
+from premath.store.jsonl import parsed_rows
 from premath.timefmt import format_seconds_z
 
 if TYPE_CHECKING:
@@ -324,7 +325,7 @@ class _LiveExport:
                 if size != seen:
                     seen = size
                     _write_trajectory(
-                        self._request, self._paths, list(read_events(self._paths.events))
+                        self._request, self._paths, list(parsed_rows(self._paths.events))
                     )
             except Exception:  # noqa: BLE001 - best effort: the final export reports failures
                 continue
@@ -416,7 +417,7 @@ def run_benchmark(request: BenchRequest, *, clock: Clock, lock_timeout_s: float)
     verdict = _Verdict()
     harness = _run_harness(request, paths, record, verdict)
     _ingest_harness_rows(paths, record)
-    events = list(read_events(paths.events))
+    events = list(parsed_rows(paths.events))
     trajectory, atif_errors = _export(request, paths, events, verdict)
     exit_code = 0 if verdict.failure_class is None else 1
     status: RunStatus = "succeeded" if exit_code == 0 else "failed"

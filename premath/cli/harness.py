@@ -10,13 +10,16 @@ from typing import Any
 import click
 
 from premath.cli._options import IntRange, json_option
+from premath.cli._remote import authority_options
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.cli.harness_loop import (
     loop_options,
     loop_paths,
     memory_path_options,
     one_worker,
+    remote_authority,
     report_progress,
+    worker_authority,
     worker_identity_options,
 )
 
@@ -70,6 +73,7 @@ def harness() -> None:
     help="Deadline of the startup command in seconds",
 )
 @click.option("--pass-env", multiple=True, help="Variable passed to the startup command")
+@authority_options
 @json_option
 @pass_app
 def harness_boot(app: AppContext, /, **options: Any) -> Reply:
@@ -81,14 +85,16 @@ def harness_boot(app: AppContext, /, **options: Any) -> Reply:
     """
     from premath.harness.boot import boot_report
 
-    document = boot_report(
-        loop_paths(options),
-        now=app.clock.now(),
-        startup_cmd=options["startup_cmd"],
-        worktree=options["worktree_root"],
-        timeout_s=options["command_timeout_seconds"],
-        pass_env=tuple(options["pass_env"]),
-    )
+    with remote_authority(options, "boot") as memory:
+        document = boot_report(
+            loop_paths(options),
+            now=app.clock.now(),
+            startup_cmd=options["startup_cmd"],
+            worktree=options["worktree_root"],
+            timeout_s=options["command_timeout_seconds"],
+            pass_env=tuple(options["pass_env"]),
+            memory=memory,
+        )
     return Reply(document, text=boot_text, exit_code=0 if document["result"] == "accepted" else 1)
 
 
@@ -100,7 +106,7 @@ def _worker_options(function: Any) -> Any:
         show_default=True,
         help="Index of this step in the worker's run (names the step id)",
     )(function)
-    return loop_options(worker_identity_options(function))
+    return loop_options(worker_identity_options(authority_options(function)))
 
 
 @harness.command("step")
@@ -117,8 +123,9 @@ def harness_step(app: AppContext, /, **options: Any) -> Reply:
     from premath.harness.worker import run_one_step
 
     step_index = options.pop("step_index")
-    cfg = one_worker(app, options)
-    document, exit_code = run_one_step(cfg, step_index, app.clock, report=report_progress)
+    with worker_authority(options) as (memory, _):
+        cfg = one_worker(app, options, memory=memory)
+        document, exit_code = run_one_step(cfg, step_index, app.clock, report=report_progress)
     return Reply(document, text=step_text, exit_code=exit_code)
 
 
@@ -136,8 +143,9 @@ def harness_claim(app: AppContext, /, **options: Any) -> Reply:
     from premath.harness.step import claim_for_agent
 
     step_index = options.pop("step_index")
-    cfg = one_worker(app, options)
-    document = claim_for_agent(cfg, step_index, app.clock)
+    with worker_authority(options) as (memory, _):
+        cfg = one_worker(app, options, memory=memory)
+        document = claim_for_agent(cfg, step_index, app.clock)
     return Reply(document, text=lambda d: d.get("nextStep", "no ready issue to claim"))
 
 
@@ -157,8 +165,9 @@ def harness_complete(app: AppContext, /, **options: Any) -> Reply:
 
     step_index = options.pop("step_index")
     issue_id = options.pop("issue_id")
-    cfg = one_worker(app, options, agent_did_work=True)
-    report = complete_claim(cfg, issue_id, step_index, app.clock, report=report_progress)
+    with worker_authority(options) as (memory, _):
+        cfg = one_worker(app, options, agent_did_work=True, memory=memory)
+        report = complete_claim(cfg, issue_id, step_index, app.clock, report=report_progress)
     document = {"action": "harness.complete", **report.to_document()}
     return Reply(document, text=step_text, exit_code=report.exit_code)
 
@@ -184,6 +193,7 @@ def harness_complete(app: AppContext, /, **options: Any) -> Reply:
     show_default=True,
     help="Index of the interrupted step (names its trajectory row)",
 )
+@authority_options
 @json_option
 @pass_app
 def harness_stop(app: AppContext, /, **options: Any) -> Reply:
@@ -195,18 +205,20 @@ def harness_stop(app: AppContext, /, **options: Any) -> Reply:
     """
     from premath.harness.stop import stop_worker
 
-    document = stop_worker(
-        loop_paths(options),
-        worker_id=options["worker_id"],
-        now=app.clock.now(),
-        lock_timeout_s=app.lock_timeout(),
-        issue_id=options["issue_id"],
-        release=options["release"],
-        lease_ttl_s=options["lease_ttl_seconds"],
-        summary=options["summary"],
-        next_step=options["next_step"],
-        step_index=options["step_index"],
-    )
+    with remote_authority(options, options["worker_id"]) as memory:
+        document = stop_worker(
+            loop_paths(options),
+            worker_id=options["worker_id"],
+            now=app.clock.now(),
+            lock_timeout_s=app.lock_timeout(),
+            issue_id=options["issue_id"],
+            release=options["release"],
+            lease_ttl_s=options["lease_ttl_seconds"],
+            summary=options["summary"],
+            next_step=options["next_step"],
+            step_index=options["step_index"],
+            memory=memory,
+        )
     return Reply(
         document,
         text=lambda d: (

@@ -8,14 +8,17 @@ No module below `cli/` knows a flag.
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
 
 from premath.cli._options import FloatRange, IntRange, json_option
+from premath.cli._remote import authority_options, delivery_options
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+from premath.errors import InvalidUsage
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -312,8 +315,16 @@ def worker_identity_options(function: F) -> F:
     )(function)
 
 
-def one_worker(app: AppContext, options: dict[str, Any], *, agent_did_work: bool = False) -> Any:
-    """The `WorkerConfig` of a single-worker command (consumes the loop and identity options)."""
+def one_worker(
+    app: AppContext,
+    options: dict[str, Any],
+    *,
+    agent_did_work: bool = False,
+    memory: Any = None,
+    delivery: Any = None,
+) -> Any:
+    """The `WorkerConfig` of a single-worker command (consumes the loop and identity options);
+    `memory` is its issue authority when not the issues file (`--mcp-url`)."""
     from premath.harness.loop_config import worker_config
 
     return worker_config(
@@ -322,7 +333,52 @@ def one_worker(app: AppContext, options: dict[str, Any], *, agent_did_work: bool
         worktree=options.pop("worktree_root"),
         lock_timeout_s=app.lock_timeout(),
         agent_did_work=agent_did_work,
+        memory=memory,
+        delivery=delivery,
     )
+
+
+@contextmanager
+def remote_authority(options: dict[str, Any], caller: str) -> Iterator[Any]:
+    """The connected MCP authority of `--mcp-url` (its token line named `caller`, else the
+    first), or None for the issues file; consumes the authority options."""
+    from premath.cli._remote import pop_remote
+
+    remote = pop_remote(options, delivers=False)
+    if remote is None:
+        yield None
+        return
+    with remote.authority(remote.token_for(caller), report_progress) as memory:
+        yield memory
+
+
+@contextmanager
+def worker_authority(
+    options: dict[str, Any], *, delivers: bool = False
+) -> Iterator[tuple[Any, Any]]:
+    """(issue authority, git delivery) of a single-worker command: (None, None) for the issues
+    file, else the connected MCP authority and, with `--repo`, the prepared clone, whose home
+    becomes the worker's repository root and worktree (specs/remote-workers.md)."""
+    from premath.cli._remote import pop_remote
+    from premath.harness.loop_config import WORKER_ID_ENV, checked_worker_id
+
+    remote = pop_remote(options, delivers=delivers)
+    if remote is None:
+        yield None, None
+        return
+    worker_id = checked_worker_id(options["worker_id"] or os.environ.get(WORKER_ID_ENV, ""))
+    if remote.repo is not None and (
+        options["repo_root"] is not None or options["worktree_root"] != "."
+    ):
+        raise InvalidUsage(
+            "--repo works in the worker's own clone: leave out --repo-root and "
+            "--worktree-root (use --checkout-dir to choose where clones live)"
+        )
+    with remote.authority(remote.token_for(worker_id), report_progress) as memory:
+        delivery = remote.delivery(worker_id)
+        if delivery is not None:
+            options["repo_root"], options["worktree_root"] = delivery.home, delivery.worktree
+        yield memory, delivery
 
 
 @harness_loop.command("worker")
@@ -336,6 +392,14 @@ def one_worker(app: AppContext, options: dict[str, Any], *, agent_did_work: bool
     help="Most steps before the worker stops",
 )
 @click.option("--continue-on-failure", is_flag=True, help="Keep claiming after a failed step")
+@authority_options
+@delivery_options
+@click.option(
+    "--drain",
+    is_flag=True,
+    help="Keep claiming until no issue is ready or held by another worker (wait for leases "
+    "that may go stale)",
+)
 @verbose_option
 @json_option
 @pass_app
@@ -345,6 +409,9 @@ def harness_loop_worker(app: AppContext, /, **options: Any) -> Reply:
     \b
     premath harness-loop worker --worker-id w1 --max-steps 5 \\
         --work-cmd 'make fix' --verify-cmd 'make test' --json
+    premath harness-loop worker --worker-id w1 --drain \\
+        --mcp-url http://host:8765/mcp --token-file tokens \\
+        --instruction-id fleet --repo git@host:app.git
     """
     from premath.harness.lane import DEFAULT_MODE
     from premath.harness.worker import run_worker
@@ -352,17 +419,26 @@ def harness_loop_worker(app: AppContext, /, **options: Any) -> Reply:
     max_steps = options.pop("max_steps")
     continue_on_failure = options.pop("continue_on_failure")
     verbose = options.pop("verbose")
-    cfg = one_worker(app, options)
-    if verbose or cfg.authority.mode != DEFAULT_MODE:  # an override changes what may mutate
-        report_progress(f"[worker:{cfg.worker_id}] override policy {cfg.authority.describe()}")
-    outcome = run_worker(
-        cfg,
-        max_steps=max_steps,
-        continue_on_failure=continue_on_failure,
-        clock=app.clock,
-        report=report_progress,
-    )
+    drain = options.pop("drain")
+    with worker_authority(options, delivers=True) as (memory, delivery):
+        cfg = one_worker(app, options, memory=memory, delivery=delivery)
+        if verbose or cfg.authority.mode != DEFAULT_MODE:  # an override changes what may mutate
+            report_progress(f"[worker:{cfg.worker_id}] override policy {cfg.authority.describe()}")
+        outcome = run_worker(
+            cfg,
+            max_steps=max_steps,
+            continue_on_failure=continue_on_failure,
+            clock=app.clock,
+            report=report_progress,
+            drain_poll_s=drain_poll_seconds(cfg.lease_ttl_s) if drain else None,
+        )
     return Reply(outcome.to_document(), text=worker_text, exit_code=outcome.exit_code)
+
+
+def drain_poll_seconds(lease_ttl_s: int) -> float:
+    """How often a draining worker looks again while others hold leases: a tenth of the TTL,
+    between 0.5 and 5 s (a dead worker's issue is back within about a TTL either way)."""
+    return min(5.0, max(0.5, lease_ttl_s / 10))
 
 
 def heartbeat_seconds() -> float | None:
@@ -407,6 +483,42 @@ def heartbeat_seconds() -> float | None:
     help="Deadline of each worker process; its process group is killed after it [default: none]",
 )
 @click.option("--continue-on-failure", is_flag=True, help="Keep going after a failed worker")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="local: worker processes over worktrees here; ray: workers placed on a Ray cluster, "
+    "claiming through --mcp-url and delivering to --repo",
+)
+@authority_options
+@delivery_options
+@click.option(
+    "--concurrency",
+    type=IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Workers on the cluster (--executor ray)",
+)
+@click.option(
+    "--worker-cpus",
+    type=FloatRange(min=0.0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="CPUs Ray reserves for each worker (--executor ray)",
+)
+@click.option(
+    "--worker-memory-mb",
+    type=IntRange(min=1),
+    default=None,
+    help="Memory Ray reserves for each worker, in MB (--executor ray)",
+)
+@click.option(
+    "--ray-address",
+    envvar="RAY_ADDRESS",
+    default=None,
+    help="Ray cluster, e.g. 10.0.0.5:6379 [env RAY_ADDRESS, else a local Ray instance]",
+)
 @verbose_option
 @json_option
 @pass_app
@@ -414,14 +526,25 @@ def harness_loop_coordinator(app: AppContext, /, **options: Any) -> Reply:
     """Run one worker per worktree, in parallel, round after round.
 
     Ctrl-C or SIGTERM stops every worker at once, gives their leases back and prints the report.
+    With --executor ray the workers run on a Ray cluster, claim through the MCP server and push
+    each verified issue to its branch premath/<issue id> of --repo.
 
     \b
     premath harness-loop coordinator --worktree ../w1 --worktree ../w2 \\
         --rounds 10 --max-steps-per-worker 5 \\
         --work-cmd 'make fix' --verify-cmd 'make test'
+    premath harness-loop coordinator --executor ray \\
+        --mcp-url http://host:8765/mcp --token-file tokens \\
+        --instruction-id fleet --repo git@host:app.git --concurrency 8
     """
     from premath.harness.coordinator import CoordinatorConfig, resolve_worktrees, run_coordinator
     from premath.harness.loop_config import WORKTREES_ENV
+
+    if options.pop("executor") == "ray":
+        return ray_coordinator(app, options)
+    refuse_given("only with --executor ray", FLEET_ONLY)
+    for name in FLEET_ONLY:
+        options.pop(name)
 
     cfg = CoordinatorConfig(
         settings=loop_settings(options),
@@ -439,3 +562,100 @@ def harness_loop_coordinator(app: AppContext, /, **options: Any) -> Reply:
         cfg, now=app.clock.now, report=report_progress, lock_timeout_s=app.lock_timeout()
     )
     return Reply(outcome.to_document(), text=coordinator_text, exit_code=outcome.exit_code)
+
+
+FLEET_ONLY = (
+    "mcp_url",
+    "token_file",
+    "instruction_id",
+    "mcp_retry_seconds",
+    "repo",
+    "base_ref",
+    "checkout_dir",
+    "concurrency",
+    "worker_cpus",
+    "worker_memory_mb",
+    "ray_address",
+)
+LOCAL_ONLY = ("worktrees", "rounds", "max_parallel", "worker_timeout_seconds")
+
+
+def refuse_given(why: str, names: tuple[str, ...]) -> None:
+    """A usage error naming the options among `names` given on the command line."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    given = [
+        param.opts[0]
+        for param in ctx.command.params
+        if param.name in names
+        and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE
+    ]
+    if given:
+        raise InvalidUsage(f"{', '.join(given)}: {why}")
+
+
+def ray_coordinator(app: AppContext, options: dict[str, Any]) -> Reply:
+    """`--executor ray`: the fleet on the cluster (premath/harness/fleet.py)."""
+    from click.core import ParameterSource
+
+    from premath.cli._remote import pop_remote
+
+    refuse_given("not with --executor ray (its workers work in their own clones)", LOCAL_ONLY)
+    ctx = click.get_current_context()
+    remote = pop_remote(options, delivers=True)
+    if remote is None or remote.repo is None:
+        raise InvalidUsage(
+            "--executor ray needs --mcp-url (the authority every worker claims through) and "
+            "--repo (what each worker clones and pushes its branches to)"
+        )
+    explicit = ctx.get_parameter_source("worker_prefix") is ParameterSource.COMMANDLINE
+    steps = ctx.get_parameter_source("max_steps_per_worker") is ParameterSource.COMMANDLINE
+    settings = loop_settings(options)
+    cfg = fleet_config(settings, remote, options, explicit_prefix=explicit, explicit_steps=steps)
+    from premath.harness.fleet import run_fleet
+
+    with remote.authority(remote.token_for("coordinator"), report_progress) as authority:
+        outcome = run_fleet(cfg, authority, now=app.clock.now, report=report_progress)
+    return Reply(outcome.to_document(), text=fleet_text, exit_code=outcome.exit_code)
+
+
+def fleet_config(
+    settings: Any,
+    remote: Any,
+    options: dict[str, Any],
+    *,
+    explicit_prefix: bool,
+    explicit_steps: bool,
+) -> Any:
+    """The fleet's `FleetConfig` from the coordinator's options (loads ray: only for
+    `--executor ray`, which names the extra to install when it is missing)."""
+    import secrets
+
+    from premath.cli._remote import FleetOpener
+    from premath.harness.fleet import FleetConfig
+
+    prefix = options["worker_prefix"].strip()
+    if not prefix or "/" in prefix:
+        raise InvalidUsage("--worker-prefix must be non-empty and contain no '/'")
+    return FleetConfig(
+        settings=settings,
+        open_worker=FleetOpener(remote, tuple(remote.tokens())),
+        concurrency=options["concurrency"],
+        worker_prefix=prefix if explicit_prefix else f"{prefix}-{secrets.token_hex(3)}",
+        worker_cpus=options["worker_cpus"],
+        worker_memory_mb=options["worker_memory_mb"],
+        max_steps_per_worker=options["max_steps_per_worker"] if explicit_steps else 1_000_000,
+        continue_on_failure=options["continue_on_failure"],
+        drain_poll_s=drain_poll_seconds(settings.lease_ttl_s),
+        ray_address=options["ray_address"],
+        pass_env={name: os.environ[name] for name in settings.pass_env if name in os.environ},
+    )
+
+
+def fleet_text(document: dict[str, Any]) -> str:
+    return (
+        f"[coordinator] executor=ray workers={document['workerCount']} "
+        f"closed={document['closedCount']} failed={document['failedCount']} "
+        f"stopped={document['stoppedReason']}"
+    )

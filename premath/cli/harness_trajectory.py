@@ -17,6 +17,7 @@ trajectory_path_option = path_option(
     TRAJECTORY_PATH, "Harness trajectory JSONL path", "--trajectory-path"
 )
 
+
 class Usize(click.ParamType[int, Any]):
     """clap's `usize`: ASCII digits (an optional `+`), at most 2^64-1; `1_000`, ` 5`, `٣` refused.
 

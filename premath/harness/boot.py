@@ -7,10 +7,13 @@ Findings are data: the report is `rejected` with failure classes, and the CLI ex
 
 import os
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from premath.errors import PremathError
 from premath.models.boot_report import BOOT_KIND, BOOT_SCHEMA, BootFailureClass
+
+if TYPE_CHECKING:
+    from premath.harness.authority import BootView, IssueAuthority
 
 
 def _finding(failure_class: BootFailureClass, message: str) -> dict[str, str]:
@@ -18,7 +21,10 @@ def _finding(failure_class: BootFailureClass, message: str) -> dict[str, str]:
 
 
 def _memory_roots(
-    paths: Any, findings: list[dict[str, str]], extra_roots: list[dict[str, Any]]
+    paths: Any,
+    view: "BootView",
+    findings: list[dict[str, str]],
+    extra_roots: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """Where each root lives and its state (`roots`: present, missing or invalid with why)."""
     from premath.harness.memory_roots import file_root
@@ -26,8 +32,9 @@ def _memory_roots(
     def why(*classes: str) -> str | None:
         return next((f["message"] for f in findings if f["class"] in classes), None)
 
+    issues_path = view.issues_root["path"]
     roots = [
-        file_root("issues", paths.issues, paths.issues, why("boot.issues_invalid")),
+        view.issues_root,
         file_root("session", paths.session, paths.session, why("boot.session_invalid")),
         file_root("featureLedger", paths.ledger, paths.ledger, why("boot.ledger_invalid")),
         file_root("trajectory", paths.trajectory, paths.trajectory),
@@ -35,8 +42,8 @@ def _memory_roots(
     ]
     return {
         "repoRoot": paths.repo_root,
-        "issuesPath": paths.issues,
-        "issuesExists": os.path.exists(paths.issues),
+        "issuesPath": issues_path,
+        "issuesExists": view.issues_root["state"] != "missing",
         "sessionPath": paths.session,
         "sessionExists": os.path.exists(paths.session),
         "featureLedgerPath": paths.ledger,
@@ -57,16 +64,16 @@ def _next_target(
     an accepted, mutation-scoped instruction witness binds, else the first ready issue."""
     if handoff is not None:
         resume = handoff.get("resumeIssueId")
-        row = issues.get(resume) if resume else None
-        if row is not None and row["status"] == "in_progress":
+        status = issues.get(resume) if resume else None
+        if status == "in_progress":
             return {
                 "issueId": resume,
                 "source": "resume",
                 "featureId": handoff.get("nextFeatureId"),
             }
         feature = handoff.get("nextFeatureId")
-        row = issues.get(feature) if feature else None
-        if row is not None and row["status"] != "closed":
+        status = issues.get(feature) if feature else None
+        if status is not None and status != "closed":
             return {"issueId": feature, "source": "feature_ledger", "featureId": feature}
     bound = next((issue_id for issue_id in ready_ids if issue_id in witness_bound), None)
     if bound is not None:
@@ -84,34 +91,23 @@ def boot_report(
     worktree: str = ".",
     timeout_s: float = 1800.0,
     pass_env: tuple[str, ...] = (),
+    memory: "IssueAuthority | None" = None,
 ) -> dict[str, Any]:
-    """The boot document for `paths` (a LoopPaths); see the module doc."""
-    from premath.issues import graph, leases
-    from premath.issues.documents import integrity_document
-    from premath.issues.memory import read_store
-    from premath.issues.snapshot import snapshot_ref_of
+    """The boot document for `paths` (a LoopPaths); see the module doc. `memory` is issue
+    memory's authority (default: the issues file of `paths`)."""
+    from premath.harness.authority import LocalAuthority
 
+    memory = memory or LocalAuthority(paths.issues, 10.0)
+    view = memory.boot_view(now)
     findings: list[dict[str, str]] = []
-    issues: dict[str, Any] = {}
-    integrity: dict[str, Any] | None = None
-    snapshot_ref = None
-    if not os.path.exists(paths.issues):
-        findings.append(_finding("boot.issues_missing", f"issues file not found: {paths.issues}"))
-    else:
-        try:
-            issues = dict(read_store(paths.issues, now))
-        except PremathError as exc:
-            findings.append(_finding("boot.issues_invalid", exc.message))
-        else:
-            cycle = graph.integrity(issues, "active")
-            integrity = {"graphScope": "active", **integrity_document(cycle)}
-            snapshot_ref = snapshot_ref_of(issues)
-            if cycle.cycle_path is not None:
-                path_text = " -> ".join(cycle.cycle_path)
-                findings.append(_finding("boot.dependency_cycle", f"dependency cycle: {path_text}"))
+    if view.finding is not None:
+        findings.append(_finding(*view.finding))
+    cycle_path = (view.integrity or {}).get("cyclePath")
+    if cycle_path:
+        path_text = " -> ".join(cycle_path)
+        findings.append(_finding("boot.dependency_cycle", f"dependency cycle: {path_text}"))
     handoff = _load_handoff(paths, findings)
-    ready = graph.ready_issues(issues, order=leases.claim_order) if issues else []
-    ready_ids = [row["id"] for row in ready]
+    issues, ready_ids = view.statuses, view.ready_ids
     startup = (
         _run_startup(startup_cmd, worktree, timeout_s, pass_env, paths) if startup_cmd else None
     )
@@ -130,9 +126,7 @@ def boot_report(
     classes = sorted({finding["class"] for finding in findings})
     target = _next_target(issues, handoff, ready_ids, witness_bound)
     if target["issueId"] in issues:
-        from premath.issues.show import issue_detail
-
-        target["issue"] = issue_detail(issues, target["issueId"], now)
+        target["issue"] = memory.issue(target["issueId"], now)
     return {
         "action": "harness.boot",
         "schema": BOOT_SCHEMA,
@@ -141,10 +135,10 @@ def boot_report(
         "failureClasses": classes,
         "findings": findings,
         "memoryRoots": _memory_roots(
-            paths, findings, [witnesses, observation_root(paths.repo_root)]
+            paths, view, findings, [witnesses, observation_root(paths.repo_root)]
         ),
-        "issuesSnapshotRef": snapshot_ref,
-        "integrity": integrity,
+        "issuesSnapshotRef": view.snapshot_ref,
+        "integrity": view.integrity,
         "handoff": handoff,
         "readyCount": len(ready_ids),
         "readyIssueIds": ready_ids[:20],

@@ -11,13 +11,17 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from premath.errors import InputInvalid
 from premath.harness.refs import stable_hash
 from premath.harness.retry import PolicyDecision, decide
+from premath.issues.held import Discovery
 from premath.models.retry_policy import RetryDecision, RetryPolicy
 from premath.store.files import read_bounded
+
+if TYPE_CHECKING:
+    from premath.harness.authority import IssueAuthority
 
 ESCALATION_TITLE_PREFIX = "[HarnessEscalation]"
 ACTIVE_ISSUE_ENV_KEYS = ("PREMATH_ACTIVE_ISSUE_ID", "PREMATH_ISSUE_ID")
@@ -168,6 +172,48 @@ def _current_row(issues_path: str, issue_id: str, now: datetime) -> dict[str, An
     return dict(row)
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What an escalation writes: its action (an escalation issue is blocked, never discovered
+    from again), the note, and the follow-up issue to discover."""
+
+    action: str
+    note: str
+    discovery: Discovery | None
+
+
+def _plan(
+    title: str,
+    issue_id: str,
+    *,
+    scope: str,
+    policy: RetryPolicy,
+    decision: RetryDecision,
+    witness_ref: str,
+    verify_command: str | None,
+) -> _Plan:
+    action = decision.escalation_action
+    if action == "issue_discover" and title.startswith(ESCALATION_TITLE_PREFIX):
+        action = "mark_blocked"
+    note = escalation_note(
+        scope=scope, action=action, policy=policy, decision=decision, witness_ref=witness_ref
+    )
+    if action != "issue_discover":
+        return _Plan(action, note, None)
+    matched = decision.matched_failure_class
+    discovery = Discovery(
+        title=f"{ESCALATION_TITLE_PREFIX} {scope} retry exhausted ({matched})",
+        description=discovered_description(
+            note, issue_id, decision.matched_failure_class, verify_command
+        ),
+    )
+    return _Plan(action, note, discovery)
+
+
+def _details(where: str, created: str | None) -> str:
+    return f"issuesPath={where}" + (f"; createdIssue={created}" if created else "")
+
+
 def escalate(
     *,
     issues_path: str,
@@ -179,64 +225,91 @@ def escalate(
     now: datetime,
     timeout_s: float,
     verify_command: str | None = None,
-    holder: tuple[str, str | None] | None = None,
 ) -> EscalationResult:
-    """Apply the decision's escalation to `issue_id`.
-
-    With `holder` (worker id, lease id) the issue is blocked only while that worker still holds
-    it (a loop step); without, it is updated as the reference's CI wrappers do.
-    """
+    """Apply the decision's escalation to `issue_id` as the reference's CI wrappers do (no
+    lease holder: `harness-policy escalate`); a loop step escalates with `escalate_held`."""
     action = decision.escalation_action
     if action == "stop":
         return EscalationResult("stop", "stop", issue_id, details="terminal stop with no mutation")
-    from premath.harness.transitions import transition_held
+    from premath.issues.held import merge_notes
     from premath.issues.memory import discover_issue, update_issue
     from premath.store.issues_file import require_store_file
 
     require_store_file(issues_path)
     row = _current_row(issues_path, issue_id, now)
-    if action == "issue_discover" and row["title"].startswith(ESCALATION_TITLE_PREFIX):
-        action = "mark_blocked"
-    note = escalation_note(
-        scope=scope, action=action, policy=policy, decision=decision, witness_ref=witness_ref
+    plan = _plan(
+        row["title"],
+        issue_id,
+        scope=scope,
+        policy=policy,
+        decision=decision,
+        witness_ref=witness_ref,
+        verify_command=verify_command,
     )
-    created: str | None = None
-    if action == "issue_discover":
-        title = (
-            f"{ESCALATION_TITLE_PREFIX} {scope} retry exhausted ({decision.matched_failure_class})"
-        )
-        description = discovered_description(
-            note, issue_id, decision.matched_failure_class, verify_command
-        )
+    note, created = plan.note, None
+    if plan.discovery is not None:
         created = discover_issue(
-            issues_path, issue_id, title, description=description, now=now, timeout_s=timeout_s
-        )["id"]
-        note = f"{note}\ndiscoveredIssue: {created}"
-    if holder is not None:
-        worker_id, lease_id = holder
-        transition = transition_held(
             issues_path,
             issue_id,
-            worker_id,
-            lease_id,
-            status="blocked",
-            note=note,
+            plan.discovery.title,
+            description=plan.discovery.description,
             now=now,
             timeout_s=timeout_s,
-        )
-        if not transition.applied:
-            return EscalationResult(
-                action, "skipped", issue_id, created, note_digest(scope, note), transition.reason
-            )
-    else:
-        from premath.harness.transitions import merge_notes
+        )["id"]
+        note = f"{note}\ndiscoveredIssue: {created}"
+    merged = merge_notes(row.get("notes", ""), note)
+    update_issue(
+        issues_path, issue_id, status="blocked", notes=merged, now=now, timeout_s=timeout_s
+    )
+    digest = note_digest(scope, note)
+    return EscalationResult(
+        plan.action, "applied", issue_id, created, digest, _details(issues_path, created)
+    )
 
-        merged = merge_notes(row.get("notes", ""), note)
-        update_issue(
-            issues_path, issue_id, status="blocked", notes=merged, now=now, timeout_s=timeout_s
-        )
-    details = f"issuesPath={issues_path}" + (f"; createdIssue={created}" if created else "")
-    return EscalationResult(action, "applied", issue_id, created, note_digest(scope, note), details)
+
+def escalate_held(
+    authority: "IssueAuthority",
+    *,
+    issue_id: str,
+    holder: tuple[str, str | None],
+    scope: str,
+    policy: RetryPolicy,
+    decision: RetryDecision,
+    witness_ref: str,
+    now: datetime,
+    verify_command: str | None = None,
+) -> EscalationResult:
+    """A loop step's escalation: the issue is blocked (and its follow-up discovered, in the
+    same write) only while `holder` (worker id, lease id) still holds it."""
+    issue = authority.issue(issue_id, now)
+    if not issue:
+        raise EscalationError("escalation_issue_not_found", f"issue not found: {issue_id}")
+    plan = _plan(
+        issue["title"],
+        issue_id,
+        scope=scope,
+        policy=policy,
+        decision=decision,
+        witness_ref=witness_ref,
+        verify_command=verify_command,
+    )
+    worker_id, lease_id = holder
+    finished = authority.finish(
+        issue_id,
+        worker_id,
+        lease_id,
+        status="blocked",
+        now=now,
+        note=plan.note,
+        discover=plan.discovery,
+    )
+    created = finished.created_issue_id
+    note = plan.note if created is None else f"{plan.note}\ndiscoveredIssue: {created}"
+    digest = note_digest(scope, note)
+    if not finished.applied:
+        return EscalationResult(plan.action, "skipped", issue_id, None, digest, finished.reason)
+    details = _details(authority.location(), created)
+    return EscalationResult(plan.action, "applied", issue_id, created, digest, details)
 
 
 @dataclass(frozen=True, slots=True)

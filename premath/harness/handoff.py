@@ -7,10 +7,14 @@ table maps the lease state to the recovery action and the trajectory result clas
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from premath.harness.refs import lease_ref
 from premath.issues.memory import lease_state
 from premath.models.vocabulary import LeaseState
+
+if TYPE_CHECKING:
+    from premath.harness.delivery import Delivered
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,4 +188,32 @@ def escalated_handoff(
         summary=summary,
         next_step="",
         lease_ref=_snapshot_lease_ref(snapshot, worker_id, lease_id, lease_action),
+    )
+
+
+def undelivered_handoff(
+    snapshot: LeaseSnapshot,
+    worker_id: str,
+    claimed_lease_id: str | None,
+    status: str,
+    delivered: "Delivered",
+) -> Handoff:
+    """The handoff after a delivery failure (specs/remote-workers.md): class `failed_delivery`,
+    the issue given back (`open`) or blocked, never closed."""
+    lease_action = "issue_lease_release" if status == "open" else "mark_blocked"
+    left = "lease released, issue open again" if status == "open" else "issue blocked"
+    return Handoff(
+        lease_state=snapshot.lease_state,
+        lease_action=lease_action,
+        result_class="failed_delivery",
+        summary=f"delivery failed ({delivered.failure}): {left}",
+        next_step=(
+            f"delivery of {delivered.branch} failed ({delivered.failure}: {delivered.message}); "
+            + (
+                "claim next ready issue"
+                if status == "open"
+                else "review the existing branch, then reopen the issue"
+            )
+        ),
+        lease_ref=_snapshot_lease_ref(snapshot, worker_id, claimed_lease_id, lease_action),
     )

@@ -7,13 +7,17 @@ paths or reads the environment itself. specs/harness-loop.md "Options".
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from premath.errors import InvalidUsage, NotFound
 from premath.harness.lane import MutationAuthority, resolve_mutation_authority
 from premath.models.retry_policy import RetryPolicy
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 from premath.runner.process import passed_env
+
+if TYPE_CHECKING:
+    from premath.harness.authority import IssueAuthority
+    from premath.harness.delivery import GitDelivery
 
 DEFAULT_SESSION_PATH = ".premath/harness_session.json"
 DEFAULT_LEDGER_PATH = ".premath/harness_feature_ledger.json"
@@ -195,6 +199,8 @@ class WorkerConfig:
     paths: LoopPaths
     authority: MutationAuthority
     policy: RetryPolicy
+    memory: "IssueAuthority"
+    """Issue memory's authority: the issues file (`LocalAuthority`) or an MCP server."""
     work_cmd: str | None
     """None: the agent did the work itself (`harness complete`), or `work_program` does it."""
     verify_cmd: str | None
@@ -207,6 +213,8 @@ class WorkerConfig:
     output_cap: int = DEFAULT_OUTPUT_CAP
     backoff_scale: float = 1.0
     lock_timeout_s: float = 10.0
+    delivery: "GitDelivery | None" = None
+    """A remote worker's clone: each success is pushed to `premath/<issue>` before the close."""
     pass_env: tuple[str, ...] = ()
     host_action_transport: str | None = None
     """`mcp`: lease recovery after a failure goes through the transport dispatch (D5-12)."""
@@ -247,8 +255,15 @@ def worker_config(
     worktree: str = ".",
     lock_timeout_s: float = 10.0,
     agent_did_work: bool = False,
+    memory: "IssueAuthority | None" = None,
+    delivery: "GitDelivery | None" = None,
+    paths: LoopPaths | None = None,
 ) -> WorkerConfig:
-    """One worker's config from the loop's settings: its id and worktree checked (exit 2)."""
+    """One worker's config from the loop's settings: its id and worktree checked (exit 2).
+    Without `memory` the loop's authority is the issues file (`LocalAuthority`); `paths`
+    replace the settings' (a fleet worker's records live in its home on its node)."""
+    from premath.harness.authority import LocalAuthority
+
     cleaned = checked_worker_id(worker_id)
     worktree_abs = os.path.abspath(worktree)
     if not os.path.isdir(worktree_abs):
@@ -257,9 +272,10 @@ def worker_config(
     return WorkerConfig(
         worker_id=cleaned,
         worktree=worktree_abs,
-        paths=settings.paths,
+        paths=paths or settings.paths,
         authority=settings.authority,
         policy=settings.policy,
+        memory=memory or LocalAuthority((paths or settings.paths).issues, lock_timeout_s),
         work_cmd=None if agent_did_work else settings.work_cmd,
         verify_cmd=settings.verify_cmd,
         verify_witness=settings.verify_witness,
@@ -269,6 +285,7 @@ def worker_config(
         output_cap=settings.output_cap,
         backoff_scale=settings.backoff_scale,
         lock_timeout_s=lock_timeout_s,
+        delivery=delivery,
         pass_env=settings.pass_env,
         host_action_transport=settings.host_action_transport,
         work_program=None if agent_did_work else settings.program,
@@ -286,10 +303,12 @@ def make_worker_config(
     trajectory_path: str = DEFAULT_TRAJECTORY_PATH,
     lock_timeout_s: float = 10.0,
     agent_did_work: bool = False,
+    memory: "IssueAuthority | None" = None,
+    delivery: "GitDelivery | None" = None,
     **settings: Any,
 ) -> WorkerConfig:
     """A worker config from plain keywords (library callers and tests); `settings` are
-    `WorkerSettings` fields."""
+    `WorkerSettings` fields; `memory` and `delivery` as `worker_config` takes them."""
     paths = LoopPaths.resolve(
         repo_root,
         issues=issues_path,
@@ -303,4 +322,6 @@ def make_worker_config(
         worktree=worktree,
         lock_timeout_s=lock_timeout_s,
         agent_did_work=agent_did_work,
+        memory=memory,
+        delivery=delivery,
     )

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from premath.clock import Clock
 from premath.errors import InputInvalid, Interrupted, LeaseRefused, NotFound, PremathError
+from premath.harness.authority import require_store
 from premath.harness.commands import (
     COMMAND_NOT_EXECUTABLE,
     COMMAND_NOT_FOUND,
@@ -33,15 +34,16 @@ from premath.harness.commands import (
     missing_program,
     run_command,
 )
-from premath.harness.escalation import EscalationResult, escalate
+from premath.harness.delivery import Delivered
+from premath.harness.escalation import EscalationResult, escalate_held
 from premath.harness.feature_ledger import load_ledger, read_prefix, write_feature
 from premath.harness.handoff import (
     Handoff,
     LeaseSnapshot,
     classify_failed_handoff,
     escalated_handoff,
-    read_lease_snapshot,
     success_handoff,
+    undelivered_handoff,
 )
 from premath.harness.heartbeat import lease_heartbeat
 from premath.harness.join.check import evaluate_join_check
@@ -57,10 +59,9 @@ from premath.harness.retry import (
 )
 from premath.harness.session import load_session, write_session
 from premath.harness.trajectory import append_step
-from premath.harness.transitions import holder_problem, transition_held
 from premath.harness.transport_recovery import recover_through_transport
 from premath.harness.work import ProgramRun, StepRun, WorkContext, run_failure_classes
-from premath.issues.memory import claim_next, read_store, release_lease, renew_lease
+from premath.issues.held import FinishStatus
 from premath.models.retry_policy import RetryDecision
 from premath.store.atomic import write_atomic
 from premath.store.canonical import stdout_bytes
@@ -140,6 +141,12 @@ class StepReport:
     trajectory_row: dict[str, Any] = field(default_factory=dict)
     transport_refs: tuple[str, ...] = ()
     """`transport://dispatch/...` refs of a lease recovery through the transport."""
+    delivered: Delivered | None = None
+    """A remote worker's delivery of the step's commit (None: no clone, or not reached)."""
+
+    @property
+    def delivery_refs(self) -> tuple[str, ...]:
+        return () if self.delivered is None else self.delivered.refs()
 
     @property
     def exit_code(self) -> int:
@@ -163,18 +170,13 @@ class StepReport:
             "nextStep": self.next_step,
             "stepWitnessRef": self.step_witness_ref,
             "lineageRefs": list(self.claim.lineage_refs),
+            "delivery": None if self.delivered is None else self.delivered.to_document(),
         }
 
 
 def claimed_issue(cfg: WorkerConfig, issue_id: str, now: datetime) -> dict[str, Any]:
     """The claimed issue as `issue show` prints it ({} if it vanished since the claim)."""
-    from premath.issues.memory import read_store
-    from premath.issues.show import issue_detail
-
-    try:
-        return issue_detail(read_store(cfg.paths.issues, now), issue_id, now)
-    except NotFound:
-        return {}
+    return cfg.memory.issue(issue_id, now)
 
 
 def verify_command(cfg: WorkerConfig, issue: dict[str, Any]) -> str:
@@ -197,7 +199,7 @@ def _claim(
         issue_id,
         cfg.worker_id,
         repo_root=".",
-        issues_path=paths.relative(paths.issues),
+        issues_path=cfg.memory.recorded_issues(paths)[1],
         worktree=paths.relative(cfg.worktree),
         mutation_mode=authority.mode,
         active_epoch=authority.active_epoch,
@@ -238,21 +240,15 @@ def claim_next_issue(cfg: WorkerConfig, step_index: int, clock: Clock) -> Claim 
     lock, another may have closed a blocker, and a start stamped before that close would put the
     dependent's step before its blocker's end.
     """
-    row = claim_next(
-        cfg.paths.issues,
-        cfg.worker_id,
-        now=clock.now(),
-        timeout_s=cfg.lock_timeout_s,
-        ttl_seconds=cfg.lease_ttl_s,
-    )
-    if row is None:
+    claimed = cfg.memory.claim_next(cfg.worker_id, ttl_s=cfg.lease_ttl_s, now=clock.now())
+    if claimed is None:
         return None
-    return _claim(cfg, row["id"], row["lease"]["lease_id"], step_index, clock.now())
+    return _claim(cfg, claimed.issue_id, claimed.lease_id, step_index, clock.now())
 
 
 def claim_for_agent(cfg: WorkerConfig, step_index: int, clock: Clock) -> dict[str, Any]:
     """`harness claim`: claim the next ready issue and begin its step; the agent works next."""
-    cfg.paths.require_issues()
+    require_store(cfg.memory, cfg.paths)
     claim = claim_next_issue(cfg, step_index, clock)
     document: dict[str, Any] = {"action": "harness.claim", "claimed": claim is not None}
     if claim is None:
@@ -275,16 +271,8 @@ def claim_for_agent(cfg: WorkerConfig, step_index: int, clock: Clock) -> dict[st
 
 def held_claim(cfg: WorkerConfig, issue_id: str, step_index: int, now: datetime) -> Claim:
     """The claim this worker already holds on `issue_id` (for `harness complete`)."""
-    row = read_store(cfg.paths.issues, now).get(issue_id)
-    if row is None:
-        raise NotFound(f"issue not found: {issue_id} (in {cfg.paths.issues})")
-    problem = holder_problem(row, cfg.worker_id, None)
-    if problem:
-        raise LeaseRefused(
-            f"worker {cfg.worker_id} does not hold {issue_id}: {problem}; "
-            f"claim it first (premath harness claim --worker-id {cfg.worker_id})"
-        )
-    return _claim(cfg, issue_id, row["lease"]["lease_id"], step_index, now)
+    lease_id = cfg.memory.holder_lease(issue_id, cfg.worker_id, now)
+    return _claim(cfg, issue_id, lease_id, step_index, now)
 
 
 def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
@@ -321,8 +309,8 @@ def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
         summary=claim.summary,
         next_step=NEXT_STEP_ACTIVE,
         lineage_refs=claim.lineage_refs,
-        issues_path=paths.issues,
-        recorded_issues_path=paths.relative(paths.issues),
+        issues_path=cfg.memory.recorded_issues(cfg.paths)[0],
+        recorded_issues_path=cfg.memory.recorded_issues(cfg.paths)[1],
     )
     write_feature(
         paths.ledger,
@@ -476,14 +464,13 @@ def _renew(cfg: WorkerConfig, claim: Claim, now: datetime) -> bool:
     if claim.lease_id is None:
         return False
     try:
-        renew_lease(
-            cfg.paths.issues,
+        cfg.memory.renew(
             claim.issue_id,
             cfg.worker_id,
             claim.lease_id,
+            ttl_s=cfg.lease_ttl_s,
             now=now,
-            timeout_s=cfg.lock_timeout_s,
-            ttl_seconds=cfg.lease_ttl_s,
+            patience_s=cfg.lease_ttl_s / 3,
         )
     except Interrupted:
         raise
@@ -583,14 +570,7 @@ def _failure_next_step(
 
 
 def _release(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
-    release_lease(
-        cfg.paths.issues,
-        claim.issue_id,
-        cfg.worker_id,
-        claim.lease_id,
-        now=now,
-        timeout_s=cfg.lock_timeout_s,
-    )
+    cfg.memory.release(claim.issue_id, cfg.worker_id, claim.lease_id, now=now)
 
 
 def _release_after_stop(cfg: WorkerConfig, claim: Claim, now: datetime) -> EscalationResult:
@@ -612,17 +592,16 @@ def _escalate(
         return None
     if decision.escalation_action == "stop":
         return _release_after_stop(cfg, claim, now)
-    return escalate(
-        issues_path=cfg.paths.issues,
+    return escalate_held(
+        cfg.memory,
         issue_id=claim.issue_id,
+        holder=(cfg.worker_id, claim.lease_id),
         scope="worker-loop",
         policy=cfg.policy,
         decision=decision,
         witness_ref=witness,
         now=now,
-        timeout_s=cfg.lock_timeout_s,
         verify_command=claim.verify_cmd,
-        holder=(cfg.worker_id, claim.lease_id),
     )
 
 
@@ -633,32 +612,85 @@ def finish_step(
     last = attempts[-1] if attempts else None
     now = clock.now()
     if last is not None and last.succeeded:
-        closed = _close_held(cfg, claim, now, clock)
+        delivered = _deliver(cfg, claim, last, clock)
+        if delivered is not None and not delivered.ok:
+            return _finish_undelivered(cfg, claim, attempts, clock, delivered)
+        closed = _close_held(cfg, claim, now, clock, delivered)
         if isinstance(closed, Handoff):
             return _finish(
-                cfg, claim, attempts, clock, "completed", closed, _step_classes(last), None
+                cfg,
+                claim,
+                attempts,
+                clock,
+                "completed",
+                closed,
+                _step_classes(last),
+                None,
+                delivered=delivered,
             )
-        return _finish_failed(cfg, claim, attempts, clock, now, (closed,))
+        return _finish_failed(cfg, claim, attempts, clock, now, (closed,), delivered)
     return _finish_failed(cfg, claim, attempts, clock, now, _step_classes(last))
 
 
-def _close_held(cfg: WorkerConfig, claim: Claim, now: datetime, clock: Clock) -> Handoff | str:
-    """Close the issue while this worker holds it: the `completed` handoff, or the failure
-    class when the close did not happen (`lease_lost`) or left the lease in place."""
-    transition = transition_held(
-        cfg.paths.issues,
+def _deliver(cfg: WorkerConfig, claim: Claim, last: Attempt, clock: Clock) -> Delivered | None:
+    """A remote worker's commit on `premath/<issue>` (None without a clone); a runtime error
+    (an interrupt mid-push) gives the lease back before it propagates."""
+    if cfg.delivery is None:
+        return None
+    title = str(claim.issue.get("title") or "")
+    try:
+        return cfg.delivery.deliver(claim.issue_id, title, claim.step_id, last.join_witness_ref)
+    except PremathError:
+        _give_back(cfg, claim, clock.now())
+        raise
+
+
+def _close_held(
+    cfg: WorkerConfig, claim: Claim, now: datetime, clock: Clock, delivered: Delivered | None
+) -> Handoff | str:
+    """Close the issue while this worker holds it (a delivered commit as its witness ref and
+    note): the `completed` handoff, or the failure class when the close did not happen
+    (`lease_lost`) or left the lease in place."""
+    finished = cfg.memory.finish(
         claim.issue_id,
         cfg.worker_id,
         claim.lease_id,
         status="closed",
         now=now,
-        timeout_s=cfg.lock_timeout_s,
+        note=None if delivered is None else delivered.note(cfg.worker_id, claim.step_id),
+        witness_refs=() if delivered is None else delivered.refs(),
     )
-    if not transition.applied:
+    if not finished.applied:
         return "lease_lost"
-    snapshot = read_lease_snapshot(cfg.paths.issues, claim.issue_id, clock.now())
+    snapshot = cfg.memory.snapshot(claim.issue_id, clock.now())
     handoff = success_handoff(snapshot, cfg.worker_id, claim.lease_id)
     return "failed_lease_invariant" if handoff is None else handoff
+
+
+def _finish_undelivered(
+    cfg: WorkerConfig, claim: Claim, attempts: Sequence[Attempt], clock: Clock, delivered: Delivered
+) -> StepReport:
+    """The work passed but its commit could not be delivered: the issue is not closed. A
+    refused push gives it back (open, for another try); a branch that exists with other
+    content blocks it until someone looks (retrying would only meet the branch again)."""
+    assert delivered.failure is not None
+    status: FinishStatus = "blocked" if delivered.failure == "delivery_branch_exists" else "open"
+    finished = cfg.memory.finish(
+        claim.issue_id,
+        cfg.worker_id,
+        claim.lease_id,
+        status=status,
+        now=clock.now(),
+        note=delivered.note(cfg.worker_id, claim.step_id),
+    )
+    classes = (delivered.failure,)
+    if not finished.applied:
+        return _finish_failed(cfg, claim, attempts, clock, clock.now(), classes, delivered)
+    snapshot = cfg.memory.snapshot(claim.issue_id, clock.now())
+    handoff = undelivered_handoff(snapshot, cfg.worker_id, claim.lease_id, status, delivered)
+    return _finish(
+        cfg, claim, attempts, clock, "failed", handoff, classes, None, delivered=delivered
+    )
 
 
 def _finish_failed(
@@ -668,10 +700,11 @@ def _finish_failed(
     clock: Clock,
     now: datetime,
     classes: tuple[str, ...],
+    delivered: Delivered | None = None,
 ) -> StepReport:
     """Hand off by the lease state found now; escalate while this worker still holds it."""
     last = attempts[-1] if attempts else None
-    snapshot = read_lease_snapshot(cfg.paths.issues, claim.issue_id, clock.now())
+    snapshot = cfg.memory.snapshot(claim.issue_id, clock.now())
     if snapshot.lease_state == "active" and snapshot.lease_owner != cfg.worker_id:
         # Self-consistent for its new holder, contended from this worker's side: lost.
         snapshot = replace(snapshot, lease_state="contended")
@@ -692,15 +725,22 @@ def _finish_failed(
             snapshot,
             worker_id=cfg.worker_id,
             claimed_lease_id=claim.lease_id,
-            issues_path=cfg.paths.issues,
             lease_ttl_s=cfg.lease_ttl_s,
-            now=clock.now(),
-            timeout_s=cfg.lock_timeout_s,
+            dispatch=lambda action, payload: cfg.memory.dispatch(action, payload, now=clock.now()),
         )
         if recovery is not None:
             handoff, transport_refs = recovery.handoff, recovery.refs
     return _finish(
-        cfg, claim, attempts, clock, "failed", handoff, classes, escalation, transport_refs
+        cfg,
+        claim,
+        attempts,
+        clock,
+        "failed",
+        handoff,
+        classes,
+        escalation,
+        transport_refs,
+        delivered=delivered,
     )
 
 
@@ -719,6 +759,8 @@ def _finish(
     classes: tuple[str, ...],
     escalation: EscalationResult | None,
     transport_refs: tuple[str, ...] = (),
+    *,
+    delivered: Delivered | None = None,
 ) -> StepReport:
     """The step's report; a failed step also writes its witness; then the record."""
     last = attempts[-1] if attempts else None
@@ -735,6 +777,7 @@ def _finish(
         next_step=_failure_next_step(handoff, escalation, last) if failed else handoff.next_step,
         step_witness_ref=_step_witness_path(cfg, claim) if failed else None,
         transport_refs=transport_refs,
+        delivered=delivered,
     )
     if {COMMAND_NOT_FOUND, COMMAND_NOT_EXECUTABLE} & set(classes):
         report.next_step = "; ".join(missing_programs(cfg, claim)) or (
@@ -796,6 +839,7 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         claim.policy_ref,
         handoff.lease_ref,
         *report.transport_refs,
+        *report.delivery_refs,
         *evidence,
         *failure_refs,
         *escalation_refs,
@@ -836,7 +880,12 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         issue_id=claim.issue_id,
         summary=feature_summary,
         session_ref=cfg.paths.relative(cfg.paths.session),
-        verification_refs=(outcome_ref, handoff.lease_ref, *report.transport_refs),
+        verification_refs=(
+            outcome_ref,
+            handoff.lease_ref,
+            *report.transport_refs,
+            *report.delivery_refs,
+        ),
         now=now,
         lock_timeout_s=cfg.lock_timeout_s,
     )
@@ -850,8 +899,8 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         next_step=report.next_step,
         witness_refs=step_refs,
         lineage_refs=claim.lineage_refs,
-        issues_path=cfg.paths.issues,
-        recorded_issues_path=cfg.paths.relative(cfg.paths.issues),
+        issues_path=cfg.memory.recorded_issues(cfg.paths)[0],
+        recorded_issues_path=cfg.memory.recorded_issues(cfg.paths)[1],
     )
 
 
@@ -867,6 +916,7 @@ def run_step(
     claim = claim_next_issue(cfg, step_index, clock)
     if claim is None:
         return None
+    report(f"[worker:{cfg.worker_id}] claimed {claim.issue_id} (lease {claim.lease_id})")
     return execute_claim(cfg, claim, clock, sleep=sleep, report=report)
 
 
@@ -880,6 +930,8 @@ def execute_claim(
 ) -> StepReport:
     """Everything after the claim; a runtime error gives the lease back before it propagates."""
     try:
+        if cfg.delivery is not None:
+            cfg.delivery.reset()
         begin_step(cfg, claim, clock.now())
         attempts = run_attempts(cfg, claim, clock, sleep=sleep, report=report)
     except PremathError:

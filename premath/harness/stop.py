@@ -10,13 +10,16 @@ once. specs/harness-loop.md "Stop".
 
 import os
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from premath.errors import InvalidUsage, LeaseRefused, NotFound
-from premath.harness.handoff import classify_failed_handoff, read_lease_snapshot
+from premath.harness.handoff import classify_failed_handoff
 from premath.harness.loop_config import LoopPaths
 from premath.harness.refs import step_id as make_step_id
 from premath.timefmt import format_seconds_z
+
+if TYPE_CHECKING:
+    from premath.harness.authority import IssueAuthority
 
 STOP_ACTION = "harness.stop"
 
@@ -39,10 +42,14 @@ def stop_worker(
     summary: str | None = None,
     next_step: str | None = None,
     step_index: int = 1,
+    memory: "IssueAuthority | None" = None,
 ) -> dict[str, Any]:
+    """`memory`: issue memory's authority (default: the issues file of `paths`)."""
+    from premath.harness.authority import LocalAuthority
     from premath.harness.session import write_session
     from premath.harness.trajectory import append_step
-    from premath.issues.memory import release_lease, renew_lease
+
+    memory = memory or LocalAuthority(paths.issues, lock_timeout_s)
 
     if not worker_id.strip():
         raise InvalidUsage("--worker-id is required")
@@ -52,7 +59,7 @@ def stop_worker(
         raise NotFound(
             f"nothing to stop: no --issue-id and no issue in the session {paths.session}"
         )
-    snapshot = read_lease_snapshot(paths.issues, target, now)
+    snapshot = memory.snapshot(target, now)
     if snapshot.lease_state in ("active", "contended") and snapshot.lease_owner != worker_id:
         raise LeaseRefused(
             f"worker {worker_id} does not hold {target} (lease owner {snapshot.lease_owner}); "
@@ -62,25 +69,10 @@ def stop_worker(
     lease_outcome = "unchanged"
     if snapshot.lease_state == "active" and snapshot.lease_id:
         if release:
-            release_lease(
-                paths.issues,
-                target,
-                worker_id,
-                snapshot.lease_id,
-                now=now,
-                timeout_s=lock_timeout_s,
-            )
+            memory.release(target, worker_id, snapshot.lease_id, now=now)
             lease_outcome = "released"
         else:
-            renew_lease(
-                paths.issues,
-                target,
-                worker_id,
-                snapshot.lease_id,
-                now=now,
-                timeout_s=lock_timeout_s,
-                ttl_seconds=lease_ttl_s,
-            )
+            memory.renew(target, worker_id, snapshot.lease_id, ttl_s=lease_ttl_s, now=now)
             lease_outcome = "renewed"
     resume = (
         f"resume {target}: finish the work, then premath harness complete "
@@ -91,6 +83,7 @@ def stop_worker(
         "renewed": resume,
     }.get(lease_outcome, handoff.next_step)
     interrupted = session is not None and session.get("state") == "active"
+    recorded = memory.recorded_issues(paths)
     row = None
     if interrupted:
         row = append_step(
@@ -116,8 +109,8 @@ def stop_worker(
         f"lease={lease_outcome}",
         next_step=chosen_next,
         witness_refs=(handoff.lease_ref,),
-        issues_path=paths.issues,
-        recorded_issues_path=paths.relative(paths.issues),
+        issues_path=recorded[0],
+        recorded_issues_path=recorded[1],
     )
     return {
         "action": "harness.stop",

@@ -3,12 +3,11 @@ renew an active lease or release a contended one with the same dispatch code as
 `transport-dispatch` and the MCP lease tools, recording `transport://dispatch/<action>/<digest>`
 (issue-memory-and-loops.md §B4 "Transport recovery")."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from premath.harness.handoff import Handoff, LeaseSnapshot
-from premath.transport.dispatch import dispatch
 
 RECOVERY_ACTIONS = {
     "issue_lease_renew": "issue.lease_renew",
@@ -34,18 +33,18 @@ def recover_through_transport(
     *,
     worker_id: str,
     claimed_lease_id: str | None,
-    issues_path: str,
     lease_ttl_s: int,
-    now: datetime,
-    timeout_s: float,
+    dispatch: Callable[[str, dict[str, Any]], dict[str, Any]],
 ) -> TransportRecovery | None:
-    """None when the handoff's lease action is not a transport action (renew or release)."""
+    """None when the handoff's lease action is not a transport action (renew or release).
+    `dispatch(action, payload)` runs it where the loop's authority is: the transport's own
+    dispatch on the issues file, or the MCP lease tools of a remote authority."""
     action = RECOVERY_ACTIONS.get(handoff.lease_action)
     if action is None:
         return None
     lease_id = snapshot.lease_id or claimed_lease_id
     owner = snapshot.lease_owner or worker_id
-    payload: dict[str, Any] = {"id": snapshot.issue_id, "issuesPath": issues_path}
+    payload: dict[str, Any] = {"id": snapshot.issue_id}
     if action == "issue.lease_renew":
         if not lease_id:
             return TransportRecovery(
@@ -56,7 +55,7 @@ def recover_through_transport(
         payload["assignee"] = owner
         if lease_id:
             payload["leaseId"] = lease_id
-    envelope = dispatch(action, payload, now=now, timeout_s=timeout_s)
+    envelope = dispatch(action, payload)
     refs = (transport_ref(action, envelope["semanticDigest"]),)
     if envelope["result"] == "accepted":
         tail = f"transport dispatched {action}"

@@ -4,7 +4,12 @@ specs/harness-loop.md "Worker". A failed step stops the loop unless `continue_on
 way the report's exit code is 1 when any step failed (D5-10: the reference said 0 with
 `--continue-on-failure`). A runtime error (a corrupt session, a store that vanished) is recorded
 as a trajectory row of class `failed_runtime_error` and then raised, so the CLI prints it; where
-there is no issues file at all (no project) the worker is refused before it writes anything.
+the issues file is the authority and there is none (no project) the worker is refused before it
+writes anything.
+
+A draining worker (`drain_poll_s`, a fleet's, specs/remote-workers.md) does not stop while other
+workers hold leases: it waits and claims again, so the issue of a worker that died is reclaimed
+once its lease goes stale, and it stops (`drained`) when no issue is ready or held.
 """
 
 import os
@@ -15,6 +20,7 @@ from typing import Any
 
 from premath.clock import Clock
 from premath.errors import PremathError
+from premath.harness.authority import require_store
 from premath.harness.interrupts import interrupts_as_errors
 from premath.harness.loop_config import WorkerConfig
 from premath.harness.step import STEP_ACTION, Report, StepReport, claimed_issue, run_step
@@ -84,13 +90,23 @@ def run_worker(
     sleep: Callable[[float], None] = time.sleep,
     report: Report = lambda _line: None,
     first_step_index: int = 1,
+    drain_poll_s: float | None = None,
 ) -> WorkerReport:
     from premath.store.gitignore import ensure_gitignore
 
-    cfg.paths.require_issues()  # refused before anything is written
+    require_store(cfg.memory, cfg.paths)  # refused before anything is written
     ensure_gitignore(os.path.dirname(cfg.paths.steps_dir))
     with interrupts_as_errors():
-        return _steps(cfg, max_steps, continue_on_failure, clock, sleep, report, first_step_index)
+        return _steps(
+            cfg,
+            max_steps,
+            continue_on_failure,
+            clock,
+            sleep,
+            report,
+            first_step_index,
+            drain_poll_s,
+        )
 
 
 def run_one_step(
@@ -122,18 +138,33 @@ def _steps(
     sleep: Callable[[float], None],
     report: Report,
     first_step_index: int,
+    drain_poll_s: float | None = None,
 ) -> WorkerReport:
     outcome = WorkerReport(cfg.worker_id)
-    for step_index in range(first_step_index, first_step_index + max_steps):
+    step_index = first_step_index
+    waiting = False
+    while step_index < first_step_index + max_steps:
         try:
             step = run_step(cfg, step_index, clock, sleep=sleep, report=report)
+            held = [] if step is not None or drain_poll_s is None else _held(cfg, clock)
         except PremathError as error:
             record_runtime_error(cfg, step_index, error, clock)
             raise
+        if step is None and held and drain_poll_s is not None:
+            if not waiting:
+                report(
+                    f"[worker:{cfg.worker_id}] nothing ready; waiting while {len(held)} issue(s) "
+                    f"are held ({', '.join(held[:5])})"
+                )
+            waiting = True
+            sleep(drain_poll_s)
+            continue
+        waiting = False
         if step is None:
             report(f"[worker:{cfg.worker_id}] no ready issue to claim (step={step_index})")
-            outcome.stopped_reason = "no_ready_issue"
+            outcome.stopped_reason = "drained" if drain_poll_s is not None else "no_ready_issue"
             return outcome
+        step_index += 1
         outcome.steps.append(step)
         if step.outcome == "completed":
             report(f"[worker:{cfg.worker_id}] closed issue {step.claim.issue_id}")
@@ -149,3 +180,9 @@ def _steps(
             return outcome
     outcome.stopped_reason = "max_steps"
     return outcome
+
+
+def _held(cfg: WorkerConfig, clock: Clock) -> list[str]:
+    """Issues other workers hold under active leases (which may still go stale and come back
+    to us); a stale lease nobody could reclaim just now is not worth waiting for."""
+    return [held.issue_id for held in cfg.memory.held_leases(clock.now()) if held.state == "active"]

@@ -389,7 +389,8 @@ def _held_lease(row: IssueRow, assignee: str, lease_id: str | None, now_ns: int)
     return lease
 
 
-def _open_issue(issues: IssueMap, issue_id: str) -> IssueRow:
+def existing_issue(issues: IssueMap, issue_id: str) -> IssueRow:
+    """The issue's row, or the reference's `lease_not_found` refusal."""
     row = issues.get(issue_id)
     if row is None:
         raise lease_error("lease_not_found", f"issue not found: {issue_id}")
@@ -409,7 +410,7 @@ def renew_lease(
     wanted = rust_trim(lease_id)
     if not wanted:
         raise lease_error("lease_id_mismatch", "lease_id is required")
-    row = _open_issue(issues, issue_id)
+    row = existing_issue(issues, issue_id)
     if row["status"] == "closed":
         raise lease_error("lease_issue_closed", f"issue is closed: {issue_id}")
     _held_lease(row, assignee, wanted, now_ns)
@@ -430,7 +431,7 @@ def release_lease(
     Unlike the reference's transport action, only the holder of an active lease may release
     it (D3-3); a stale lease is left for claim or claim-next to reclaim.
     """
-    row = _open_issue(issues, issue_id)
+    row = existing_issue(issues, issue_id)
     wanted = rust_trim(lease_id or "") or None
     _held_lease(row, assignee, wanted, now_ns)
     now_text = format_autosi_z(now_ns)

@@ -6,6 +6,7 @@ from typing import Any
 
 from premath.errors import NotFound
 from premath.issues.documents import issue_summary, lease_view
+from premath.issues.held import merged_refs
 from premath.issues.leases import lease_state
 from premath.store.issues_file import IssueMap
 from premath.timefmt import epoch_nanos
@@ -32,6 +33,7 @@ def issue_detail(issues: IssueMap, issue_id: str, now: datetime) -> dict[str, An
     lease = lease_view(row)
     if lease is not None:
         lease["state"] = lease_state(row, epoch_nanos(now))
+    refs = merged_refs(row, ())
     return {
         **issue_summary(row),
         "description": row.get("description", ""),
@@ -42,6 +44,7 @@ def issue_detail(issues: IssueMap, issue_id: str, now: datetime) -> dict[str, An
         "closedAt": row.get("closed_at"),
         "dependencies": dependencies,
         "lease": lease,
+        **({"witnessRefs": refs} if refs else {}),
     }
 
 

@@ -27,6 +27,13 @@ def _checked(field: Field, value: Any) -> Any:
         if not isinstance(value, bool):
             raise SchemaViolation(f"invalid type: {describe(value)}, expected a boolean")
         return value
+    if kind == "strings":
+        if not isinstance(value, list):
+            raise SchemaViolation(f"invalid type: {describe(value)}, expected a sequence")
+        for item in value:
+            if not isinstance(item, str):
+                raise SchemaViolation(f"invalid type: {describe(item)}, expected a string")
+        return value
     if not isinstance(value, str):
         raise SchemaViolation(f"invalid type: {describe(value)}, expected a string")
     if kind in ENUM_VALUES and value not in ENUM_VALUES[kind]:

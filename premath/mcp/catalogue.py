@@ -1,15 +1,17 @@
-"""The MCP tool catalogue: the reference's 23 tools (agent-surface.md §1.3) and our
-`issue_claim_next` (D12-5), their inputs, and the input schemas we publish (D12-4).
-`instruction_run` also takes `instructionId`: it is gated like a mutation (D22-4)."""
+"""The MCP tool catalogue: the reference's 23 tools (agent-surface.md §1.3), our
+`issue_claim_next` (D12-5), `issue_show` and `issue_lease_finish` (D23-2: what a remote worker
+needs), their inputs, and the input schemas we publish (D12-4). `instruction_run` also takes
+`instructionId`: it is gated like a mutation (D22-4)."""
 
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Kind = Literal["string", "i32", "i64", "u64", "bool", "scope", "match"]
+Kind = Literal["string", "i32", "i64", "u64", "bool", "scope", "match", "finish", "strings"]
 
 ENUM_VALUES: dict[str, list[str]] = {
     "scope": ["active", "full"],
     "match": ["typed", "compatibility_alias"],
+    "finish": ["closed", "blocked", "open"],
 }
 _SCHEMA_TYPES = {
     "string": "string",
@@ -19,6 +21,8 @@ _SCHEMA_TYPES = {
     "bool": "boolean",
     "scope": "string",
     "match": "string",
+    "finish": "string",
+    "strings": "array",
 }
 
 
@@ -48,6 +52,8 @@ class Tool:
                 spec["type"] = _SCHEMA_TYPES[field.kind]
             if field.kind in ENUM_VALUES:
                 spec["enum"] = ENUM_VALUES[field.kind]
+            if field.kind == "strings":
+                spec["items"] = {"type": "string"}
             properties[field.name] = spec
             if field.alias is not None:
                 properties[field.alias] = {**spec, "description": f"alias of {field.name}"}
@@ -276,6 +282,30 @@ TOOLS: tuple[Tool, ...] = (
             _f("assignee", required=True),
             _f("leaseId"),
             _f("leaseTtlSeconds", "i64"),
+            INSTRUCTION,
+            ISSUES,
+        ),
+    ),
+    Tool(
+        "issue_show",
+        "Show one issue whole: texts, dependencies with their states, lease with its state",
+        True,
+        (_f("id", required=True), ISSUES),
+    ),
+    Tool(
+        "issue_lease_finish",
+        "Close, block or give back (status closed|blocked|open) an issue the caller holds under "
+        "its lease, with a note, witness refs and, when blocking, a discovered follow-up issue",
+        False,
+        (
+            _f("id", required=True),
+            _f("assignee", required=True),
+            _f("leaseId", required=True),
+            _f("status", "finish", required=True),
+            _f("notes"),
+            _f("witnessRefs", "strings"),
+            _f("discoverTitle"),
+            _f("discoverDescription"),
             INSTRUCTION,
             ISSUES,
         ),

@@ -570,6 +570,93 @@ class ToolService:
         payload = self._lease_payload(args, "id", "assignee", "leaseId")
         return self._lease("issue.lease_release", args, payload)
 
+    # --- what a remote worker needs besides the reference's tools (D23-2) ----------------------
+
+    def issue_show(self, args: Document) -> Document:
+        """`issue show`'s item, and the lease state a loop hands off on (specs/harness-loop.md
+        "Lease states"); an unknown id is a tool error `issue not found: <id>`."""
+        from premath.issues.show import issue_detail
+
+        now = self.clock.now()
+        path = self._issues_path(args)
+        issues = self._read(path, now)
+        issue_id = args["id"]
+        row = issues.get(issue_id)
+        if row is None:
+            raise ToolRefused(f"issue not found: {issue_id}")
+        return {
+            "action": "issue.show",
+            "issuesPath": path,
+            "issue": issue_detail(issues, issue_id, now),
+            "leaseState": leases.loop_lease_state(row, epoch_nanos(now)),
+        }
+
+    def issue_lease_finish(self, args: Document) -> Document:
+        """The lease holder closes, blocks or gives back its issue (premath/issues/held.py),
+        gated as `issue.lease_finish` on that issue; the write witness lands on every row it
+        changes (a discovered follow-up issue too). Refused unless the caller holds the lease."""
+        from premath.issues.held import Discovery, check_finish, finish_held
+
+        issue_id, assignee = args["id"], rust_trim(args["assignee"])
+        discover = None
+        if (title := self._blank_none(args, "discoverTitle")) is not None:
+            discover = Discovery(title, args.get("discoverDescription", ""))
+        try:
+            status = check_finish(args["status"], discover)
+        except PremathError as exc:
+            raise ToolRefused(exc.message) from None
+        path = self._issues_path(args)
+        if not os.path.exists(path):
+            raise ToolRefused(f"issues file not found: {path}")
+        action = "issue.lease_finish"
+        link = self._gate(action, args, issue_id)
+        jj = jj_snapshot(self.config.repo_root)
+        written: list[Document] = []
+
+        def on_row(row: IssueRow) -> None:
+            witness = self._witness(action, path, link, row["id"], jj)
+            attach(row, witness)
+            written.append(witness)
+
+        busy = (
+            "[failureClass=lease_mutation_lock_busy] issue-memory lock busy: "
+            f"{path}.lock (a call of this server holds it)"
+        )
+        with self._serialised(busy):
+            now = self.clock.now()
+            try:
+                finished = finish_held(
+                    path,
+                    issue_id,
+                    assignee,
+                    args["leaseId"],
+                    status=status,
+                    now=now,
+                    timeout_s=self._timeout(),
+                    note=self._blank_none(args, "notes"),
+                    witness_refs=args.get("witnessRefs", ()),
+                    discover=discover,
+                    on_row=on_row,
+                )
+            except PremathError as exc:
+                raise ToolRefused(exc.message) from None
+        if not finished.applied:
+            raise ToolRefused(
+                f"[failureClass={finished.failure_class}] cannot finish {issue_id} for "
+                f"{assignee}: {finished.reason}"
+            )
+        self._refresh_projection(path)
+        row = self._read(path, self.clock.now())[issue_id]
+        return {
+            **self._head(action, path),
+            "changed": True,
+            "status": status,
+            "createdIssueId": finished.created_issue_id,
+            **_issue_fields(row, epoch_nanos(now)),
+            "instruction": link.document,
+            "writeWitness": written[-1],
+        }
+
     # --- observation surface --------------------------------------------------------------------
 
     def _surface(self, args: Document) -> str:

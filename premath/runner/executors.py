@@ -233,14 +233,3 @@ class DockerExecutor:
 
     def close(self) -> None:
         """Nothing held between attempts: each container is removed when its attempt ends."""
-
-
-def make_executor(name: ExecutorName, ray_address: str | None = None) -> Executor:
-    """`ray_address`: the cluster of the ray executor (None: a local Ray instance of our own)."""
-    if name == "ray":
-        from premath.runner.ray_executor import RayExecutor  # lazy: ray is an optional extra
-
-        executor = RayExecutor(ray_address)
-        executor.connect()  # here, on the caller's (main) thread, not on the pool's
-        return executor
-    return DockerExecutor() if name == "docker" else LocalExecutor()

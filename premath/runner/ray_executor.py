@@ -12,22 +12,21 @@ which becomes an `executor_failed` row that the retry policy or `resume --rerun-
 again, and no attempt is ever recorded twice. Cancelling (Ctrl-C) cancels the task without
 force first, so the node's `run_bounded` ends the harness's process group, then by force.
 
-This module imports ray at the top: only `make_executor("ray")` imports it, so importing
-premath never loads ray.
+This module imports ray at the top: only `executor_choice.make_executor("ray")` imports it, so
+importing premath never loads ray.
 """
 
 import os
 import shutil
 import socket
 import stat
-import sys
 import tempfile
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal
 
-from premath.errors import InvalidUsage, PremathError
+from premath.errors import PremathError
 from premath.models.trial import ExecutorName
 from premath.runner.executors import (
     DEFAULT_OUTPUT_CAP,
@@ -37,21 +36,11 @@ from premath.runner.executors import (
 )
 from premath.runner.paths import AttemptPaths
 from premath.runner.process import DEFAULT_GRACE_S, ProcessOutcome, spawn_failed
+from premath.runner.ray_cluster import RayConnection, ray
 from premath.runner.trial import write_task_file
-
-try:
-    import ray
-    import ray.exceptions
-except ImportError:  # pragma: no cover - exercised by a test that hides ray
-    raise InvalidUsage(
-        "the ray executor needs Ray, which is not installed: pip install 'premath[ray]' "
-        "(or run with --executor local)"
-    ) from None
 
 OUT_TRANSFER_CAP = 64 * 1024 * 1024
 """Bytes of `out/` a task sends back; files past it stay on the node (noted in stderr.txt)."""
-LOCAL_OBJECT_STORE_BYTES = 100 * 1024 * 1024
-"""The object store of a local Ray instance we start: attempts return small files."""
 _WAIT_S = 0.05
 
 FileKind = Literal["file", "symlink"]
@@ -187,8 +176,7 @@ class RayExecutor:
         self.grace_s = grace_s
         self.cancel = threading.Event()
         self._lock = threading.Lock()
-        self._started_ray = False
-        self._stdout: TextIO = sys.stdout
+        self._cluster = RayConnection(address)
         self._remote: Any = None
 
     def connect(self) -> None:
@@ -196,35 +184,7 @@ class RayExecutor:
         with self._lock:
             if self._remote is not None:
                 return
-            if not ray.is_initialized():
-                settings: dict[str, Any] = {
-                    "log_to_driver": False,  # harness output belongs in stdout.txt, not ours
-                    "include_dashboard": False,
-                    "logging_level": "warning",
-                }
-                if self.address is None:
-                    settings.update(
-                        address="local",
-                        object_store_memory=LOCAL_OBJECT_STORE_BYTES,
-                        _node_ip_address="127.0.0.1",
-                    )
-                else:
-                    settings.update(address=self.address)
-                    del settings["include_dashboard"]
-                # Ray prints cluster errors (a node marked dead) on the driver's sys.stdout,
-                # which belongs to our exit point's document: point it at stderr while connected.
-                self._stdout = sys.stdout
-                sys.stdout = sys.stderr
-                try:
-                    ray.init(**settings)
-                except (ConnectionError, RuntimeError, ValueError) as exc:
-                    sys.stdout = self._stdout
-                    where = self.address or "a local Ray instance"
-                    raise InvalidUsage(
-                        f"cannot reach the Ray cluster at {where}: {exc}; start one with "
-                        "`ray start --head` and pass its address (--ray-address or RAY_ADDRESS)"
-                    ) from None
-                self._started_ray = True
+            self._cluster.connect()
             self._remote = ray.remote(run_attempt_on_node)
 
     def execute(self, invocation: Invocation, paths: AttemptPaths) -> ProcessOutcome:
@@ -270,8 +230,5 @@ class RayExecutor:
 
     def close(self) -> None:
         with self._lock:
-            if self._started_ray:
-                ray.shutdown()
-                self._started_ray = False
-                sys.stdout = self._stdout
+            self._cluster.close()
             self._remote = None

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from premath.bench.provenance import checkout_commit
 from premath.clock import Clock
 from premath.errors import (
     ArtifactInvalid,
@@ -30,7 +29,8 @@ from premath.errors import (
 )
 from premath.models.trial import RUN_MANIFEST_KIND
 from premath.runner.dataset import Task, load_tasks, parse_tasks
-from premath.runner.executors import DockerExecutor, Executor, Invocation, make_executor
+from premath.runner.executor_choice import make_executor
+from premath.runner.executors import DockerExecutor, Executor, Invocation
 from premath.runner.experiment import (
     VariantPlan,
     check_executor,
@@ -51,6 +51,7 @@ from premath.runner.schedule import Slot, build_schedule
 from premath.runner.trial import RunContext, run_slot
 from premath.store.atomic import write_atomic
 from premath.store.canonical import document_bytes
+from premath.store.git_checkout import checkout_commit
 from premath.store.jsonl import iter_lines, report_torn_tail
 from premath.store.locks import hold_marker
 from premath.terminal import counted

@@ -151,3 +151,17 @@ def append_line(
                 raise
         finally:
             os.close(fd)
+
+
+def parsed_rows(path: str | os.PathLike[str]) -> Iterator[object]:
+    """Every line that parses as JSON, in file order; torn or malformed lines are skipped and a
+    missing file has none. For logs whose readers take what they can use (a bench run's events,
+    which a crashed run must still export)."""
+    try:
+        for line in iter_lines(path):
+            try:
+                yield orjson.loads(line.text)
+            except orjson.JSONDecodeError:
+                continue
+    except FileNotFoundError:
+        return

@@ -99,13 +99,6 @@ def _expiry(now_ns: int, ttl_seconds: int | None, expires_at: str | None) -> int
         raise Rejected(exc.failure_class, _bare(exc)) from None
 
 
-def _row(issues: IssueMap, issue_id: str) -> IssueRow:
-    row = issues.get(issue_id)
-    if row is None:
-        raise Rejected("lease_not_found", f"issue not found: {issue_id}")
-    return row
-
-
 def _run(
     path: str,
     edit: Callable[[IssueMap], IssueRow | None],
@@ -118,7 +111,10 @@ def _run(
 
     def mutate(issues: IssueMap) -> tuple[LeaseOutcome, Changes]:
         before = copy.deepcopy(issues.get(target)) if target is not None else None
-        row = edit(issues)
+        try:
+            row = edit(issues)
+        except _LEASE_ERRORS as exc:
+            raise Rejected(exc.failure_class, _bare(exc)) from None
         changed = row is not None and (target is None or before != row)
         if changed and row is not None and call.on_change is not None:
             call.on_change(row)
@@ -151,19 +147,16 @@ def claim(request: ClaimRequest, call: LeaseCall) -> LeaseOutcome:
     expiry_ns = _expiry(now_ns, request.lease_ttl_seconds, request.lease_expires_at)
 
     def edit(issues: IssueMap) -> IssueRow:
-        if _row(issues, request.id)["status"] == "closed":
+        if leases.existing_issue(issues, request.id)["status"] == "closed":
             raise Rejected("lease_issue_closed", f"cannot claim closed issue: {request.id}")
-        try:
-            return leases.claim_issue(
-                issues,
-                request.id,
-                owner,
-                now_ns=now_ns,
-                expiry_ns=expiry_ns,
-                lease_id=request.lease_id,
-            )
-        except _LEASE_ERRORS as exc:
-            raise Rejected(exc.failure_class, _bare(exc)) from None
+        return leases.claim_issue(
+            issues,
+            request.id,
+            owner,
+            now_ns=now_ns,
+            expiry_ns=expiry_ns,
+            lease_id=request.lease_id,
+        )
 
     path = issues_path_of(request.issues_path)
     return _run(path, edit, request.id, call)
@@ -211,7 +204,7 @@ def renew(request: RenewRequest, call: LeaseCall) -> LeaseOutcome:
     expiry_ns = _expiry(now_ns, request.lease_ttl_seconds, request.lease_expires_at)
 
     def edit(issues: IssueMap) -> IssueRow:
-        row = _row(issues, request.id)
+        row = leases.existing_issue(issues, request.id)
         if row["status"] == "closed":
             raise Rejected(
                 "lease_issue_closed", f"cannot renew lease on closed issue: {request.id}"
@@ -251,7 +244,7 @@ def release(request: ReleaseRequest, call: LeaseCall) -> LeaseOutcome:
     lease_id = blank_to_none(request.lease_id)
 
     def edit(issues: IssueMap) -> IssueRow:
-        row = _row(issues, request.id)
+        row = leases.existing_issue(issues, request.id)
         lease = row.get("lease")
         if lease is None:
             if owner is not None or lease_id is not None:

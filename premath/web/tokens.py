@@ -70,7 +70,13 @@ def _checked_token(token: str, where: str) -> str:
 
 
 def parse_token_file(path: str, text: str) -> TokenSet:
-    entries: list[tuple[str, bytes]] = []
+    entries = [(token_id, _digest(token)) for token_id, token in token_lines(path, text)]
+    return TokenSet(tuple(entries), path)
+
+
+def token_lines(path: str, text: str) -> list[tuple[str, str]]:
+    """The `(token id, token)` lines of a token file, checked (ids and tokens unique)."""
+    entries: list[tuple[str, str]] = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -81,17 +87,37 @@ def parse_token_file(path: str, text: str) -> TokenSet:
             raise InvalidUsage(
                 f"{where}: expected `<token id> <token>` (id: letters, digits, . _ -)"
             )
-        digest = _digest(_checked_token(parts[1], where))
-        if any(token_id == parts[0] or known == digest for token_id, known in entries):
+        token = _checked_token(parts[1], where)
+        if any(token_id == parts[0] or known == token for token_id, known in entries):
             raise InvalidUsage(f"{where}: token id and token must each be unique")
-        entries.append((parts[0], digest))
+        entries.append((parts[0], token))
     if not entries:
         raise InvalidUsage(f"token file {path} holds no token")
-    return TokenSet(tuple(entries), path)
+    return entries
 
 
 def load_token_file(path: str) -> TokenSet:
     """A token file, refused when missing, not a regular file, or open to other users."""
+    return parse_token_file(path, _private_text(path))
+
+
+def client_tokens(token_file: str | None) -> list[tuple[str, str]]:
+    """What a client presents (a remote worker, a fleet's coordinator): the `(id, token)` lines
+    of `--token-file` (the server's format, so an operator can hand out a subset of its lines),
+    else `PREMATH_MCP_TOKEN` as id `env`; neither is a usage error."""
+    if token_file is not None:
+        return token_lines(token_file, _private_text(token_file))
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    if not token:
+        raise InvalidUsage(
+            f"a remote worker needs its bearer token: give --token-file FILE (lines `<id> "
+            f"<token>`, mode 0600) or set {TOKEN_ENV}"
+        )
+    return [("env", _checked_token(token, TOKEN_ENV))]
+
+
+def _private_text(path: str) -> str:
+    """A token file's text, refused when missing, not a regular file, or open to others."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
@@ -108,7 +134,7 @@ def load_token_file(path: str) -> TokenSet:
         data = read_capped(handle, _MAX_FILE_BYTES)
     if len(data) > _MAX_FILE_BYTES:
         raise InvalidUsage(f"token file {path} is larger than {_MAX_FILE_BYTES} bytes")
-    return parse_token_file(path, data.decode("utf-8", errors="replace"))
+    return data.decode("utf-8", errors="replace")
 
 
 def token_from_env() -> TokenSet | None:

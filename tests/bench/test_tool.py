@@ -3,11 +3,11 @@
 import orjson
 import pytest
 
-from premath.bench.events import read_events
 from premath.bench.paths import BenchRunPaths
 from premath.bench.policy import policy_digest
 from premath.bench.run import create_run_folder
 from premath.store.atomic import write_atomic
+from premath.store.jsonl import parsed_rows
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def live(workdir):
 
 
 def kinds(paths: BenchRunPaths) -> list[str]:
-    return [event["kind"] for event in read_events(paths.events)]
+    return [event["kind"] for event in parsed_rows(paths.events)]
 
 
 def test_tool_runs_and_records_call_and_result(cli_run, live):
@@ -38,7 +38,7 @@ def test_tool_runs_and_records_call_and_result(cli_run, live):
         "stderr": "",
         "truncated": False,
     }
-    events = list(read_events(live.events))
+    events = list(parsed_rows(live.events))
     assert [e["kind"] for e in events] == ["run.started", "tool.call", "tool.result"]
     assert events[1]["argv"] == ["echo", "hi"]
     assert events[2]["output"] == "hi\n"
@@ -74,7 +74,7 @@ def test_failing_command_exits_1_with_its_status(cli_run, live):
     result = cli_run("bench", "tool", "--run-dir", "run", "--json", "--", "sh", "-c", "exit 4")
     assert result.exit_code == 1
     assert (result.json["status"], result.json["exit_code"]) == ("exit_nonzero", 4)
-    assert list(read_events(live.events))[-1]["output"] == "[exit code 4]"
+    assert list(parsed_rows(live.events))[-1]["output"] == "[exit code 4]"
 
 
 def test_tool_needs_a_live_run(cli_run, workdir, live):
@@ -89,7 +89,7 @@ def test_record_appends_a_row(cli_run, live):
     row = '{"source": "agent", "message": "hi", "metrics": {"prompt_tokens": 3}}'
     result = cli_run("bench", "record", "--run-dir", "run", "--row", row, "--json")
     assert (result.exit_code, result.json["source"]) == (0, "agent")
-    event = list(read_events(live.events))[-1]
+    event = list(parsed_rows(live.events))[-1]
     assert event["row"] == {"source": "agent", "message": "hi", "metrics": {"prompt_tokens": 3}}
 
 
@@ -144,7 +144,7 @@ def test_concurrent_calls_get_distinct_ids_and_whole_rows(live, workdir):
     ]
     outputs = [orjson.loads(proc.communicate(timeout=60)[0]) for proc in procs]
     assert sorted(o["call_id"] for o in outputs) == [f"call_{n}" for n in range(1, 7)]
-    events = list(read_events(live.events))
+    events = list(parsed_rows(live.events))
     assert len(live.events.read_bytes().splitlines()) == len(events) == 13
     results = {e["call_id"]: e["output"] for e in events if e["kind"] == "tool.result"}
     assert sorted(results.values()) == [f"{n}\n" for n in range(6)]

@@ -12,7 +12,7 @@ from premath.harness.escalation import (
     resolve_active_issue,
 )
 from premath.harness.retry import load_retry_policy, resolve_retry_decision
-from premath.harness.transitions import merge_notes
+from premath.issues.held import merge_notes
 from premath.issues.memory import check
 from tests.harness.loop_support import issue_rows, make_issues
 

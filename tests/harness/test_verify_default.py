@@ -77,8 +77,8 @@ def test_without_mise_the_fallback_says_what_to_do_and_is_not_retried(
     assert result.exit_code == 1
     advice = "mise is not installed: add a Verification command to the issue or pass --verify-cmd"
     lines = result.stderr.splitlines()
-    assert lines[0] == f"[worker:me] {advice}"
-    assert "failureClasses=command_not_found" in lines[1]
+    assert lines[:2] == ["[worker:me] claimed bd-1 (lease lease1_bd-1_me)", f"[worker:me] {advice}"]
+    assert "failureClasses=command_not_found" in lines[2]
     step = result.json
     assert (step["attempts"], step["failureClasses"]) == (1, ["command_not_found"])
     assert step["nextStep"] == advice
@@ -99,7 +99,7 @@ def test_a_missing_program_is_named_before_the_first_attempt(cli_run, workdir, o
     _issue(workdir, "bd-1", "Acceptance:\n- x\nVerification: `sh -c true`")
     result = cli_run("harness", "step", "--worker-id", "me", *options, "--json")
     assert result.exit_code == 1
-    assert result.stderr.splitlines()[0] == f"[worker:me] {advice}"
+    assert result.stderr.splitlines()[1] == f"[worker:me] {advice}"  # after the claim line
     assert (result.json["attempts"], result.json["failureClasses"]) == (1, ["command_not_found"])
 
 

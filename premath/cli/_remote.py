@@ -1,0 +1,190 @@
+"""The options of a loop whose issue memory is an MCP server (specs/remote-workers.md): where
+the server is, the worker's token, the instruction its mutations cite, how long a lost server is
+retried; for a worker that delivers git branches, the repository and its clone.
+
+`RemoteChoice` carries them from click to the library: it opens the `McpAuthority` (the MCP
+SDK loads only here, when `--mcp-url` is given) and the worker's `GitDelivery`.
+"""
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import click
+
+from premath.errors import InvalidUsage
+
+F = TypeVar("F", bound=Callable[..., Any])
+MCP_URL_ENV = "PREMATH_MCP_URL"
+INSTRUCTION_ENV = "PREMATH_INSTRUCTION_ID"
+DEFAULT_RETRY_S = 120.0
+
+
+def checkout_root() -> str:
+    """Where remote workers keep their clones by default: the node's temporary folder."""
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), "premath-remote")
+
+
+def authority_options(function: F) -> F:
+    """`--mcp-url`, `--token-file`, `--instruction-id`, `--mcp-retry-seconds`."""
+    for option in reversed(
+        (
+            click.option(
+                "--mcp-url",
+                envvar=MCP_URL_ENV,
+                default=None,
+                help="Claim through the MCP server at this URL (http://HOST:PORT/mcp), not the "
+                "issues file [env PREMATH_MCP_URL]",
+            ),
+            click.option(
+                "--token-file",
+                default=None,
+                help="Bearer tokens for --mcp-url: `<id> <token>` lines, mode 0600; the line "
+                "named after the worker, else the first [env PREMATH_MCP_TOKEN: one token]",
+            ),
+            click.option(
+                "--instruction-id",
+                envvar=INSTRUCTION_ENV,
+                default=None,
+                help="Instruction witness every mutation cites (the server's default "
+                "policy needs one) [env PREMATH_INSTRUCTION_ID]",
+            ),
+            click.option(
+                "--mcp-retry-seconds",
+                type=click.FloatRange(min=0.0),
+                default=DEFAULT_RETRY_S,
+                show_default=True,
+                help="How long an unreachable MCP server is retried before the worker gives up",
+            ),
+        )
+    ):
+        function = option(function)
+    return function
+
+
+def delivery_options(function: F) -> F:
+    """`--repo`, `--base-ref`, `--checkout-dir`."""
+    for option in reversed(
+        (
+            click.option(
+                "--repo",
+                default=None,
+                help="Clone this repository (URL or path), work in the clone, push each "
+                "verified issue to its branch premath/<issue id> (needs --mcp-url)",
+            ),
+            click.option(
+                "--base-ref",
+                default=None,
+                help="Branch each issue's work starts from [default: the remote's HEAD]",
+            ),
+            click.option(
+                "--checkout-dir",
+                default=None,
+                help="Folder of the workers' clones and records [default: "
+                "<temp folder>/premath-remote]",
+            ),
+        )
+    ):
+        function = option(function)
+    return function
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteChoice:
+    """A remote authority, and optionally a repository to deliver to; None fields unset."""
+
+    mcp_url: str
+    token_file: str | None
+    instruction_id: str | None
+    retry_s: float
+    repo: str | None = None
+    base_ref: str | None = None
+    checkout_dir: str | None = None
+
+    def tokens(self) -> list[tuple[str, str]]:
+        from premath.web.tokens import client_tokens
+
+        return client_tokens(self.token_file)
+
+    def token_for(self, worker_id: str) -> str:
+        return pick_token(self.tokens(), worker_id)
+
+    @contextmanager
+    def authority(self, token: str, report: Callable[[str], None]) -> Iterator[Any]:
+        """The connected `McpAuthority` (a wrong URL or token fails here, before any claim)."""
+        from premath.mcp.remote import McpAuthority
+
+        with McpAuthority(
+            self.mcp_url,
+            token,
+            instruction_id=self.instruction_id,
+            retry_s=self.retry_s,
+            report=report,
+        ) as memory:
+            memory.connect()
+            yield memory
+
+    def home(self, worker_id: str) -> str:
+        """The worker's own folder: its clone (`repo/`) and its loop records (`.premath/`)."""
+        return os.path.join(os.path.abspath(self.checkout_dir or checkout_root()), worker_id)
+
+    def delivery(self, worker_id: str) -> Any:
+        """The worker's `GitDelivery`, its clone prepared (None without `--repo`)."""
+        if self.repo is None:
+            return None
+        from premath.harness.delivery import GitDelivery
+
+        delivery = GitDelivery(self.repo, self.home(worker_id), worker_id, self.base_ref)
+        delivery.prepare()
+        return delivery
+
+
+def pop_remote(options: dict[str, Any], *, delivers: bool) -> RemoteChoice | None:
+    """The remote choice from the options (consumed); None for the issues file. `--repo`
+    without `--mcp-url`, or the options of one without the other, are usage errors."""
+    url = options.pop("mcp_url")
+    token_file = options.pop("token_file")
+    instruction_id = options.pop("instruction_id")
+    retry_s = options.pop("mcp_retry_seconds")
+    delivery = {name: options.pop(name, None) for name in ("repo", "base_ref", "checkout_dir")}
+    if not delivers:
+        delivery = {}
+    if url is None:
+        for flag, value in (("--token-file", token_file), ("--repo", delivery.get("repo"))):
+            if value is not None:
+                raise InvalidUsage(f"{flag} needs --mcp-url (the MCP server to claim through)")
+        return None
+    if not url.startswith(("http://", "https://")):
+        raise InvalidUsage(f"--mcp-url must be an http:// or https:// URL (got {url!r})")
+    if delivery.get("repo") is None and any(delivery.values()):
+        raise InvalidUsage("--base-ref and --checkout-dir need --repo")
+    repo = delivery.get("repo")
+    if repo is not None and "://" not in repo and os.path.exists(repo):
+        delivery["repo"] = os.path.abspath(repo)  # the same folder wherever a worker runs
+    return RemoteChoice(url, token_file, instruction_id, retry_s, **delivery)
+
+
+def pick_token(tokens: list[tuple[str, str]], worker_id: str) -> str:
+    """The token of the line named after the worker, else of the first line."""
+    return next((token for name, token in tokens if name == worker_id), tokens[0][1])
+
+
+@dataclass(frozen=True, slots=True)
+class FleetOpener:
+    """How a fleet worker on its node connects to the authority and prepares its clone (the
+    `WorkerOpener` of premath.harness.fleet; pickled to the nodes by Ray). It carries the
+    tokens read on the coordinator's machine (the token file need not exist on the nodes); Ray
+    keeps them in its task arguments, inside the cluster's own authentication."""
+
+    remote: RemoteChoice
+    tokens: tuple[tuple[str, str], ...]
+
+    @contextmanager
+    def __call__(self, worker_id: str, report: Callable[[str], None]) -> Iterator[Any]:
+        token = pick_token(list(self.tokens), worker_id)
+        with self.remote.authority(token, report) as memory:
+            yield memory, self.remote.delivery(worker_id)

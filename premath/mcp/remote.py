@@ -1,0 +1,546 @@
+"""`McpAuthority`: issue memory's authority over MCP, for workers on other machines.
+
+Every read and mutation of a remote worker's loop goes through the MCP server over streamable
+HTTP (specs/mcp-http.md) with the SDK's own client (`premath.mcp.http_client.open_session`),
+one session kept open on a background event loop (`anyio`'s blocking portal), so the loop's
+synchronous code (and its heartbeat thread) call it like the local store. The worker never
+touches a local copy of the issues: its clone's `.premath/issues.jsonl` is not an authority.
+
+Losing the server (specs/remote-workers.md "Losing the server"): a call whose connection fails
+is retried with exponential back-off (0.2 s doubling to 5 s, jittered) on a fresh session until
+the outage has lasted `retry_s`; then the authority gives up for good: that call and every later
+one raise `AuthorityUnreachable`, and the worker stops cleanly (its lease goes stale and another
+worker reclaims the issue). A call is never re-sent blindly when its answer may have been lost
+after the server applied it: a claim carries its own lease id and is looked up first (the
+server may have granted it), a finish first reads the issue to see whether it landed.
+
+Refusals that retrying cannot cure raise `AuthorityRefused` at once: a token the server does not
+accept (401), a URL that is not an MCP endpoint, a server that lacks the tools remote workers
+use, a mutation the instruction gate refuses (name the fleet's witness with `--instruction-id`).
+"""
+
+import contextlib
+import random
+import secrets
+import threading
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from premath.errors import (
+    AuthorityRefused,
+    AuthorityUnreachable,
+    InputInvalid,
+    LeaseRefused,
+    NotFound,
+    PremathError,
+)
+from premath.harness.authority import BootView, Claimed, HeldLease, refused
+from premath.harness.handoff import LeaseSnapshot
+from premath.harness.loop_config import LoopPaths
+from premath.issues.held import Discovery, Finished, FinishStatus, holder_problem
+from premath.models.issue_row import IssueRow
+from premath.text import id_token
+
+DEFAULT_RETRY_S = 120.0
+CALL_TIMEOUT_S = 90.0
+"""An HTTP request's own deadline: above the server's `--call-timeout` (30 s by default)."""
+REQUIRED_TOOLS = ("issue_claim_next", "issue_show", "issue_lease_finish")
+_BACKOFF_FIRST_S, _BACKOFF_MAX_S = 0.2, 5.0
+_GATE_LEADS = (
+    "mutation policy `instruction-linked`",
+    "instruction witness",
+    "instruction `",
+    "instruction policyDigest",
+    "[failureClass=witness.",
+    "[failureClass=path.",
+    "[failureClass=mutation.",
+)
+_TRANSIENT_LEADS = (
+    "[failureClass=lease_mutation_lock_busy]",
+    "issue-memory lock busy",
+    "[failureClass=tool.deadline_exceeded]",
+)
+_LEASE_TOOLS = {
+    "issue.lease_renew": "issue_lease_renew",
+    "issue.lease_release": "issue_lease_release",
+}
+Report = Callable[[str], None]
+
+
+class _Down(Exception):
+    """The server could not be reached, or gave no usable answer (retry)."""
+
+
+class ToolError(Exception):
+    """The server answered the call with a tool error; `text` is its message."""
+
+    def __init__(self, text: str, *, maybe_applied: bool) -> None:
+        super().__init__(text)
+        self.text = text
+        self.maybe_applied = maybe_applied
+        """An earlier attempt of the same call was lost after it may have been applied."""
+
+
+class McpAuthority:
+    """The loop's `IssueAuthority` over an MCP server; use it as a context manager."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        *,
+        instruction_id: str | None = None,
+        retry_s: float = DEFAULT_RETRY_S,
+        report: Report = lambda _line: None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.url = url
+        self._token = token
+        self.instruction_id = instruction_id
+        self.retry_s = retry_s
+        self._report = report
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._portal_cm: Any = None
+        self._portal: Any = None
+        self._session_cm: Any = None
+        self._session: Any = None
+        self._outage_since: float | None = None
+        self._failures = 0
+        self._gave_up: str | None = None
+
+    # --- lifetime --------------------------------------------------------------------------------
+
+    def __enter__(self) -> "McpAuthority":
+        from anyio.from_thread import start_blocking_portal
+
+        self._portal_cm = start_blocking_portal()
+        self._portal = self._portal_cm.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop_session()
+            if self._portal_cm is not None:
+                with contextlib.suppress(BaseException):
+                    self._portal_cm.__exit__(None, None, None)
+            self._portal_cm = self._portal = None
+
+    def connect(self) -> None:
+        """Reach the server now (retrying within the bound): a worker learns of a wrong URL or
+        token before it claims anything."""
+        self._call("issue_ready", {})
+
+    # --- the connection -------------------------------------------------------------------------
+
+    def _probe(self) -> None:
+        """One plain `tools/list` POST: tells a refused token (401) or a URL that is no MCP
+        endpoint apart from a server that is down (the SDK reports all alike)."""
+        import httpx2
+
+        body = orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "tools/list", "params": {}})
+        headers = {
+            "Authorization": f"Bearer {self._token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        }
+        try:
+            response = httpx2.post(self.url, content=body, headers=headers, timeout=30.0)
+        except httpx2.HTTPError as exc:
+            raise _Down(f"{type(exc).__name__}: {exc}") from None
+        status = response.status_code
+        if status == 401:
+            raise AuthorityRefused(
+                f"the MCP server at {self.url} refused our bearer token (HTTP 401): check "
+                "--token-file (or PREMATH_MCP_TOKEN) against the server's token file"
+            )
+        if status in (408, 429) or status >= 500:
+            raise _Down(f"HTTP {status}")
+        tools = _listed_tools(response.content) if status == 200 else None
+        if tools is None:
+            raise AuthorityRefused(
+                f"{self.url} is not an MCP endpoint (HTTP {status} to a tools/list request): "
+                "give the server's URL ending in /mcp (premath mcp-serve --transport "
+                "streamable-http prints it as `listening:`)"
+            )
+        missing = [name for name in REQUIRED_TOOLS if name not in tools]
+        if missing:
+            raise AuthorityRefused(
+                f"the MCP server at {self.url} has no {', '.join(missing)}: remote workers need "
+                "a premath mcp-serve that offers them (upgrade the server)"
+            )
+
+    def _ensure_session(self) -> Any:
+        from premath.mcp.http_client import open_session
+
+        with self._lock:
+            if self._portal is None:
+                raise PremathError("McpAuthority used outside its `with` block")
+            if self._session is not None:
+                return self._session
+            self._probe()
+            manager = self._portal.wrap_async_context_manager(
+                open_session(self.url, self._token, timeout_s=CALL_TIMEOUT_S)
+            )
+            try:
+                self._session = manager.__enter__()
+            except _transport_failures() as exc:
+                raise _Down(_first_reason(exc)) from None
+            self._session_cm = manager
+            return self._session
+
+    def _drop_session(self) -> None:
+        manager, self._session_cm, self._session = self._session_cm, None, None
+        if manager is not None:
+            with contextlib.suppress(BaseException):
+                manager.__exit__(None, None, None)
+
+    def _outage(self, reason: str, patience_end: float | None) -> float:
+        """Note a failed attempt; the back-off before the next, or give up (raise)."""
+        now = time.monotonic()
+        with self._lock:
+            self._drop_session()
+            self._failures += 1
+            if self._outage_since is None:
+                self._outage_since = now
+                self._report(
+                    f"[authority] lost the MCP server at {self.url} ({reason}); retrying for up "
+                    f"to {self.retry_s:g} s"
+                )
+            lasted = now - self._outage_since
+            if lasted >= self.retry_s:
+                self._gave_up = (
+                    f"the MCP server at {self.url} could not be reached for {lasted:.0f} s "
+                    f"({reason}); gave up (--mcp-retry-seconds {self.retry_s:g})"
+                )
+                raise AuthorityUnreachable(self._gave_up)
+        if patience_end is not None and now >= patience_end:
+            raise _Down(reason)
+        pause = min(_BACKOFF_MAX_S, _BACKOFF_FIRST_S * 2 ** min(self._failures - 1, 8))
+        pause = min(pause * random.uniform(0.8, 1.2), self._outage_since + self.retry_s - now)
+        if patience_end is not None:
+            pause = min(pause, patience_end - now)
+        return max(0.0, float(pause))
+
+    def _call(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        patience_s: float | None = None,
+        landed: Callable[[], dict[str, Any] | None] | None = None,
+    ) -> dict[str, Any]:
+        """The tool's result document; ToolError for a tool error; retried while the server
+        is down (see the module doc). `landed` is asked, before an attempt is sent again after
+        one that may have been applied, for that attempt's result (None: send it again)."""
+        patience_end = None if patience_s is None else time.monotonic() + patience_s
+        maybe_applied = False
+        while True:
+            if self._gave_up is not None:
+                raise AuthorityUnreachable(self._gave_up)
+            if maybe_applied and landed is not None:
+                found = landed()
+                if found is not None:
+                    return found
+            try:
+                session = self._ensure_session()
+                result = self._portal.call(session.call_tool, tool, args)
+            except _transport_failures() as exc:
+                # A request that reached the wire may have been applied; a probe's failure not.
+                maybe_applied = maybe_applied or not isinstance(exc, _Down)
+                self._sleep(self._outage(_first_reason(exc), patience_end))
+                continue
+            if self._outage_since is not None:
+                self._report(f"[authority] the MCP server at {self.url} answers again")
+                self._outage_since, self._failures = None, 0
+            text = result.content[0].text if result.content else ""
+            if not result.is_error:
+                parsed: dict[str, Any] = orjson.loads(text)
+                return parsed
+            if text.startswith(_TRANSIENT_LEADS):
+                maybe_applied = maybe_applied or "deadline_exceeded" in text
+                self._sleep(self._outage(text.split("] ", 1)[-1][:200], patience_end))
+                continue
+            if text.startswith(_GATE_LEADS):
+                raise AuthorityRefused(
+                    f"the MCP server refused {tool}: {text} (the fleet's instruction witness "
+                    "must authorise it: --instruction-id, specs/remote-workers.md "
+                    '"Authorisation")'
+                )
+            raise ToolError(text, maybe_applied=maybe_applied)
+
+    def _gated(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {**args, "instructionId": self.instruction_id} if self.instruction_id else args
+
+    def _show(self, issue_id: str) -> dict[str, Any] | None:
+        try:
+            return self._call("issue_show", {"id": issue_id})
+        except ToolError as error:
+            if error.text == f"issue not found: {issue_id}":
+                return None
+            raise InputInvalid(f"issue_show {issue_id}: {error.text}") from None
+
+    # --- IssueAuthority ---------------------------------------------------------------------------
+
+    def location(self) -> str:
+        return self.url
+
+    def recorded_issues(self, paths: LoopPaths) -> tuple[str, str]:
+        return "", self.url
+
+    def boot_view(self, now: datetime) -> BootView:
+        listing = self._call("issue_list", {})["items"]
+        integrity = self._call("dep_diagnostics", {"graphScope": "active"})["integrity"]
+        return BootView(
+            issues_root={"name": "issues", "path": self.url, "state": "present"},
+            statuses={item["id"]: item["status"] for item in listing},
+            ready_ids=self.ready_ids(now),
+            integrity={"graphScope": "active", **integrity},
+            snapshot_ref=None,
+        )
+
+    def claim_next(self, worker_id: str, *, ttl_s: int, now: datetime) -> Claimed | None:
+        lease_id = f"lease1_{id_token(worker_id, 'anon')}_{secrets.token_hex(6)}"
+
+        def landed() -> dict[str, Any] | None:
+            listing = self._call("issue_list", {"assignee": worker_id, "status": "in_progress"})
+            for item in listing["items"]:
+                if (item.get("lease") or {}).get("leaseId") == lease_id:
+                    return {"issue": item}
+            return None
+
+        args = {"assignee": worker_id, "leaseId": lease_id, "leaseTtlSeconds": ttl_s}
+        try:
+            document = self._call("issue_claim_next", self._gated(args), landed=landed)
+        except ToolError as error:
+            raise InputInvalid(f"issue_claim_next: {error.text}") from None
+        issue = document.get("issue")
+        if not issue:
+            return None
+        return Claimed(issue["id"], (issue.get("lease") or {}).get("leaseId"))
+
+    def issue(self, issue_id: str, now: datetime) -> dict[str, Any]:
+        shown = self._show(issue_id)
+        return {} if shown is None else dict(shown["issue"])
+
+    def holder_lease(self, issue_id: str, worker_id: str, now: datetime) -> str:
+        shown = self._show(issue_id)
+        if shown is None:
+            raise NotFound(f"issue not found: {issue_id} (at {self.url})")
+        row = _holder_row(shown["issue"])
+        refused(issue_id, worker_id, holder_problem(row, worker_id, None))
+        return str(shown["issue"]["lease"]["leaseId"])
+
+    def snapshot(self, issue_id: str, now: datetime) -> LeaseSnapshot:
+        shown = self._show(issue_id)
+        if shown is None:
+            return LeaseSnapshot(issue_id, "missing_issue", "", "", None, None, None)
+        issue = shown["issue"]
+        lease = issue.get("lease") or {}
+        return LeaseSnapshot(
+            issue_id=issue_id,
+            lease_state=shown["leaseState"],
+            status=issue["status"],
+            assignee=issue.get("assignee", ""),
+            lease_id=lease.get("leaseId") or None,
+            lease_owner=lease.get("owner") or None,
+            expires_at=lease.get("expiresAt"),
+        )
+
+    def renew(
+        self,
+        issue_id: str,
+        worker_id: str,
+        lease_id: str,
+        *,
+        ttl_s: int,
+        now: datetime,
+        patience_s: float | None = None,
+    ) -> None:
+        args = {"id": issue_id, "assignee": worker_id, "leaseId": lease_id}
+        try:
+            self._call(
+                "issue_lease_renew",
+                self._gated({**args, "leaseTtlSeconds": ttl_s}),
+                patience_s=patience_s,
+            )
+        except _Down:
+            return  # out of patience, not given up: the next beat tries again
+        except ToolError as error:
+            raise LeaseRefused(f"issue_lease_renew {issue_id}: {error.text}") from None
+
+    def release(
+        self, issue_id: str, worker_id: str, lease_id: str | None, *, now: datetime
+    ) -> None:
+        args: dict[str, Any] = {"id": issue_id, "assignee": worker_id}
+        if lease_id:
+            args["leaseId"] = lease_id
+        try:
+            self._call("issue_lease_release", self._gated(args))
+        except ToolError as error:
+            if error.maybe_applied and not self._holds(issue_id, worker_id, lease_id):
+                return  # our first attempt released it; its answer was lost
+            raise LeaseRefused(f"issue_lease_release {issue_id}: {error.text}") from None
+
+    def _holds(self, issue_id: str, worker_id: str, lease_id: str | None) -> bool:
+        shown = self._show(issue_id)
+        return shown is not None and not holder_problem(
+            _holder_row(shown["issue"]), worker_id, lease_id
+        )
+
+    def finish(
+        self,
+        issue_id: str,
+        worker_id: str,
+        lease_id: str | None,
+        *,
+        status: FinishStatus,
+        now: datetime,
+        note: str | None = None,
+        witness_refs: Sequence[str] = (),
+        discover: Discovery | None = None,
+    ) -> Finished:
+        args: dict[str, Any] = {
+            "id": issue_id,
+            "assignee": worker_id,
+            "leaseId": lease_id or "",
+            "status": status,
+        }
+        if note is not None:
+            args["notes"] = note
+        if witness_refs:
+            args["witnessRefs"] = list(witness_refs)
+        if discover is not None:
+            args |= {"discoverTitle": discover.title, "discoverDescription": discover.description}
+
+        def landed() -> dict[str, Any] | None:
+            shown = self._show(issue_id)
+            if shown is None or not _finished_as(shown["issue"], worker_id, status, note):
+                return None
+            return {"createdIssueId": _discovered(shown["issue"].get("notes", ""))}
+
+        try:
+            document = self._call("issue_lease_finish", self._gated(args), landed=landed)
+        except ToolError as error:
+            if error.maybe_applied and (found := landed()) is not None:
+                return Finished(True, "", found["createdIssueId"])
+            return Finished(False, error.text.split("] ", 1)[-1])
+        return Finished(True, "", document.get("createdIssueId"))
+
+    def dispatch(self, action: str, payload: dict[str, Any], *, now: datetime) -> dict[str, Any]:
+        """The transport envelope of a lease recovery, run by the MCP lease tool of the same
+        action: accepted or rejected with its class, and the action's semantic digest."""
+        from premath.transport.registry import ROUTES_BY_ACTION, dispatch_digest
+
+        route = ROUTES_BY_ACTION[action]
+        digest = dispatch_digest(route.action, route.action_id)
+        envelope: dict[str, Any] = {"action": action, "semanticDigest": digest}
+        try:
+            self._call(_LEASE_TOOLS[action], self._gated(payload))
+        except ToolError as error:
+            klass = error.text[len("[failureClass=") :].split("]", 1)[0]
+            known = error.text.startswith("[failureClass=")
+            return {**envelope, "result": "rejected", "failureClasses": [klass] if known else []}
+        return {**envelope, "result": "accepted", "failureClasses": []}
+
+    def ready_ids(self, now: datetime) -> list[str]:
+        """In claim-next's order (priority, then id in natural order), as boot lists them."""
+        from premath.issues.leases import natural_key
+
+        items = self._call("issue_ready", {})["items"]
+        ordered = sorted(items, key=lambda i: (i["priority"], natural_key(i["id"]), i["id"]))
+        return [item["id"] for item in ordered]
+
+    def active_cycle(self, now: datetime) -> list[str] | None:
+        integrity = self._call("dep_diagnostics", {"graphScope": "active"})["integrity"]
+        cycle = integrity.get("cyclePath")
+        return list(cycle) if cycle else None
+
+    def held_leases(self, now: datetime) -> list[HeldLease]:
+        items = self._call("issue_list", {})["items"]
+        return [
+            HeldLease(item["id"], lease["owner"], lease["leaseId"], lease["state"])
+            for item in items
+            if (lease := item.get("lease"))
+        ]
+
+    def release_for(self, issue_id: str, owner: str, lease_id: str, *, now: datetime) -> bool:
+        args = {"id": issue_id, "assignee": owner, "leaseId": lease_id}
+        try:
+            self._call("issue_lease_release", self._gated(args))
+        except ToolError:
+            return False
+        return True
+
+
+def _transport_failures() -> tuple[type[BaseException], ...]:
+    """What a call raises when the connection, not the server's answer, failed: the SDK's
+    `Connection closed` and timeouts, the HTTP client's errors, broken streams, and the
+    exception groups the SDK's task groups wrap them in."""
+    import anyio
+    import httpx2
+    from mcp.shared.exceptions import MCPError
+
+    return (
+        _Down,
+        MCPError,
+        httpx2.HTTPError,
+        OSError,
+        TimeoutError,
+        anyio.BrokenResourceError,
+        anyio.ClosedResourceError,
+        anyio.EndOfStream,
+        ExceptionGroup,
+    )
+
+
+def _listed_tools(content: bytes) -> set[str] | None:
+    """The tool names of a JSON-RPC `tools/list` answer; None when it is not one."""
+    try:
+        answer = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return None
+    tools = answer.get("result", {}).get("tools") if isinstance(answer, dict) else None
+    if not isinstance(tools, list):
+        return None
+    return {str(tool.get("name")) for tool in tools if isinstance(tool, dict)}
+
+
+def _first_reason(exc: BaseException) -> str:
+    """The innermost cause of a (grouped) transport failure, in one line."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def _holder_row(issue: dict[str, Any]) -> IssueRow:
+    """The fields `holder_problem` reads, from an `issue show` item."""
+    lease = issue.get("lease")
+    row: dict[str, Any] = {"id": issue["id"], "status": issue["status"]}
+    if lease:
+        row["lease"] = {"owner": lease["owner"], "lease_id": lease["leaseId"]}
+    return row  # type: ignore[return-value]
+
+
+def _finished_as(issue: dict[str, Any], worker_id: str, status: str, note: str | None) -> bool:
+    """Whether an issue shows the finish `worker_id` asked for (an answer that was lost)."""
+    if issue["status"] != status or issue.get("lease"):
+        return False
+    if status == "closed":
+        return issue.get("assignee") == worker_id  # a close keeps the holder as assignee
+    return note is None or note.strip() in issue.get("notes", "")
+
+
+def _discovered(notes: str) -> str | None:
+    for line in reversed(notes.splitlines()):
+        if line.startswith("discoveredIssue: "):
+            return line.removeprefix("discoveredIssue: ").strip()
+    return None

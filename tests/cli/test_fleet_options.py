@@ -1,0 +1,62 @@
+"""`harness-loop coordinator`'s two executors keep their options apart (exit 2 before anything
+runs), and the fleet's needs are named (specs/remote-workers.md "Placement on Ray")."""
+
+import pytest
+
+from tests.runner.test_ray_optional import _probe as probe
+
+URL = ("--mcp-url", "http://127.0.0.1:9/mcp")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ("--executor", "ray"),
+            "--executor ray needs --mcp-url (the authority every worker claims through) and "
+            "--repo (what each worker clones and pushes its branches to)",
+        ),
+        (
+            ("--executor", "ray", *URL),
+            "--executor ray needs --mcp-url (the authority every worker claims through) and "
+            "--repo (what each worker clones and pushes its branches to)",
+        ),
+        (
+            ("--executor", "ray", *URL, "--repo", "r", "--worktree", ".", "--rounds", "2"),
+            "--worktree, --rounds: not with --executor ray (its workers work in their own clones)",
+        ),
+        (
+            ("--worktree", ".", "--concurrency", "4", "--worker-cpus", "0.5"),
+            "--concurrency, --worker-cpus: only with --executor ray",
+        ),
+        (("--worktree", ".", *URL), "--mcp-url: only with --executor ray"),
+        (
+            ("--executor", "ray", *URL, "--base-ref", "main"),
+            "--base-ref and --checkout-dir need --repo",
+        ),
+        (
+            ("--executor", "ray", "--mcp-url", "ftp://x"),
+            "--mcp-url must be an http:// or https:// URL (got 'ftp://x')",
+        ),
+    ],
+)
+def test_each_executor_refuses_the_others_options(cli_run, args, message):
+    out = cli_run("harness-loop", "coordinator", *args, "--json")
+    assert (out.exit_code, out.json["error"]) == (2, {"code": "usage_error", "message": message})
+
+
+def test_ray_loads_only_for_the_ray_executor_and_its_absence_names_the_extra(tmp_path):
+    tokens = tmp_path / "tokens"
+    tokens.write_text("w " + "t" * 40 + "\n")
+    tokens.chmod(0o600)
+    fleet = ["harness-loop", "coordinator", "--executor", "ray", "--mcp-url", URL[1]]
+    fleet += ["--token-file", str(tokens), "--repo", str(tmp_path), "--json"]
+    code, _, stdout, _ = probe(fleet, tmp_path, hide_ray=True)
+    assert code == 2
+    import orjson
+
+    error = orjson.loads(stdout)["error"]
+    assert error["code"] == "usage_error"
+    assert "pip install 'premath[ray]'" in error["message"]
+    for argv in (["harness-loop", "coordinator", "--help"], ["harness-loop", "worker", "--help"]):
+        assert probe(argv, tmp_path, hide_ray=False)[:2] == (0, False)
