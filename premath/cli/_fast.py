@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from premath.cli import _exit
+from premath.cli._exit import emit_reply, internal_error, interrupted, premath_error
 from premath.cli._reply import AppContext, Reply, RerunWithClick
 from premath.errors import PremathError
 
@@ -173,7 +173,7 @@ def run_fast(argv: list[str]) -> int | None:
     except _NotSure:
         return None
     except PremathError as exc:  # a default path under a bad PREMATH_DIR, as click reports it
-        return _exit.premath_error(exc, json_mode)
+        return premath_error(exc, json_mode)
 
 
 def _run(
@@ -185,15 +185,15 @@ def _run(
     try:
         with sigterm_as_ctrl_c():
             reply = body(AppContext(), **kwargs) if app else body(**kwargs)
-        return _exit.emit_reply(reply, json_mode)
+        return emit_reply(reply, json_mode)
     except RerunWithClick:
         return None
     except (KeyboardInterrupt, EOFError):
         sys.stderr.write("\n")  # as click's main does before its Abort
-        return _exit.interrupted(json_mode)
+        return interrupted(json_mode)
     except PremathError as exc:
-        return _exit.premath_error(exc, json_mode)
+        return premath_error(exc, json_mode)
     except BrokenPipeError:
         return 1
     except Exception as exc:  # noqa: BLE001 - the exit point's rule: anything else is internal
-        return _exit.internal_error(exc, json_mode)
+        return internal_error(exc, json_mode)

@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from premath import __version__
-from premath.cli import _exit
+from premath.cli._exit import emit_error, emit_reply, internal_error, interrupted, premath_error
 from premath.cli._reply import AppContext, LazyGroup, Reply
 from premath.errors import PremathError
 from premath.runner.interrupts import sigterm_as_ctrl_c
@@ -121,26 +121,26 @@ def run_command(invoke: Callable[[], Any], json_mode: bool) -> int:
         with sigterm_as_ctrl_c():
             result = invoke()
         if isinstance(result, Reply):
-            return _exit.emit_reply(result, json_mode)
+            return emit_reply(result, json_mode)
         return result if isinstance(result, int) else 0
     except click.UsageError as exc:
-        _exit.emit_error("usage_error", exc.format_message(), json_mode)
+        emit_error("usage_error", exc.format_message(), json_mode)
         exc.show()
         return 2
     except click.ClickException as exc:
-        _exit.emit_error(
+        emit_error(
             "usage_error" if exc.exit_code == 2 else "io_error", exc.format_message(), json_mode
         )
         exc.show()
         return exc.exit_code
     except click.Abort:
-        return _exit.interrupted(json_mode)
+        return interrupted(json_mode)
     except PremathError as exc:
-        return _exit.premath_error(exc, json_mode)
+        return premath_error(exc, json_mode)
     except BrokenPipeError:
         return 1
     except Exception as exc:  # noqa: BLE001 - the one exit point: anything else is internal
-        return _exit.internal_error(exc, json_mode)
+        return internal_error(exc, json_mode)
 
 
 def root_group(groups: dict[str, LazyGroup]) -> "RootGroup":
