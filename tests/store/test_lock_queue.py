@@ -1,7 +1,9 @@
 """The waiters' queue, with real processes: arrival order, a stopped head skipped, a killed or
-zombie waiter neither blocking the rest nor leaving files behind."""
+zombie waiter neither blocking the rest nor leaving files behind.
 
-import multiprocessing
+Every process is a fresh interpreter (never a fork of the test process, whose other threads
+may hold a lock at the instant of the fork)."""
+
 import os
 import signal
 import subprocess
@@ -11,57 +13,77 @@ from pathlib import Path
 
 import pytest
 
+_HOLDER = """
+import sys
 from premath.store.locks import hold_marker
+with hold_marker(sys.argv[1], timeout_s=5):
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
 
-FORK = multiprocessing.get_context("fork")
-
-
-def _hold(marker: str, held, release) -> None:
-    with hold_marker(marker, timeout_s=5):
-        held.set()
-        release.wait(30)
-
-
-def _serve(marker: str, log: str, name: str) -> None:
-    with hold_marker(marker, timeout_s=30), open(log, "a") as out:
-        out.write(f"{name}\n")
+_WAITER = """
+import sys
+from premath.store.locks import hold_marker
+with hold_marker(sys.argv[1], timeout_s=30), open(sys.argv[2], "a") as out:
+    out.write(sys.argv[3] + "\\n")
+"""
 
 
-def _tickets(folder: Path) -> int:
-    return sum(1 for p in folder.iterdir() if p.name.endswith(".wait"))
+def _python(script: str, *args: str, **popen) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", script, *args], cwd=os.getcwd(), **popen)
 
 
-def _wait_for(condition, what: str) -> None:
+def _queued(folder: Path, process: subprocess.Popen) -> bool:
+    """Whether `process` holds a ticket in `folder` (the holder keeps its own one too)."""
+    return any(p.name.endswith(f".{process.pid}.wait") for p in folder.iterdir())
+
+
+def _wait_for(condition, what: str, watched: dict[str, subprocess.Popen] | None = None) -> None:
     deadline = time.monotonic() + 30
     while not condition():
+        for name, process in (watched or {}).items():
+            assert process.poll() is None, f"waiting for {what}: {name} exited {process.returncode}"
         assert time.monotonic() < deadline, f"never saw {what}"
         time.sleep(0.005)
 
 
-def _queue_up(marker: Path, log: Path, names: list[str]) -> dict[str, multiprocessing.Process]:
+def _queue_up(marker: Path, log: Path, names: list[str]) -> dict[str, subprocess.Popen]:
     """Start one waiter per name, each once the previous one holds its ticket."""
-    waiters = {}
-    queued = _tickets(marker.parent)
+    waiters: dict[str, subprocess.Popen] = {}
     for name in names:
-        waiter = FORK.Process(target=_serve, args=(str(marker), str(log), name))
-        waiter.start()
-        waiters[name] = waiter
-        queued += 1
-        _wait_for(lambda queued=queued: _tickets(marker.parent) == queued, f"{queued} tickets")
+        waiter = waiters[name] = _python(_WAITER, str(marker), str(log), name)
+        _wait_for(lambda waiter=waiter: _queued(marker.parent, waiter), f"{name}'s ticket",
+                  waiters)  # fmt: skip
     return waiters
+
+
+def _served(waiters: dict[str, subprocess.Popen]) -> None:
+    for name, waiter in waiters.items():
+        assert waiter.wait(60) == 0, name
+
+
+def _holder(marker: Path) -> subprocess.Popen:
+    """A process holding `marker` until a line arrives on its stdin (or it is killed)."""
+    holder = _python(_HOLDER, str(marker), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout is not None
+    with holder.stdout:
+        assert holder.stdout.readline() == "held\n"
+    return holder
+
+
+def _release(holder: subprocess.Popen) -> None:
+    if holder.stdin is not None and not holder.stdin.closed:
+        holder.stdin.close()
 
 
 @pytest.fixture
 def held(tmp_path):
     """A marker held by another process until the test calls the returned release."""
     marker = tmp_path / "x.lock"
-    taken, release = FORK.Event(), FORK.Event()
-    holder = FORK.Process(target=_hold, args=(str(marker), taken, release))
-    holder.start()
-    assert taken.wait(10)
-    yield marker, release.set
-    release.set()
-    holder.join(30)
+    holder = _holder(marker)
+    yield marker, lambda: _release(holder)
+    _release(holder)
+    holder.wait(30)
 
 
 def test_waiters_are_served_in_arrival_order(held, tmp_path):
@@ -70,9 +92,7 @@ def test_waiters_are_served_in_arrival_order(held, tmp_path):
     names = [f"w{n}" for n in range(8)]
     waiters = _queue_up(marker, log, names)
     release()
-    for waiter in waiters.values():
-        waiter.join(60)
-        assert waiter.exitcode == 0
+    _served(waiters)
     assert log.read_text().split() == names
     assert sorted(p.name for p in tmp_path.iterdir()) == ["served"]
 
@@ -88,9 +108,7 @@ def test_a_stopped_head_is_skipped_then_served_once_resumed(held, tmp_path):
         _wait_for(lambda: log.exists() and log.read_text().split() == ["a", "b"], "a, b served")
     finally:
         os.kill(waiters["stopped"].pid, signal.SIGCONT)
-    for waiter in waiters.values():
-        waiter.join(60)
-        assert waiter.exitcode == 0
+    _served(waiters)
     assert log.read_text().split() == ["a", "b", "stopped"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["served"]
 
@@ -99,23 +117,14 @@ def test_a_killed_waiter_neither_blocks_the_queue_nor_leaves_files(held, tmp_pat
     marker, release = held
     log = tmp_path / "served"
     waiters = _queue_up(marker, log, ["a", "killed", "b", "c"])
-    os.kill(waiters["killed"].pid, signal.SIGKILL)
-    waiters["killed"].join(10)
+    killed = waiters.pop("killed")
+    killed.kill()
+    killed.wait(10)
     assert any(p.name.endswith(".claim") for p in tmp_path.iterdir())  # its private file
     release()
-    for name in ("a", "b", "c"):
-        waiters[name].join(60)
-        assert waiters[name].exitcode == 0
+    _served(waiters)
     assert log.read_text().split() == ["a", "b", "c"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["served"]
-
-
-_QUEUER = """
-import sys
-from premath.store.locks import hold_marker
-with hold_marker(sys.argv[1], timeout_s=30):
-    pass
-"""
 
 
 def test_a_zombie_waiter_does_not_block_the_queue(held, tmp_path):
@@ -123,20 +132,18 @@ def test_a_zombie_waiter_does_not_block_the_queue(held, tmp_path):
     dead, and the waiters behind it are served all the same."""
     marker, release = held
     log = tmp_path / "served"
-    zombie = subprocess.Popen([sys.executable, "-c", _QUEUER, str(marker)], cwd=os.getcwd())
+    zombie = _python(_WAITER, str(marker), str(tmp_path / "zombie-served"), "zombie")
     try:
-        _wait_for(lambda: _tickets(tmp_path) == 1, "the zombie's ticket")
+        _wait_for(lambda: _queued(tmp_path, zombie), "the zombie's ticket", {"zombie": zombie})
         waiters = _queue_up(marker, log, ["a", "b"])
-        zombie.kill()  # not reaped until the end: `kill(pid, 0)` still succeeds
+        os.kill(zombie.pid, signal.SIGKILL)  # not reaped until the end: `kill(pid, 0)` succeeds
         _wait_for(lambda: Path(f"/proc/{zombie.pid}/stat").read_text().split(") ")[1][0] == "Z",
                   "a zombie")  # fmt: skip
         # While the marker is still held (so no waiter can be skipped as stuck), the waiter
         # behind the zombie finds it dead and removes its ticket.
-        _wait_for(lambda: _tickets(tmp_path) == 2, "the zombie's ticket removed")
+        _wait_for(lambda: not _queued(tmp_path, zombie), "the zombie's ticket removed")
         release()
-        for waiter in waiters.values():
-            waiter.join(60)
-            assert waiter.exitcode == 0
+        _served(waiters)
     finally:
         zombie.wait()
     assert log.read_text().split() == ["a", "b"]
@@ -162,9 +169,7 @@ def test_waiters_sleep_in_the_kernel_until_their_turn(held, tmp_path):
     states = {Path(f"/proc/{w.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
               for w in waiters.values()}  # fmt: skip
     release()
-    for waiter in waiters.values():
-        waiter.join(60)
-        assert waiter.exitcode == 0
+    _served(waiters)
     assert log.read_text().split() == names
     assert sum(used.values()) <= len(names), used  # a tick is 10 ms: at most ~1 each
     assert states == {"S"}
@@ -175,23 +180,13 @@ def test_a_killed_holder_wakes_the_queue_which_recovers_its_marker_in_order(tmp_
     next waiter removes its ticket, judges the marker dead and breaks it, and every waiter is
     served in arrival order with nothing left behind."""
     marker = tmp_path / "x.lock"
-    taken, go = FORK.Event(), FORK.Event()
-    holder = FORK.Process(target=_hold_until, args=(str(marker), taken, go))
-    holder.start()
-    assert taken.wait(10)
+    holder = _holder(marker)
     log = tmp_path / "served"
     waiters = _queue_up(marker, log, ["a", "b", "c"])
-    os.kill(holder.pid, signal.SIGKILL)
-    holder.join(10)
+    holder.kill()
+    holder.wait(10)
+    _release(holder)
     assert marker.exists()  # a dead owner's marker: only the queue's judgement removes it
-    for waiter in waiters.values():
-        waiter.join(60)
-        assert waiter.exitcode == 0
+    _served(waiters)
     assert log.read_text().split() == ["a", "b", "c"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["served"]
-
-
-def _hold_until(marker: str, held, go) -> None:
-    with hold_marker(marker, timeout_s=5):
-        held.set()
-        go.wait(60)
