@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from premath.errors import InputInvalid, InvalidUsage
+from premath.store.files import read_capped
 
 if TYPE_CHECKING:
     from premath.models.bench import BenchPolicy, BenchTask
@@ -36,7 +37,7 @@ def read_json_file(path: str | os.PathLike[str], what: str, cap: int = INPUT_SIZ
     target = Path(path)
     try:
         with target.open("rb") as handle:
-            raw = handle.read(cap + 1)
+            raw = read_capped(handle, cap)
     except FileNotFoundError as exc:
         raise InputInvalid(f"{what} {target} does not exist") from exc
     except IsADirectoryError:

@@ -34,6 +34,7 @@ from premath.harness.trajectory_scan import (
     scan_from,
 )
 from premath.models.trajectory import QueryMode, step_order_fields
+from premath.store.files import read_capped
 
 INDEX_MIN_BYTES = 1 << 20
 DEFAULT_KEEP = 100
@@ -88,7 +89,7 @@ def _load(path: str, fd: int, status: os.stat_result) -> tuple[Selection, Limits
     """The indexed prefix, if the index exists and still describes this file."""
     try:
         with open(index_path(path), "rb") as handle:
-            document = orjson.loads(handle.read(MAX_KEEP * 3 * 1024))
+            document = orjson.loads(read_capped(handle, MAX_KEEP * 3 * 1024))
     except (OSError, orjson.JSONDecodeError):
         return None
     try:
