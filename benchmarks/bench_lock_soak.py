@@ -24,6 +24,7 @@ import threading
 import time
 from pathlib import Path
 
+from benchmarks._installed import installed_python
 from benchmarks._measure import PREMATH, Row, ms, verdict
 from benchmarks.bench_issues import generate_store, open_store
 from premath.store.locks import hold_marker
@@ -205,7 +206,8 @@ def _drained(program: list[str], issues: int, claimers: int) -> tuple[float, flo
 
 
 def _drain_row(issues: int, claimers: int) -> Row:
-    wall, cpu = _drained(list(PREMATH), issues, claimers)
+    with installed_python() as python:  # as users run it: no editable finder in each claimer
+        wall, cpu = _drained([python, "-m", "premath"], issues, claimers)
     reference = os.environ.get("PREMATH_REFERENCE_BIN")
     if reference:
         ref_wall, ref_cpu = _drained([reference], issues, claimers)
