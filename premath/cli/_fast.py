@@ -18,11 +18,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from premath.cli._exit import emit_reply, internal_error, interrupted, premath_error
 from premath.cli._reply import AppContext, Reply, RerunWithClick
 from premath.errors import PremathError
+from premath.store.json_codec import JSONDecodeError, loads
 
 SPEC_FILE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "cli-fast-path.json")
 SCHEMA = 1
@@ -37,8 +36,8 @@ class _NotSure(Exception):
 def _table() -> dict[str, Any] | None:
     try:
         with open(SPEC_FILE, "rb") as handle:
-            spec = orjson.loads(handle.read())
-    except (OSError, orjson.JSONDecodeError):
+            spec = loads(handle.read())
+    except (OSError, JSONDecodeError):
         return None
     if not isinstance(spec, dict) or spec.get("schema") != SCHEMA:
         return None

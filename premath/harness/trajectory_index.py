@@ -22,8 +22,6 @@ import stat
 import zlib
 from typing import Any
 
-import orjson
-
 from premath.harness.trajectory_scan import (
     MODES,
     Candidate,
@@ -35,6 +33,7 @@ from premath.harness.trajectory_scan import (
 )
 from premath.models.trajectory import QueryMode, step_order_fields
 from premath.store.files import read_capped
+from premath.store.json_codec import JSONDecodeError, dumps, loads
 
 INDEX_MIN_BYTES = 1 << 20
 DEFAULT_KEEP = 100
@@ -89,8 +88,8 @@ def _load(path: str, fd: int, status: os.stat_result) -> tuple[Selection, Limits
     """The indexed prefix, if the index exists and still describes this file."""
     try:
         with open(index_path(path), "rb") as handle:
-            document = orjson.loads(read_capped(handle, MAX_KEEP * 3 * 1024))
-    except (OSError, orjson.JSONDecodeError):
+            document = loads(read_capped(handle, MAX_KEEP * 3 * 1024))
+    except (OSError, JSONDecodeError):
         return None
     try:
         end, lines = document["end"], document["lines"]
@@ -143,7 +142,7 @@ def _save(path: str, fd: int, status: os.stat_result, selection: Selection, limi
     from premath.store.atomic import write_atomic
 
     with contextlib.suppress(OSError):
-        write_atomic(index_path(path), orjson.dumps(document))
+        write_atomic(index_path(path), dumps(document))
 
 
 def _indexed(path: str, mode: QueryMode, limit: int) -> Selection | None:

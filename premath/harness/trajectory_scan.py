@@ -2,11 +2,11 @@
 
 Every row is validated and counted; only the best `limit` candidates of each mode asked for are
 kept, in a buffer sorted and cut back whenever it fills, so memory follows `limit`, not the
-file. The hot loop is one orjson.loads and `step_order_fields` per raw line; a candidate is the
-row's sort key and where its line lies, and full rows are read again and built by the caller,
-only for the rows it returns. The result covers the file's terminated lines, with a last
-unterminated line apart, so `harness/trajectory_index.py` can keep it and later scan only what
-was appended.
+file. The hot loop is one `loads` (orjson's on a big file) and `step_order_fields` per raw
+line; a candidate is the row's sort key and where its line lies, and full rows are read again
+and built by the caller, only for the rows it returns. The result covers the file's terminated
+lines, with a last unterminated line apart, so `harness/trajectory_index.py` can keep it and
+later scan only what was appended.
 
 A large file on a machine with a second core is split at a line boundary near its middle, and a
 forked child scans the second half while this process scans the first: the halves meet in
@@ -20,11 +20,8 @@ import os
 import pickle
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Final, NamedTuple
-
-import orjson
 
 from premath.errors import ArtifactInvalid, IoFailure, PremathError
 from premath.models.serde import SchemaViolation
@@ -37,6 +34,7 @@ from premath.models.trajectory import (
 from premath.store.documents import os_error_text
 from premath.store.files import open_regular
 from premath.store.forked_check import forked_answer, may_fork
+from premath.store.json_codec import JSONDecodeError, decoder_for, loads
 from premath.store.jsonl import JsonlLine
 from premath.text import rust_trim
 
@@ -66,12 +64,11 @@ class TailRow(NamedTuple):
     retry_needed: bool
 
 
-@dataclass(slots=True)
-class Selection:
+class Selection(NamedTuple):
     """What a pass over (part of) the file gives: kept candidates by mode, and the counts, of
     its terminated lines; a last unterminated line apart (`tail`, `torn_tail`)."""
 
-    kept: dict[str, list[Candidate]] = field(default_factory=dict)
+    kept: dict[str, list[Candidate]]
     total: int = 0
     failed: int = 0
     retry_needed: int = 0
@@ -155,20 +152,20 @@ _SKIP: Final = object()
 
 
 def _decode(path: str, line: JsonlLine) -> Any:
-    """The JSON value of a line orjson refused as it stands; `_SKIP` for a blank line."""
+    """The JSON value of a line refused as it stands; `_SKIP` for a blank line."""
     try:
         text = line.text.decode("utf-8")
     except UnicodeDecodeError:
         text = None
-    error: orjson.JSONDecodeError | None = None
+    error: JSONDecodeError | None = None
     if text is not None:
         # The reference trims with Unicode White_Space, which JSON whitespace does not cover.
         trimmed = rust_trim(text)
         if not trimmed:
             return _SKIP
         try:
-            return orjson.loads(trimmed)
-        except orjson.JSONDecodeError as exc:
+            return loads(trimmed)
+        except JSONDecodeError as exc:
             error = exc
     where = f"(path={path}, line={line.number})"
     if error is None:
@@ -185,7 +182,7 @@ def _scan(
 ) -> Selection:
     """Validate and count the rows of `lines` (starting at line `first_number`, byte
     `first_offset`); keep the first `limits[mode]` candidates of each mode asked for."""
-    loads, order_fields = orjson.loads, step_order_fields
+    loads, order_fields = decoder_for(_size_if_present(path) or 0), step_order_fields
     cached_flags, flags = RESULT_FLAGS_CACHE.get, result_flags
     limit_all, limit_failed, limit_retry = (limits.get(mode, 0) for mode in MODES)
     all_kept: list[Candidate] = []
@@ -203,7 +200,7 @@ def _scan(
             offset += len(raw)
             try:
                 row = loads(raw)
-            except orjson.JSONDecodeError:
+            except JSONDecodeError:
                 line = _jsonl_line(number, raw)
                 try:
                     row = _decode(path, line)
@@ -386,8 +383,8 @@ def read_rows(path: str, candidates: list[Candidate]) -> list[Any]:
                 handle.seek(start)
                 raw = handle.read(end - start)
                 try:
-                    rows.append(orjson.loads(raw))
-                except orjson.JSONDecodeError:
+                    rows.append(loads(raw))
+                except JSONDecodeError:
                     rows.append(_decode(path, _jsonl_line(number, raw)))
     except OSError as exc:
         raise _io_error(path, exc) from None

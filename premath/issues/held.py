@@ -15,9 +15,8 @@ ends with `discoveredIssue: <id>`.
 """
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from premath.errors import InputInvalid
 from premath.issues.lifecycle import NewIssue, new_issue, put_field, set_status, set_text
@@ -40,16 +39,14 @@ _PROBLEM_CLASSES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Discovery:
+class Discovery(NamedTuple):
     """A follow-up issue to discover from the held one as it is blocked."""
 
     title: str
     description: str
 
 
-@dataclass(frozen=True, slots=True)
-class Finished:
+class Finished(NamedTuple):
     applied: bool
     reason: str = ""
     """Why it was not applied (empty when it was)."""

@@ -1,65 +1,49 @@
 """The only place objects become bytes: one named function per form the reference emits.
 
 Each function is a wire contract (specs/cli-conventions.md "Stdout"); golden tests pin the bytes.
-orjson matches serde_json's escaping (raw non-ASCII, lowercase `\\u001f`, `/` and DEL unescaped).
+`store/json_codec.py` writes orjson's bytes, which match serde_json's escaping (raw non-ASCII,
+lowercase `\\u001f`, `/` and DEL unescaped).
 """
 
 import math
-import re
 from typing import Any
 
-import orjson
-
-_FRAGMENT = getattr(orjson, "Fragment", None)
-_MARK = "\ue000serde-number:"
-"""orjson before 3.10 (still a system package on some machines) has no `Fragment`: a number's
-text then travels as this marked string, which `_dumps` unquotes. The mark starts with a
-private-use character, so it never appears in the text the reference's tools write."""
-_MARKED = re.compile(rb'"\xee\x80\x80serde-number:([-+.0-9e]+)"')
+from premath.store.json_codec import RawNumber, dumps
 
 
-def _dumps(value: Any, option: int = 0) -> bytes:
-    data = orjson.dumps(value, option=option)
-    if _FRAGMENT is None and b"\xee\x80\x80serde-number:" in data:
-        return _MARKED.sub(rb"\1", data)
-    return data
-
-
-def raw_number(text: str) -> Any:
+def raw_number(text: str) -> RawNumber:
     """A JSON number written exactly as `text` by the encoders of this module."""
-    if _FRAGMENT is not None:
-        return _FRAGMENT(text.encode())
-    return _MARK + text
+    return RawNumber(text)
 
 
 def stdout_bytes(document: Any) -> bytes:
     """Every `--json` document: keys sorted at every level, 2-space indent, trailing newline."""
-    return _dumps(document, orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    return dumps(document, indent=True, sort_keys=True) + b"\n"
 
 
 def response_bytes(document: Any) -> bytes:
     """An HTTP JSON body of the observation API: keys sorted, 2-space indent, no newline."""
-    return _dumps(document, orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+    return dumps(document, indent=True, sort_keys=True)
 
 
 def document_bytes(document: Any) -> bytes:
     """Session and ledger files: field (insertion) order, 2-space indent, trailing newline."""
-    return _dumps(document, orjson.OPT_INDENT_2) + b"\n"
+    return dumps(document, indent=True) + b"\n"
 
 
 def row_bytes(row: Any) -> bytes:
     """One JSONL row: compact, field order, trailing newline."""
-    return _dumps(row) + b"\n"
+    return dumps(row) + b"\n"
 
 
 def sorted_row_bytes(row: Any) -> bytes:
     """One JSONL row with keys sorted at every level: compact, trailing newline."""
-    return _dumps(row, orjson.OPT_SORT_KEYS) + b"\n"
+    return dumps(row, sort_keys=True) + b"\n"
 
 
 def digest_input(payload: Any) -> bytes:
     """Input of every `sha256` ref: compact JSON with sorted keys, UTF-8."""
-    return _dumps(payload, orjson.OPT_SORT_KEYS)
+    return dumps(payload, sort_keys=True)
 
 
 def serde_float(value: float) -> str:
@@ -96,7 +80,7 @@ def serde_float(value: float) -> str:
 
 
 def with_serde_floats(value: Any) -> Any:
-    """`value` with every float replaced by serde's text for it, for `orjson.dumps`."""
+    """`value` with every float replaced by serde's text for it."""
     if type(value) is float:
         return raw_number(serde_float(value))
     if type(value) is dict:

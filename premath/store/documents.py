@@ -4,9 +4,8 @@ import json
 import os
 from typing import Any
 
-import orjson
-
 from premath.store.files import read_bounded
+from premath.store.json_codec import JSONDecodeError, loads
 
 
 class DocumentUnreadable(Exception):
@@ -50,8 +49,8 @@ def read_document(path: str | os.PathLike[str], *, refuse_duplicates: bool = Tru
     except OSError as exc:
         raise DocumentUnreadable(os_error_text(exc), isinstance(exc, FileNotFoundError)) from exc
     try:
-        document = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
+        document = loads(data)
+    except JSONDecodeError as exc:
         reason = "EOF while parsing a value" if not data.strip() else str(exc)
         raise DocumentMalformed(reason) from exc
     if not refuse_duplicates:

@@ -23,8 +23,6 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
-import orjson
-
 from premath.errors import ArtifactInvalid, InputInvalid, IoFailure, NotFound
 from premath.models.issue_row import (
     TEXT_STORED,
@@ -45,6 +43,7 @@ from premath.store import stored_scan
 from premath.store.canonical import row_bytes, with_serde_floats
 from premath.store.files import STORE_CAP, read_bounded
 from premath.store.forked_check import check_in_parallel
+from premath.store.json_codec import JSONDecodeError, compact_encoder, decoder_for, loads
 from premath.text import rust_trim_line
 from premath.timefmt import (
     epoch_nanos,
@@ -88,7 +87,7 @@ def encode_store(issues: IssueMap) -> bytes:
     rows = [issues[issue_id] for issue_id in sorted(issues)]
     if any("metadata" in row for row in rows):
         return b"".join(map(encode_row, rows))
-    dumps = orjson.dumps
+    dumps = compact_encoder()
     return b"".join([dumps(row) + b"\n" for row in rows])
 
 
@@ -101,6 +100,7 @@ def _drained_lines(issues: IssueMap) -> list[bytes]:
 
 class _SplitFile(NamedTuple):
     lines: list[bytes]
+    size: int
     terminated: bool
     """The file ends with `\n` (so its last line cannot be torn)."""
     written: Callable[[], int]
@@ -137,9 +137,9 @@ def _split_file(
     if lines[-1] == b"":
         lines.pop()
     if len(lines) < _WRITTEN_CHECK_LINES:
-        return _SplitFile(lines, data.endswith(b"\n"), _never)
+        return _SplitFile(lines, len(data), data.endswith(b"\n"), _never)
     start = written or (lambda text: functools.partial(text_form, text))
-    return _SplitFile(lines, data.endswith(b"\n"), start(data))
+    return _SplitFile(lines, len(data), data.endswith(b"\n"), start(data))
 
 
 class _Loaded(NamedTuple):
@@ -198,8 +198,8 @@ def _parse_split(
     beside it (peak memory)."""
     lines = split.lines
     try:
-        rows = list(map(orjson.loads, lines))
-    except orjson.JSONDecodeError:
+        rows = list(map(decoder_for(split.size), lines))
+    except JSONDecodeError:
         return _Loaded(_parse_lines(split, path, now_text, tolerate_torn_tail), None)
     if split.written is not _never:
         written = _by_id(rows)
@@ -289,8 +289,8 @@ def _parse_lines(split: _SplitFile, path: str, now_text: str, tolerate_torn_tail
     lines = split.lines
     texts, numbers = _rows_to_decode(lines)
     try:
-        values = list(map(orjson.loads, texts))
-    except orjson.JSONDecodeError:
+        values = list(map(decoder_for(split.size), texts))
+    except JSONDecodeError:
         torn_candidate = 0 if split.terminated else len(lines)
         values = _decode_one_by_one(texts, numbers, path, torn_candidate, tolerate_torn_tail)
     del texts
@@ -360,8 +360,8 @@ def _decode_one_by_one(
     values = []
     for position, text in enumerate(texts):
         try:
-            values.append(orjson.loads(text))
-        except orjson.JSONDecodeError as exc:
+            values.append(loads(text))
+        except JSONDecodeError as exc:
             number = numbers[position]
             if tolerate_torn_tail and number == torn_candidate:
                 sys.stderr.write(
@@ -736,11 +736,11 @@ def _refreshed(old: _Loaded, path: str, identity: FileIdentity | None) -> _Loade
         for position, line in enumerate(lines):
             if line == old.stored_lines[position]:
                 continue
-            issue_id, row = stored_item(orjson.loads(line), stamps)
+            issue_id, row = stored_item(loads(line), stamps)
             if issue_id != ids[position] or encode_row(row)[:-1] != line:
                 return None
             issues[issue_id] = row
-    except (orjson.JSONDecodeError, NotStored):
+    except (JSONDecodeError, NotStored):
         return None
     return _Loaded(issues, lines) if stamps_are_stored(stamps) else None
 

@@ -20,12 +20,11 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
-import orjson
-
 from premath.clock import epoch_ns
 from premath.errors import InputInvalid
 from premath.store.atomic import write_atomic
 from premath.store.files import LINE_CAP, open_regular, write_all
+from premath.store.json_codec import JSONDecodeError, loads
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -91,8 +90,8 @@ def _unterminated_tail(fd: int, size: int) -> int:
 
 def _parses(text: bytes) -> bool:
     try:
-        orjson.loads(text)
-    except orjson.JSONDecodeError:
+        loads(text)
+    except JSONDecodeError:
         return False
     return True
 
@@ -160,8 +159,8 @@ def parsed_rows(path: str | os.PathLike[str]) -> Iterator[object]:
     try:
         for line in iter_lines(path):
             try:
-                yield orjson.loads(line.text)
-            except orjson.JSONDecodeError:
+                yield loads(line.text)
+            except JSONDecodeError:
                 continue
     except FileNotFoundError:
         return

@@ -24,8 +24,6 @@ from array import array
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-import orjson
-
 from premath.models.issue_row import (
     TEXT_STORED,
     TEXT_UNKNOWN,
@@ -35,6 +33,7 @@ from premath.models.issue_row import (
     text_form,
 )
 from premath.store.forked_check import check_in_parallel
+from premath.store.json_codec import JSONDecodeError, decoder_for, loads
 
 CHUNK_BYTES = 1 << 20
 SLIM_FIELDS = ("id", "status", "priority", "assignee", "lease", "dependencies")
@@ -93,7 +92,7 @@ def scan_stored(fd: int) -> StoredScan | None:
     ids: list[str] = []
     ascending = True
     previous = ""
-    loads = orjson.loads
+    loads = decoder_for(before.st_size)
     for offset, run in _lines(fd):
         form = text_form(run) if run.endswith(b"\n") else TEXT_UNKNOWN
         if form == TEXT_UNKNOWN:
@@ -104,7 +103,7 @@ def scan_stored(fd: int) -> StoredScan | None:
         for line in run.split(b"\n")[:-1]:
             try:
                 row: dict[str, Any] = loads(line)
-            except orjson.JSONDecodeError:
+            except JSONDecodeError:
                 return None
             issue_id = row["id"]
             if issue_id <= previous and starts:
@@ -147,7 +146,7 @@ def _retimed(scan: StoredScan, start: int) -> bool:
 def stored_row(fd: int, scan: StoredScan, issue_id: str) -> IssueRow:
     """The full row of `issue_id`, decoded from its line, its times in stored form."""
     start, end = _line_span(scan, issue_id)
-    row: IssueRow = orjson.loads(os.pread(fd, end - start, start))
+    row: IssueRow = loads(os.pread(fd, end - start, start))
     if _retimed(scan, start):
         store_row_times([row])
     return row
@@ -245,7 +244,7 @@ def slim_store(
     runs on the other core while this one decodes, as the full load's does (`forked_check`)."""
     before = os.fstat(fd)
     issues: IssueMap = {}
-    loads = orjson.loads
+    loads = decoder_for(before.st_size)
     seen = 0
     with check_in_parallel(functools.partial(_form_of_file, fd)) as form:
         for _, run in _lines(fd):
@@ -263,7 +262,7 @@ def slim_store(
                     continue
                 try:
                     row: dict[str, Any] = loads(line)
-                except orjson.JSONDecodeError:
+                except JSONDecodeError:
                     return None
                 seen += 1
                 kept = slim(row)

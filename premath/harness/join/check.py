@@ -7,8 +7,6 @@ cannot be evaluated raises InvalidUsage, whose message starts `harness_join_chec
 
 from typing import Any
 
-import orjson
-
 from premath.errors import InvalidUsage
 from premath.harness.join.typestate import (
     EvidenceInvalid,
@@ -28,6 +26,7 @@ from premath.models.join_check import (
 from premath.models.serde import SchemaViolation
 from premath.store.documents import os_error_text
 from premath.store.files import read_bounded
+from premath.store.json_codec import JSONDecodeError, loads
 from premath.text import clean_optional, normalize_refs
 
 Row = dict[str, Any]
@@ -286,8 +285,8 @@ def _evaluate(request: Row) -> Row:
 
 def _parse_bytes(path: str, data: bytes) -> Row:
     try:
-        orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
+        loads(data)
+    except JSONDecodeError as exc:
         reason = "EOF while parsing a value" if not data.strip() else str(exc)
         raise _invalid(f"failed to parse input json {path}: {reason}") from None
     try:

@@ -6,8 +6,7 @@ optionals left out), so the digests hash exactly what is printed.
 """
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from premath.harness.join.digests import digest, digest_string
 from premath.models.join_check import (
@@ -200,8 +199,7 @@ def _optional_lists(pairs: dict[str, list[str]]) -> dict[str, list[str]]:
     return {name: values for name, values in pairs.items() if values}
 
 
-@dataclass(frozen=True, slots=True)
-class NormalizedEvidence:
+class NormalizedEvidence(NamedTuple):
     """The normalised rows, the derived join and context state, and the digest bundle."""
 
     call_spec: Row

@@ -1,0 +1,233 @@
+"""The JSON codec: the standard library's answers held to orjson's (values, refusals and their
+words, bytes), serde's floats with or without orjson's `Fragment`, and hot commands that import
+orjson only for a big input."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from premath.harness.join.digests import canonical_bytes
+from premath.store import canonical, json_codec
+
+texts = st.text(st.characters(codec="utf-8"), max_size=12)
+leaves = st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | texts
+floats = st.floats(allow_nan=False, allow_infinity=False)
+
+
+def _nested(leaf):
+    return st.recursive(
+        leaf,
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4),
+        max_leaves=16,
+    )
+
+
+values = _nested(leaves)
+values_with_floats = _nested(leaves | floats)
+FORMS = [(indent, sort_keys) for indent in (False, True) for sort_keys in (False, True)]
+
+
+def _option(indent: bool, sort_keys: bool) -> int:
+    return (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_SORT_KEYS if sort_keys else 0)
+
+
+@given(values)
+def test_the_standard_library_writes_orjsons_bytes(value):
+    for indent, sort_keys in FORMS:
+        expected = orjson.dumps(value, option=_option(indent, sort_keys))
+        assert json_codec._small_dumps(value, indent, sort_keys) == expected
+
+
+@given(values_with_floats)
+def test_serde_floats_are_written_alike_on_both_paths(value):
+    value = canonical.with_serde_floats(value)
+    for indent, sort_keys in FORMS:
+        orjsons = json_codec.dumps(value, indent=indent, sort_keys=sort_keys)  # orjson is loaded
+        assert json_codec._small_dumps(value, indent, sort_keys) == orjsons
+
+
+@pytest.mark.parametrize(
+    "value",
+    [1.5, [float("nan")], {1: "a"}, 2**64, -(2**63) - 1, "\ud800", [[[]]] * 0 + [[]] * 20_000],
+    ids=["float", "nan", "int key", "u64+1", "i64-1", "lone surrogate", "big"],
+)
+def test_what_the_standard_library_would_write_differently_goes_to_orjson(value):
+    assert json_codec._small_dumps(value, False, False) is None
+
+
+def test_deep_nesting_goes_to_orjson_which_refuses_it():
+    deep: list = []
+    for _ in range(300):
+        deep = [deep]
+    assert json_codec._small_dumps(deep, False, False) is None
+    with pytest.raises(orjson.JSONEncodeError):
+        json_codec.dumps(deep)
+
+
+ENCODERS = [
+    canonical.stdout_bytes,
+    canonical.document_bytes,
+    canonical.row_bytes,
+    canonical.sorted_row_bytes,
+    canonical.digest_input,
+]
+
+
+@given(values_with_floats)
+def test_every_encoder_writes_the_same_bytes_without_fragment(value):
+    """With an orjson older than 3.10 (no `Fragment`, as some system packages are), a raw
+    number travels marked and is unquoted after: the same bytes."""
+    value = canonical.with_serde_floats(value)
+    expected = [encode(value) for encode in ENCODERS]
+    with pytest.MonkeyPatch.context() as patched:
+        patched.delattr(orjson, "Fragment")
+        assert [encode(value) for encode in ENCODERS] == expected
+
+
+@given(values_with_floats)
+def test_join_digests_are_the_same_without_fragment(value):
+    expected = canonical_bytes(value)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.delattr(orjson, "Fragment")
+        assert canonical_bytes(value) == expected
+
+
+def test_a_float_is_written_as_serde_writes_it_on_every_path(monkeypatch):
+    row = canonical.with_serde_floats({"metadata": {"ratio": 1e16, "small": 1.5e-7, "t": "1e16"}})
+    expected = b'{"metadata":{"ratio":1e16,"small":1.5e-7,"t":"1e16"}}'
+    assert json_codec._small_dumps(row, False, False) == expected
+    assert canonical.row_bytes(row) == expected + b"\n"
+    monkeypatch.delattr(orjson, "Fragment")
+    assert canonical.row_bytes(row) == expected + b"\n"
+
+
+def test_text_that_looks_like_a_raw_number_stays_a_string():
+    """The mark is random per process: a user cannot write it into a title."""
+    title = "\ue000serde-number:1"
+    assert json_codec._small_dumps({"title": title}, False, False) == orjson.dumps({"title": title})
+
+
+def _shape(value) -> list:
+    """Every node of `value` as (type, scalar) in document order, without recursion (a
+    thousand levels deep is within orjson's reach, beyond `==`'s and `repr`'s)."""
+    shape, stack = [], [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            shape.append(("dict", len(node)))
+            for key, item in reversed(node.items()):
+                stack += [item, key]
+        elif isinstance(node, list):
+            shape.append(("list", len(node)))
+            stack += reversed(node)
+        else:
+            shape.append((type(node).__name__, repr(node)))
+    return shape
+
+
+def _answer(loads, data):
+    try:
+        value = loads(data)
+    except orjson.JSONDecodeError as exc:
+        return ("refused", str(exc))
+    return ("value", _shape(value))
+
+
+@given(values_with_floats)
+def test_the_standard_library_reads_what_orjson_reads(value):
+    data = orjson.dumps(value)
+    assert _answer(json_codec._small_loads, data) == _answer(orjson.loads, data)
+    text = data.decode()
+    assert _answer(json_codec._small_loads, text) == _answer(orjson.loads, text)
+
+
+HOSTILE = [
+    b"NaN",
+    b"[Infinity]",
+    b"-Infinity",
+    b"1e400",
+    b"[-1e400]",
+    b"1e-400",
+    b'"\\ud800"',
+    b'"\\ud83d\\ude00"',
+    b"18446744073709551615",
+    b"18446744073709551616",
+    b"-9223372036854775808",
+    b"-9223372036854775809",
+    b"\xef\xbb\xbf{}",
+    b"\xff",
+    b'"\xc3"',
+    b'"\x01"',
+    b"[1,]",
+    b"",
+    b" \t\r\n",
+    b"\x0c{}",
+    b"{}x",
+    b'{"a":1,"a":2}',
+    b"01",
+    b"-0",
+    b"-0.0",
+    b"1.5e-7",
+    b"[" * 1000 + b"]" * 1000,
+    b"[" * 1100 + b"]" * 1100,
+    b"[" * 5000,
+]
+
+
+@pytest.mark.parametrize("data", HOSTILE)
+def test_hostile_input_gets_orjsons_answer_in_its_words(data):
+    assert _answer(json_codec._small_loads, data) == _answer(orjson.loads, data)
+    assert _answer(json_codec._small_loads, bytearray(data)) == _answer(orjson.loads, data)
+
+
+@given(st.binary(max_size=24))
+def test_any_bytes_get_orjsons_answer(data):
+    assert _answer(json_codec._small_loads, data) == _answer(orjson.loads, data)
+
+
+@given(st.text(st.characters(codec=None, exclude_categories=()), max_size=24))
+def test_any_text_gets_orjsons_answer(text):
+    """Lone surrogates included: orjson refuses such text, and so does the codec."""
+    assert _answer(json_codec._small_loads, text) == _answer(orjson.loads, text)
+
+
+def _imports(argv: list[str], cwd: Path) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "premath", *argv],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PREMATH_DIR": str(cwd / ".premath")},
+        check=True,
+    )
+    return {line.split("|")[2].strip() for line in done.stderr.splitlines() if line.count("|") == 2}
+
+
+def _store(folder: Path, count: int, description: str) -> None:
+    rows = [
+        {"id": f"bd-{n}", "title": f"Issue {n}", "description": description, "status": "open",
+         "priority": n % 4, "issue_type": "task", "created_at": "2026-02-22T00:00:00Z",
+         "updated_at": "2026-02-22T00:00:00Z"}
+        for n in range(1, count + 1)
+    ]  # fmt: skip
+    (folder / ".premath").mkdir()
+    lines = sorted(orjson.dumps(row) + b"\n" for row in rows)
+    (folder / ".premath" / "issues.jsonl").write_bytes(b"".join(lines))
+
+
+def test_hot_commands_on_a_small_project_never_import_orjson(tmp_path):
+    _store(tmp_path, 50, "Acceptance:\n- works")
+    for argv in (["issue", "ready", "--json"], ["issue", "claim-next", "--assignee", "w1"]):
+        assert "orjson" not in _imports(argv, tmp_path), argv
+
+
+def test_a_big_store_is_read_by_orjson(tmp_path):
+    _store(tmp_path, 2000, "Acceptance:\n- works\n" + "x" * 400)
+    assert (tmp_path / ".premath" / "issues.jsonl").stat().st_size > json_codec.SMALL_INPUT_BYTES
+    assert "orjson" in _imports(["issue", "ready", "--json"], tmp_path)
