@@ -9,8 +9,7 @@ checks rather than pydantic: the loop runs this on every step (start-up budget).
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from premath.models.serde import SchemaViolation, describe
 
@@ -55,8 +54,7 @@ FieldKind = Literal[
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Field:
+class Field(NamedTuple):
     """One struct field as serde sees it: kind, whether it must be present, nested struct."""
 
     name: str
@@ -65,8 +63,7 @@ class Field:
     struct: "Struct | None" = None
 
 
-@dataclass(frozen=True, slots=True)
-class Struct:
+class Struct(NamedTuple):
     name: str
     fields: tuple[Field, ...]
 
