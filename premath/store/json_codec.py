@@ -113,25 +113,39 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     return decoder_for(len(data))(data)
 
 
-def _plain(value: Any, depth: int, budget: list[int]) -> bool:
-    """Whether the standard library writes `value` as orjson does, and soon enough."""
-    kind = type(value)
-    if kind is str or value is None or kind is bool or kind is RawNumber:
-        return True
-    if kind is int:
-        return bool(_I64_MIN <= value <= _U64_MAX)
-    budget[0] -= 1
-    if depth > _MAX_DEPTH or budget[0] < 0:
-        return False
-    if kind is dict:
-        budget[0] -= len(value)
-        return all(type(key) is str for key in value) and all(
-            _plain(item, depth + 1, budget) for item in value.values()
-        )
-    if kind is list or kind is tuple:
-        budget[0] -= len(value)
-        return all(_plain(item, depth + 1, budget) for item in value)
-    return False  # a float (written in orjson's own layout), or a type orjson knows
+_LEAF_TYPES = frozenset({str, bool, type(None), RawNumber})
+
+
+def _plain(value: Any) -> bool:
+    """Whether the standard library writes `value` as orjson does, and soon enough: no float
+    (orjson has its own layout), no integer outside i64/u64, only string keys, no other type,
+    at most `_MAX_DEPTH` levels and `_SMALL_OUTPUT_NODES` containers and items (an explicit
+    stack: no recursion limit of ours decides)."""
+    leaf_types, stack, left = _LEAF_TYPES, [(value, 0)], _SMALL_OUTPUT_NODES
+    while stack:
+        node, depth = stack.pop()
+        kind = type(node)
+        if kind is dict:
+            items = node.values()
+            if not all(type(key) is str for key in node):
+                return False
+        elif kind is list or kind is tuple:
+            items = node
+        elif kind in leaf_types:
+            continue
+        elif kind is int:
+            if not _I64_MIN <= node <= _U64_MAX:
+                return False
+            continue
+        else:
+            return False
+        left -= 1 + len(items)
+        if depth >= _MAX_DEPTH or left < 0:
+            return False
+        for item in items:
+            if type(item) not in leaf_types:
+                stack.append((item, depth + 1))
+    return True
 
 
 def _marked(obj: Any) -> str:
@@ -173,7 +187,7 @@ def compact_encoder() -> Callable[[Any], bytes]:
 
 def _small_dumps(value: Any, indent: bool, sort_keys: bool) -> bytes | None:
     """orjson's bytes for `value` by the standard library; None where they could differ."""
-    if not _plain(value, 0, [_SMALL_OUTPUT_NODES]):
+    if not _plain(value):
         return None
     try:
         data = _small_encoder(indent, sort_keys).encode(value).encode("utf-8")
