@@ -109,11 +109,13 @@ class StagedWriteFailed(Exception):
         self.published = published
 
 
-def _stage(target: str, data: bytes) -> str:
+def stage_file(target: str, data: bytes, *, mode: int = 0o666) -> str:
+    """A new temp file beside `target` holding `data`, fsynced (removed if that fails), for
+    the caller to give its name to `target`; named so `sweep_orphan_temps` finds it."""
     temp = os.path.join(
         os.path.dirname(target) or ".", f"{_temp_prefix(target)}{os.getpid()}.{epoch_ns()}"
     )
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         try:
             write_all(fd, data)
@@ -149,7 +151,7 @@ def write_atomic_together(files: list[tuple[str, bytes]]) -> None:
             try:
                 os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
                 sweep_orphan_temps(target)
-                staged.append(_stage(target, data))
+                staged.append(stage_file(target, data))
             except OSError as exc:
                 raise StagedWriteFailed(index, exc, 0) from exc
         for index, (temp, target) in enumerate(zip(staged, targets, strict=True)):

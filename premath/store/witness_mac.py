@@ -29,8 +29,8 @@ import orjson
 
 from premath.clock import epoch_ns
 from premath.errors import InvalidUsage, IoFailure, RuleRefused
-from premath.store.atomic import fsync_directory
-from premath.store.files import open_regular, read_capped, write_all
+from premath.store.atomic import fsync_directory, stage_file
+from premath.store.files import open_regular, read_capped
 from premath.store.locks import DEFAULT_LOCK_TIMEOUT_S, artifact_lock
 from premath.store.user_config import user_config_file
 
@@ -140,14 +140,8 @@ def _publish(path: str, data: bytes, *, replace: bool) -> bool:
     `replace`) only if `path` does not exist yet (False then)."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    temp = os.path.join(folder, f".{os.path.basename(path)}.tmp.{os.getpid()}.{epoch_ns()}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    temp = stage_file(os.path.join(folder, os.path.basename(path)), data, mode=0o600)
     try:
-        try:
-            write_all(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
         if replace:
             os.replace(temp, path)
         else:
