@@ -19,7 +19,10 @@ streamable-http` both run through `serve` (specs/observation.md "Server", specs/
   (`RequestGuard`); a response the client does not take within `send_timeout_s` ends its
   request; at most `max_connections` connections and requests at once (more: 503).
 - **Malformed requests** get a JSON 400 instead of uvicorn's plain text. Every answer of the
-  guard is `{"error": ...}` with the CORS header, so a browser page can read it.
+  guard is `{"error": ...}` with the CORS header, so a browser page can read it, and is
+  followed by a lingering close: the server half-closes and drops what the client still sends
+  for `LINGER_S`, so a client still writing (a slow head dripping in) reads the refusal instead
+  of a reset that would discard it.
 - **TLS**: `tls_files` checks a certificate and key pair before anything is announced.
 - **Shutdown**: SIGINT or SIGTERM stops accepting, lets running requests finish for
   `shutdown_grace_s`, then cancels what is left (event streams end at once) and returns.
@@ -208,6 +211,10 @@ def _raw_error(status: int, reason: str, message: str) -> bytes:
     return head.encode("ascii") + body
 
 
+LINGER_S = 2.0
+"""How long a refused connection's late bytes are read and dropped before it is closed."""
+
+
 class GuardedH11Protocol(H11Protocol):
     """uvicorn's HTTP/1.1 protocol with a deadline for each request's line and headers, JSON
     refusals and TCP_NODELAY. `client_timeout_s` is set on a subclass per server (`_protocol`)."""
@@ -216,6 +223,7 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._head_deadline: asyncio.TimerHandle | None = None
+        self._linger: asyncio.TimerHandle | None = None
         self._timed_cycle: object = None
         self._answered = False
         super().connection_made(transport)  # type: ignore[arg-type]
@@ -243,13 +251,26 @@ class GuardedH11Protocol(H11Protocol):
         if self.cycle is not None and not self.cycle.response_complete:
             return
         if not self._answered or self.conn.trailing_data[0]:
-            with contextlib.suppress(RuntimeError, OSError):
-                self.transport.write(
-                    _raw_error(408, "Request Timeout", "request line and headers too slow")
-                )
-        self.transport.close()
+            self._refuse(_raw_error(408, "Request Timeout", "request line and headers too slow"))
+        else:
+            self.transport.close()
+
+    def _refuse(self, answer: bytes) -> None:
+        """Send the guard's own answer, then close without a reset: half-close and drop what
+        the client still sends for `LINGER_S` (closing with its bytes unread would reset the
+        connection, and the client would lose the answer before reading it)."""
+        with contextlib.suppress(RuntimeError, OSError):
+            self.transport.write(answer)
+        if not self.transport.can_write_eof():
+            self.transport.close()
+            return
+        with contextlib.suppress(RuntimeError, OSError):
+            self.transport.write_eof()
+        self._linger = self.loop.call_later(LINGER_S, self.transport.close)
 
     def data_received(self, data: bytes) -> None:
+        if self._linger is not None:
+            return  # refused: its late bytes are dropped until it closes or the linger ends
         super().data_received(data)
         if self.cycle is not None and self.cycle is not self._timed_cycle:
             self._timed_cycle = self.cycle  # a whole request line and headers arrived
@@ -267,15 +288,13 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_head_deadline()
+        if self._linger is not None:
+            self._linger.cancel()
         super().connection_lost(exc)
 
     def send_400_response(self, msg: str) -> None:
         del msg  # uvicorn's text names no cause a client can act on
-        with contextlib.suppress(RuntimeError, OSError):
-            self.transport.write(
-                _raw_error(400, "Bad Request", "bad request: malformed HTTP request")
-            )
-        self.transport.close()
+        self._refuse(_raw_error(400, "Bad Request", "bad request: malformed HTTP request"))
 
 
 def _protocol(limits: ServerLimits) -> type[GuardedH11Protocol]:

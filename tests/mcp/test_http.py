@@ -3,6 +3,8 @@ port, driven by the MCP SDK's own streamable HTTP client: every tool gated and u
 refusals, each hole of issue 22 refused with the store's bytes unchanged and the next call
 answered within a second, body caps, slow clients, disconnects, deadlines and SIGTERM."""
 
+import contextlib
+import itertools
 import os
 import signal
 import socket
@@ -413,13 +415,18 @@ def _closed_within(sock: socket.socket, seconds: float) -> bytes:
 
 
 def test_slow_and_idle_clients_are_cut_off_and_never_block_others(workdir):
+    """The refusal reaches a client that is still writing (the server lingers instead of
+    resetting the connection, which would discard the 408 before the client reads it)."""
     seeded(workdir)
     token, path = tokens(workdir)
-    with http_server(workdir, "--token-file", path, "--client-timeout", "1") as server:
+    with (
+        http_server(workdir, "--token-file", path, "--client-timeout", "1") as server,
+        contextlib.ExitStack() as sockets,
+    ):
         port = int(server.base.rsplit(":", 1)[1])
-        idle = _raw(port)  # connects, sends nothing
-        trickle = _raw(port)  # a request head one byte at a time
-        slow_body = _raw(port)  # a complete head, then half a body
+        idle = sockets.enter_context(_raw(port))  # connects, sends nothing
+        trickle = sockets.enter_context(_raw(port))  # a request head one byte at a time
+        slow_body = sockets.enter_context(_raw(port))  # a complete head, then half a body
         head = (
             f"POST /mcp HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n"
             "Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
@@ -428,17 +435,18 @@ def test_slow_and_idle_clients_are_cut_off_and_never_block_others(workdir):
         stop = threading.Event()
 
         def drip() -> None:
-            for byte in b"POST /mcp HTTP/1.1\r\nHost: x\r\n":
-                if stop.is_set():
+            for byte in itertools.cycle(b"POST /mcp HTTP/1.1\r\nHost: x\r\n"):
+                if stop.wait(0.05):
                     return
                 try:
                     trickle.send(bytes([byte]))
                 except OSError:
                     return
-                time.sleep(0.2)
 
         dripper = threading.Thread(target=drip)
         dripper.start()
+        sockets.callback(dripper.join)
+        sockets.callback(stop.set)
         for _ in range(3):  # others are served meanwhile
             assert post(server.url, token, rpc("issue_ready", {}), timeout=5).status_code == 200
         too_slow = b"request line and headers too slow"
@@ -446,15 +454,14 @@ def test_slow_and_idle_clients_are_cut_off_and_never_block_others(workdir):
             answer = _closed_within(sock, 5)
             assert answer.startswith(b"HTTP/1.1 408 "), answer
             assert orjson.loads(answer.partition(b"\r\n\r\n")[2]) == {"error": too_slow.decode()}
+        idle.sendall(b"late")  # the server lingers, dropping late bytes: no reset
+        time.sleep(0.2)
+        idle.sendall(b"later")
         body_late = _closed_within(slow_body, 5)
         assert body_late.startswith(b"HTTP/1.1 408 ")
         assert orjson.loads(body_late.partition(b"\r\n\r\n")[2]) == {
             "error": "request body not received in time"
         }
-        stop.set()
-        dripper.join()
-        for sock in (idle, trickle, slow_body):
-            sock.close()
         assert post(server.url, token, rpc("issue_ready", {})).status_code == 200
 
 
