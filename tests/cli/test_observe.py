@@ -84,16 +84,16 @@ def test_d21_1_a_failed_write_leaves_both_files_as_they_were(cli_run, built, arg
 def test_d21_1_a_write_failing_midway_changes_nothing(cli_run, built, monkeypatch):
     from premath.store import atomic
 
-    staged = atomic._stage
+    staged = atomic.stage_file
     calls = []
 
-    def second_fails(target, data):
+    def second_fails(target, data, **options):
         calls.append(target)
         if len(calls) == 2:
             raise OSError(28, "No space left on device")
-        return staged(target, data)
+        return staged(target, data, **options)
 
-    monkeypatch.setattr(atomic, "_stage", second_fails)
+    monkeypatch.setattr(atomic, "stage_file", second_fails)
     (built / ".premath" / "issues.jsonl").write_text("")
     before = _tree(built)
     out = cli_run("observe-build", "--json")

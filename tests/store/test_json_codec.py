@@ -54,7 +54,7 @@ def test_serde_floats_are_written_alike_on_both_paths(value):
 
 @pytest.mark.parametrize(
     "value",
-    [1.5, [float("nan")], {1: "a"}, 2**64, -(2**63) - 1, "\ud800", [[[]]] * 0 + [[]] * 20_000],
+    [1.5, [float("nan")], {1: "a"}, 2**64, -(2**63) - 1, "\ud800", [[]] * 20_000],
     ids=["float", "nan", "int key", "u64+1", "i64-1", "lone surrogate", "big"],
 )
 def test_what_the_standard_library_would_write_differently_goes_to_orjson(value):
