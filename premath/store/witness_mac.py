@@ -140,7 +140,7 @@ def _publish(path: str, data: bytes, *, replace: bool) -> bool:
     `replace`) only if `path` does not exist yet (False then)."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    temp = stage_file(os.path.join(folder, os.path.basename(path)), data, mode=0o600)
+    temp = stage_file(os.path.abspath(path), data, mode=0o600)
     try:
         if replace:
             os.replace(temp, path)
