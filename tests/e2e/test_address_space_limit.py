@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from tests.support.observation import write_witnesses
+from tests.support.stores import write_open_store
 
 LIMIT_KIB = 1048576
 
@@ -34,15 +35,7 @@ def _premath(*args: str) -> list[str]:
 
 @pytest.fixture
 def project(tmp_path):
-    (tmp_path / ".premath").mkdir()
-    rows = [
-        {"id": f"bd-{n}", "title": f"Issue {n}", "description": "Acceptance:\n- works",
-         "status": "open", "priority": n % 3, "issue_type": "task",
-         "created_at": "2026-02-22T00:00:00Z", "updated_at": "2026-02-22T00:00:00Z"}
-        for n in range(1, 1001)
-    ]  # fmt: skip
-    lines = sorted(orjson.dumps(row) + b"\n" for row in rows)
-    (tmp_path / ".premath" / "issues.jsonl").write_bytes(b"".join(lines))
+    write_open_store(tmp_path, 1000)
     (tmp_path / "turn.json").write_bytes(b'{"evidence": {}}')
     write_witnesses(tmp_path)  # what observe-build reads
     return tmp_path

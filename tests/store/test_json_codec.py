@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from premath.harness.join.digests import canonical_bytes
 from premath.store import canonical, json_codec
+from tests.support.stores import write_open_store
 
 texts = st.text(st.characters(codec="utf-8"), max_size=12)
 leaves = st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | texts
@@ -209,25 +210,13 @@ def _imports(argv: list[str], cwd: Path) -> set[str]:
     return {line.split("|")[2].strip() for line in done.stderr.splitlines() if line.count("|") == 2}
 
 
-def _store(folder: Path, count: int, description: str) -> None:
-    rows = [
-        {"id": f"bd-{n}", "title": f"Issue {n}", "description": description, "status": "open",
-         "priority": n % 4, "issue_type": "task", "created_at": "2026-02-22T00:00:00Z",
-         "updated_at": "2026-02-22T00:00:00Z"}
-        for n in range(1, count + 1)
-    ]  # fmt: skip
-    (folder / ".premath").mkdir()
-    lines = sorted(orjson.dumps(row) + b"\n" for row in rows)
-    (folder / ".premath" / "issues.jsonl").write_bytes(b"".join(lines))
-
-
 def test_hot_commands_on_a_small_project_never_import_orjson(tmp_path):
-    _store(tmp_path, 50, "Acceptance:\n- works")
+    write_open_store(tmp_path, 50)
     for argv in (["issue", "ready", "--json"], ["issue", "claim-next", "--assignee", "w1"]):
         assert "orjson" not in _imports(argv, tmp_path), argv
 
 
 def test_a_big_store_is_read_by_orjson(tmp_path):
-    _store(tmp_path, 2000, "Acceptance:\n- works\n" + "x" * 400)
-    assert (tmp_path / ".premath" / "issues.jsonl").stat().st_size > json_codec.SMALL_INPUT_BYTES
+    store = write_open_store(tmp_path, 2000, "Acceptance:\n- works\n" + "x" * 400)
+    assert store.stat().st_size > json_codec.SMALL_INPUT_BYTES
     assert "orjson" in _imports(["issue", "ready", "--json"], tmp_path)
