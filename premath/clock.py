@@ -2,13 +2,13 @@
 
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+
+from premath.lean_typing import Protocol
 
 
 class Clock(Protocol):
     def now(self) -> datetime:
         """An aware UTC datetime."""
-        ...
 
 
 class SystemClock:

@@ -1,6 +1,6 @@
 """Error classes a caller can act on; the CLI's one exit point maps them to exit codes."""
 
-from typing import ClassVar, Literal
+from premath.lean_typing import ClassVar, Literal
 
 ErrorCode = Literal[
     "usage_error",

@@ -8,9 +8,9 @@ import contextlib
 import gc
 import os
 import sys
-from typing import TYPE_CHECKING, Any
 
 from premath.cli._reply import LazyGroup
+from premath.lean_typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from premath.cli._root import RootGroup

@@ -10,10 +10,10 @@ With `--json`, each failure also prints `{"error": {"code": ..., "message": ...}
 
 import os
 import sys
-from typing import IO
 
 from premath.cli._reply import Reply
 from premath.errors import PremathError
+from premath.lean_typing import IO
 
 INTERRUPTED = (
     "interrupted (Ctrl-C or SIGTERM) before the command finished; files are whole "

@@ -16,12 +16,13 @@ ones. Nothing is written before that decision.
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from premath.cli._exit import emit_reply, internal_error, interrupted, premath_error
 from premath.cli._reply import AppContext, Reply, RerunWithClick
 from premath.errors import PremathError
-from premath.store.json_codec import JSONDecodeError, loads
+from premath.lean_typing import Any
+from premath.store import json_codec
+from premath.store.json_codec import loads
 
 SPEC_FILE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "cli-fast-path.json")
 SCHEMA = 1
@@ -37,7 +38,7 @@ def _table() -> dict[str, Any] | None:
     try:
         with open(SPEC_FILE, "rb") as handle:
             spec = loads(handle.read())
-    except (OSError, JSONDecodeError):
+    except (OSError, json_codec.JSONDecodeError):
         return None
     if not isinstance(spec, dict) or spec.get("schema") != SCHEMA:
         return None

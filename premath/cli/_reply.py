@@ -5,9 +5,9 @@ Kept free of click so the fast path (`cli/_fast.py`) and the hot commands' bodie
 """
 
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, NoReturn
 
 from premath.clock import Clock, SystemClock
+from premath.lean_typing import Any, NamedTuple, NoReturn
 
 
 class AppContext:

@@ -1,6 +1,6 @@
 """The reference's text layout for command output, free of click (the fast path uses it)."""
 
-from typing import Any
+from premath.lean_typing import Any
 
 
 def lines_text(title: str, rows: list[tuple[str, Any]], items: list[str] | None = None) -> str:

@@ -1,9 +1,9 @@
 """Loading and saving one harness artifact with the reference's error wording, as our errors."""
 
 from collections.abc import Callable
-from typing import Any
 
 from premath.errors import ArtifactInvalid, IoFailure, NotFound
+from premath.lean_typing import Any
 from premath.models.serde import SchemaViolation
 from premath.store.documents import (
     DocumentMalformed,

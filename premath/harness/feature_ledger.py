@@ -4,12 +4,12 @@ Behaviour follows specs/harness-feature-ledger.md; divergence D2-11 (write refus
 check rejects).
 """
 
+import os
 from datetime import datetime
-from pathlib import Path
-from typing import Any
 
 from premath.errors import InputInvalid
 from premath.harness.artifact_io import load_artifact, save_artifact
+from premath.lean_typing import Any
 from premath.models.feature_ledger import (
     CHECK_KIND,
     FEATURE_STATUSES,
@@ -163,7 +163,7 @@ def check_ledger(path: str, require_closure: bool) -> dict[str, Any]:
 
 def project_next_feature(path: str, error_prefix: str) -> dict[str, Any] | None:
     """Next feature, closure and count; None when the ledger is missing; rejected is an error."""
-    if not Path(path).exists():
+    if not os.path.exists(path):
         return None
     evaluation = evaluate_ledger(load_ledger(path, error_prefix), require_closure=False)
     if evaluation["result"] == "rejected":
@@ -233,12 +233,12 @@ def write_feature(
     """
     wanted_id = rust_trim(feature_id)
     if not wanted_id:
-        if Path(path).exists():
+        if os.path.exists(path):
             load_ledger(path, read_prefix(path))
         raise InputInvalid("feature-id must be non-empty")
     with artifact_lock(path, lock_timeout_s):
         stamp = format_seconds_z(now)
-        if Path(path).exists():
+        if os.path.exists(path):
             ledger = dict(load_ledger(path, read_prefix(path)))
         else:
             ledger = {

@@ -5,9 +5,9 @@ Behaviour follows specs/harness-session.md; divergences are named where they app
 
 import os
 from datetime import datetime
-from typing import Any
 
 from premath.harness.artifact_io import load_artifact, save_artifact
+from premath.lean_typing import Any
 from premath.models.session import (
     BOOTSTRAP_KIND,
     SESSION_KIND,

@@ -10,9 +10,9 @@ line names the file and line (D2-4).
 import os
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
 
 from premath.errors import InputInvalid, InvalidUsage, IoFailure
+from premath.lean_typing import Any
 from premath.models.trajectory import (
     PROJECTION_KIND,
     PROJECTION_MODE,

@@ -20,7 +20,6 @@ import contextlib
 import os
 import stat
 import zlib
-from typing import Any
 
 from premath.harness.trajectory_scan import (
     MODES,
@@ -31,9 +30,11 @@ from premath.harness.trajectory_scan import (
     scan_file,
     scan_from,
 )
+from premath.lean_typing import Any
 from premath.models.trajectory import QueryMode, step_order_fields
+from premath.store import json_codec
 from premath.store.files import read_capped
-from premath.store.json_codec import JSONDecodeError, dumps, loads
+from premath.store.json_codec import dumps, loads
 
 INDEX_MIN_BYTES = 1 << 20
 DEFAULT_KEEP = 100
@@ -89,7 +90,7 @@ def _load(path: str, fd: int, status: os.stat_result) -> tuple[Selection, Limits
     try:
         with open(index_path(path), "rb") as handle:
             document = loads(read_capped(handle, MAX_KEEP * 3 * 1024))
-    except (OSError, JSONDecodeError):
+    except (OSError, json_codec.JSONDecodeError):
         return None
     try:
         end, lines = document["end"], document["lines"]

@@ -17,13 +17,12 @@ cannot run or dies, this process scans the second half itself.
 
 import functools
 import os
-import pickle
 import stat
 from collections.abc import Iterable
 from itertools import islice
-from typing import Any, Final, NamedTuple
 
 from premath.errors import ArtifactInvalid, IoFailure, PremathError
+from premath.lean_typing import Any, Final, NamedTuple
 from premath.models.serde import SchemaViolation
 from premath.models.trajectory import (
     RESULT_FLAGS_CACHE,
@@ -31,10 +30,11 @@ from premath.models.trajectory import (
     result_flags,
     step_order_fields,
 )
+from premath.store import json_codec
 from premath.store.documents import os_error_text
 from premath.store.files import open_regular
 from premath.store.forked_check import forked_answer, may_fork
-from premath.store.json_codec import JSONDecodeError, decoder_for, loads
+from premath.store.json_codec import decoder_for, loads
 from premath.store.jsonl import JsonlLine
 from premath.text import rust_trim
 
@@ -157,7 +157,7 @@ def _decode(path: str, line: JsonlLine) -> Any:
         text = line.text.decode("utf-8")
     except UnicodeDecodeError:
         text = None
-    error: JSONDecodeError | None = None
+    error: json_codec.JSONDecodeError | None = None
     if text is not None:
         # The reference trims with Unicode White_Space, which JSON whitespace does not cover.
         trimmed = rust_trim(text)
@@ -165,7 +165,7 @@ def _decode(path: str, line: JsonlLine) -> Any:
             return _SKIP
         try:
             return loads(trimmed)
-        except JSONDecodeError as exc:
+        except json_codec.JSONDecodeError as exc:
             error = exc
     where = f"(path={path}, line={line.number})"
     if error is None:
@@ -200,7 +200,7 @@ def _scan(
             offset += len(raw)
             try:
                 row = loads(raw)
-            except JSONDecodeError:
+            except json_codec.JSONDecodeError:
                 line = _jsonl_line(number, raw)
                 try:
                     row = _decode(path, line)
@@ -338,6 +338,8 @@ def _scan_second_half(path: str, limits: Limits, split: int, lines_before: int) 
 
 def _second_half_payload(path: str, limits: Limits, split: int, lines_before: int) -> bytes:
     """The forked child's answer: the second half's Selection, or our error, pickled."""
+    import pickle  # big trajectories only: `pickle` imports `re`
+
     try:
         outcome: Selection | PremathError = _scan_second_half(path, limits, split, lines_before)
     except PremathError as exc:
@@ -356,6 +358,8 @@ def _select_in_two(path: str, limits: Limits, split: int, lines_before: int) -> 
             raise _io_error(path, exc) from None
         payload = answer()
     if payload:
+        import pickle
+
         second: Selection | PremathError = pickle.loads(payload)  # our own child's bytes
     else:
         second = _scan_second_half(path, limits, split, lines_before)
@@ -384,7 +388,7 @@ def read_rows(path: str, candidates: list[Candidate]) -> list[Any]:
                 raw = handle.read(end - start)
                 try:
                     rows.append(loads(raw))
-                except JSONDecodeError:
+                except json_codec.JSONDecodeError:
                     rows.append(_decode(path, _jsonl_line(number, raw)))
     except OSError as exc:
         raise _io_error(path, exc) from None

@@ -1,7 +1,6 @@
 """`issue check`: the issue graph contract (premath.issue_graph.check.v1; specs/issue-memory.md)."""
 
-from typing import NamedTuple
-
+from premath.lean_typing import NamedTuple
 from premath.models.vocabulary import KNOWN_STATUSES
 from premath.store.issues_file import IssueMap
 from premath.text import rust_trim

@@ -4,8 +4,8 @@ import functools
 import operator
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
 
+from premath.lean_typing import Any, NamedTuple
 from premath.models.issue_row import BLOCKING_TYPES, DependencyRow, IssueRow
 from premath.models.vocabulary import EdgeView, GraphScope
 from premath.store.issues_file import IssueMap

@@ -16,10 +16,10 @@ ends with `discoveredIssue: <id>`.
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Literal, NamedTuple
 
 from premath.errors import InputInvalid
 from premath.issues.lifecycle import NewIssue, new_issue, put_field, set_status, set_text
+from premath.lean_typing import Any, Literal, NamedTuple
 from premath.models.issue_row import IssueRow, sort_metadata
 from premath.store.issues_file import Changes, IssueMap, mutate_store
 from premath.timefmt import epoch_nanos, format_autosi_z

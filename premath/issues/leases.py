@@ -12,22 +12,24 @@ active lease (D3-3).
 """
 
 import functools
-import re
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
 
 from premath.errors import InputInvalid, LeaseRefused, NotFound, PremathError
 from premath.issues.graph import is_unblocked
 from premath.issues.lifecycle import put_field, set_status
+from premath.lean_typing import Any, Literal, NamedTuple
 from premath.models.issue_row import IssueRow, LeaseRow
 from premath.models.vocabulary import LeaseState
 from premath.store.issues_file import IssueMap
 from premath.text import id_token, rust_trim
 from premath.timefmt import (
     NANOS_PER_SECOND,
+    compiled,
+    days_from_civil,
     format_autosi_z,
     parse_relaxed,
     parse_strict_rfc3339,
+    stamp_is_stored,
 )
 
 LeaseFailureClass = Literal[
@@ -55,10 +57,7 @@ _INPUT_CLASSES = {
     "lease_invalid_expires_at",
     "lease_invalid_ttl",
 }
-_STORED = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?Z"
-)
-_NATURAL_PARTS = re.compile(r"([0-9]+)")
+_NATURAL_PARTS = r"([0-9]+)"
 
 
 class LeaseFailure:
@@ -96,19 +95,17 @@ def lease_error(failure_class: LeaseFailureClass, diagnostic: str) -> PremathErr
 @functools.lru_cache(maxsize=1 << 16)
 def stored_nanos(text: str) -> int:
     """Epoch nanoseconds of a stored (AutoSi `Z`) row timestamp (memoised: a long-running
-    server evaluates the same lease times on every call)."""
-    from premath.timefmt import days_from_civil
-
-    match = _STORED.fullmatch(text)
-    if match is None or match.group(6) == "60":
+    server evaluates the same lease times on every call); any other form chrono's relaxed
+    parser reads (a leap second too) takes that parser."""
+    if not stamp_is_stored(text) or text[17:19] == "60":
         value = parse_relaxed(text)
         if value is None:
             raise ValueError(f"not a stored timestamp: {text!r}")
         return value
-    year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
-    fraction = match.group(7) or ""
+    year, month, day = int(text[:4]), int(text[5:7]), int(text[8:10])
+    hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
     seconds = days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second
-    return seconds * NANOS_PER_SECOND + int(fraction.ljust(9, "0")[:9])
+    return seconds * NANOS_PER_SECOND + int(text[20:-1].ljust(9, "0"))
 
 
 def lease_id_for(issue_id: str, assignee: str) -> str:
@@ -260,10 +257,10 @@ def natural_key(issue_id: str) -> tuple[Any, ...]:
     server ranks the same candidates on every claim; a one-shot claim ranks a thousand ids
     once, so the usual shape (digits at the end only, `bd-17`) skips the regex."""
     head = issue_id.rstrip(_ASCII_DIGITS)
-    if _NATURAL_PARTS.search(head) is None:
+    if head.translate(_NO_ASCII_DIGITS) == head:
         tail = issue_id[len(head) :]
         return (head, int(tail), "") if tail else (head,)
-    parts = _NATURAL_PARTS.split(issue_id)
+    parts = compiled(_NATURAL_PARTS).split(issue_id)
     return tuple(int(part) if index % 2 else part for index, part in enumerate(parts))
 
 
@@ -274,6 +271,7 @@ def claim_order(row: IssueRow) -> tuple[Any, ...]:
 
 
 _ASCII_DIGITS = "0123456789"
+_NO_ASCII_DIGITS = str.maketrans("", "", _ASCII_DIGITS)
 
 
 def _stale_test(now_ns: int) -> Callable[[LeaseRow], bool]:

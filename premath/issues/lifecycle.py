@@ -1,9 +1,8 @@
 """Creating issues and changing their fields the way the reference's `Issue` methods do
 (specs/issue-memory.md "Leases")."""
 
-from typing import Any, NamedTuple
-
 from premath.errors import Conflict, InputInvalid
+from premath.lean_typing import Any, NamedTuple
 from premath.models.issue_row import (
     DEFAULT_STATUS,
     FIELD_ORDER,

@@ -11,12 +11,12 @@ import functools
 import os
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from premath.errors import InputInvalid, IoFailure, NotFound
 from premath.issues import dependencies, graph, leases, lifecycle
 from premath.issues.graph import BlockedIssue, Integrity
 from premath.issues.leases import LeaseChange, LeaseProjection
+from premath.lean_typing import TYPE_CHECKING, Any, NamedTuple
 from premath.models.issue_row import DependencyRow, IssueRow
 from premath.models.vocabulary import GraphScope, LeaseState
 from premath.store.issues_file import (

@@ -2,12 +2,12 @@
 claimed. The store gives the row; this renders it with its blockers' and its lease's states."""
 
 from datetime import datetime
-from typing import Any
 
 from premath.errors import NotFound
 from premath.issues.documents import issue_summary, lease_view
 from premath.issues.held import merged_refs
 from premath.issues.leases import lease_state
+from premath.lean_typing import Any
 from premath.store.issues_file import IssueMap
 from premath.timefmt import epoch_nanos
 

@@ -3,8 +3,7 @@
 Documents are plain dicts in the reference's field order with absent fields left out.
 """
 
-from typing import Any, Literal
-
+from premath.lean_typing import Any, Literal
 from premath.models.serde import (
     checks_for,
     in_wire_order,

@@ -20,15 +20,21 @@ from pydantic import (
     model_validator,
 )
 
+from premath.lean_typing import TYPE_CHECKING, typing_form
+from premath.models import issue_row
 from premath.models.issue_row import (
     I32_MAX,
     I32_MIN,
-    DependencyType,
-    IssueType,
     normalize_issue_type,
     sort_metadata,
     stored_timestamp,
 )
+
+if TYPE_CHECKING:
+    from premath.models.issue_row import DependencyType, IssueType
+else:  # pydantic reads them at run time: typing's own objects (premath/lean_typing.py)
+    DependencyType = typing_form(issue_row.DependencyType)
+    IssueType = typing_form(issue_row.IssueType)
 
 
 def _is_empty(value: Any) -> bool:

@@ -10,9 +10,8 @@ empty optional fields dropped, `metadata` keys sorted at every level, unknown fi
 
 import functools
 import operator
-import re
-from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
 
+from premath.lean_typing import TYPE_CHECKING, Any, Literal, NamedTuple, NotRequired, TypedDict
 from premath.models.serde import describe
 from premath.timefmt import (
     PADDED_ENDS,
@@ -24,6 +23,9 @@ from premath.timefmt import (
     stamps_are_stored,
     store_simple_stamps,
 )
+
+if TYPE_CHECKING:
+    import re
 
 FieldKind = Literal[
     "string", "text", "i32", "issue_type", "lease", "stamp", "optional_stamp", "bool", "labels",
@@ -555,9 +557,11 @@ def _line_pattern(stamp: bytes) -> bytes:
 
 
 @functools.cache
-def _line_texts() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+def _line_texts() -> "tuple[re.Pattern[bytes], re.Pattern[bytes]]":
     # Compiling takes ~6 ms each: only stores big enough to gain from it pay (`text_form`).
     # One match over the whole text, not one per line: no match object per line.
+    import re
+
     return (
         re.compile(b"(?:" + _line_pattern(_LINE_STAMP) + b"\n)*+"),
         re.compile(b"(?:" + _line_pattern(_LINE_SIMPLE_STAMP) + b"\n)*+"),
@@ -585,15 +589,17 @@ def _time_ending(digits: int, last: bytes) -> bytes:
     return rb"(?<=" + _TIME_HEAD + rb"[0-9]{%d}" % (digits - 1) + last + rb'Z")'
 
 
-def _times_ending(lengths: range | tuple[int, ...], last: bytes) -> re.Pattern[bytes]:
+def _times_ending(lengths: range | tuple[int, ...], last: bytes) -> "re.Pattern[bytes]":
     """`Z"` (or `0Z"`) ending a time with a fraction of one of `lengths`, the last digit `last`
     (the literal first: the engine skips to its next occurrence)."""
+    import re
+
     start = b'0Z"' if last == b"0" else b'Z"'
     return re.compile(start + b"(?:" + b"|".join(_time_ending(n, last) for n in lengths) + b")")
 
 
 @functools.cache
-def _time_texts() -> tuple[re.Pattern[bytes], re.Pattern[bytes], re.Pattern[bytes]]:
+def _time_texts() -> "tuple[re.Pattern[bytes], re.Pattern[bytes], re.Pattern[bytes]]":
     return (
         _times_ending(range(1, 10), b"0"),
         _times_ending((1, 4, 7), b"[1-9]"),
@@ -601,7 +607,7 @@ def _time_texts() -> tuple[re.Pattern[bytes], re.Pattern[bytes], re.Pattern[byte
     )
 
 
-def _zero_ended_stored(text: bytes, zero_ended: re.Pattern[bytes]) -> bytes:
+def _zero_ended_stored(text: bytes, zero_ended: "re.Pattern[bytes]") -> bytes:
     """`text` with each time whose fraction ends in 0 (rare) in stored form (`autosi_fraction`)."""
     pieces: list[bytes] = []
     done = 0

@@ -7,10 +7,9 @@ by wire name with every field present (defaults filled), so the normaliser never
 checks rather than pydantic: the loop runs this on every step (start-up budget).
 """
 
-import json
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
 
+from premath.lean_typing import Any, Literal, NamedTuple
 from premath.models.serde import SchemaViolation, describe
 
 ACTION = "harness-join-check"
@@ -211,7 +210,9 @@ class JsonObject(dict[str, Any]):
     duplicates: frozenset[str] = frozenset()
 
 
-def _object_with_duplicates(pairs: list[tuple[str, Any]]) -> JsonObject:
+def object_with_duplicates(pairs: list[tuple[str, Any]]) -> JsonObject:
+    """The object of `pairs` as written (last value wins, as serde's `Value` does inside
+    `payload`/`rawError`), its repeated keys kept visible for struct fields to refuse."""
     document = JsonObject(pairs)
     if len(document) != len(pairs):
         seen: set[str] = set()
@@ -222,22 +223,10 @@ def _object_with_duplicates(pairs: list[tuple[str, Any]]) -> JsonObject:
     return document
 
 
-def _serde_integer(text: str) -> int | float:
+def serde_integer(text: str) -> int | float:
     """serde_json keeps integers in i64/u64 and reads any other as an f64."""
     value = int(text)
     return value if -(2**63) <= value < 2**64 else float(text)
-
-
-def decode_input(data: bytes) -> Any:
-    """Decode input bytes validated beforehand (UTF-8, no NaN, no lone surrogate: orjson).
-
-    The stdlib parser keeps each object's repeated keys visible (last value wins, as serde's
-    `Value` does inside `payload`/`rawError`; struct fields check `duplicates`).
-    """
-    try:
-        return json.loads(data, object_pairs_hook=_object_with_duplicates, parse_int=_serde_integer)
-    except RecursionError:
-        raise SchemaViolation("recursion limit exceeded") from None
 
 
 def _string(value: Any) -> str:

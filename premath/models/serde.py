@@ -7,7 +7,8 @@ its line/column suffix.
 """
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+
+from premath.lean_typing import Any
 
 U32_MAX = 2**32 - 1
 U64_MAX = 2**64 - 1

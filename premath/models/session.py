@@ -4,8 +4,7 @@ A document is a plain dict in the reference's field order with absent fields lef
 canonical encoders can write it as it stands.
 """
 
-from typing import Any
-
+from premath.lean_typing import Any
 from premath.models.serde import (
     checks_for,
     in_wire_order,

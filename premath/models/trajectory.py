@@ -8,9 +8,7 @@ returns what the projection sorts and counts by, for the hot loop over every row
 A hypothesis test proves both accept and reject the same rows with the same messages.
 """
 
-import re
-from typing import Any, Final, Literal
-
+from premath.lean_typing import Any, Final, Literal
 from premath.models.serde import (
     U64_MAX,
     checks_for,
@@ -22,7 +20,7 @@ from premath.models.serde import (
 )
 from premath.models.vocabulary import STEP_KIND
 from premath.text import RUST_WHITE_SPACE, clean_optional, normalize_refs, rust_trim
-from premath.timefmt import NANOS_PER_SECOND, parse_strict_rfc3339
+from premath.timefmt import NANOS_PER_SECOND, compiled, parse_strict_rfc3339
 
 STEP_SCHEMA: Final = 1
 PROJECTION_KIND: Final = "premath.harness.trajectory.projection.v1"
@@ -107,7 +105,7 @@ _MINUTES: dict[str, int | None] = {}
 # `SSZ` -> that second's share of the key: the tail of the `...:SSZ` shape we write.
 _SECONDS_Z = {f"{second:02d}Z": second * _KEY_SCALE for second in range(60)}
 # What follows `YYYY-MM-DDTHH:MM:` in a strict RFC3339 time: seconds, fraction, offset.
-_TAIL = re.compile(r"([0-5][0-9]|60)(?:\.([0-9]+))?(?:[Zz]|([+-])([01][0-9]|2[0-3]):([0-5][0-9]))")
+_TAIL = r"([0-5][0-9]|60)(?:\.([0-9]+))?(?:[Zz]|([+-])([01][0-9]|2[0-3]):([0-5][0-9]))"
 
 
 def _minute_of(prefix: str) -> int | None:
@@ -135,7 +133,7 @@ def instant_key(value: str) -> int | None:
     second_key = _SECONDS_Z.get(value[17:])
     if second_key is not None:
         return minute + second_key
-    tail = _TAIL.fullmatch(value, 17)
+    tail = compiled(_TAIL).fullmatch(value, 17)
     if tail is None:
         return None
     second_text, fraction, sign, offset_hours, offset_minutes = tail.groups()

@@ -4,7 +4,7 @@ Each is a value some file, document or option carries verbatim; modules import i
 instead of re-spelling it, so a typo is a name error and a change is one edit.
 """
 
-from typing import Final, Literal
+from premath.lean_typing import Final, Literal
 
 DEFAULT_ISSUES_PATH: Final = ".premath/issues.jsonl"
 """Issue memory, relative to the repository root (the reference's default)."""

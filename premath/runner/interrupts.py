@@ -6,12 +6,13 @@ takes the signal as an event instead: its children stop through `run_bounded`'s 
 """
 
 import contextlib
-import signal
-import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
 
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+from premath.main_thread import in_main_thread
+from premath.signals import SIGINT, SIGTERM, signal
+
+_STOP_SIGNALS = (SIGTERM, SIGINT)
 Handler = Callable[[int, FrameType | None], None]
 
 
@@ -27,7 +28,7 @@ class InterruptHold:
 
     def __init__(self) -> None:
         self.pending: BaseException | None = None
-        self.held = threading.current_thread() is threading.main_thread()
+        self.held = in_main_thread()
         if self.held:
             InterruptHold._active = self
 
@@ -43,15 +44,15 @@ class InterruptHold:
 @contextlib.contextmanager
 def _on_stop_signals(handler: Handler) -> Iterator[None]:
     """Main thread only; elsewhere (a test's worker thread) the block runs unchanged."""
-    if threading.current_thread() is not threading.main_thread():
+    if not in_main_thread():
         yield
         return
-    previous = {signum: signal.signal(signum, handler) for signum in _STOP_SIGNALS}
+    previous = {signum: signal(signum, handler) for signum in _STOP_SIGNALS}
     try:
         yield
     finally:
         for signum, action in previous.items():
-            signal.signal(signum, action)
+            signal(signum, action)
 
 
 def stop_signals_raise(
@@ -63,7 +64,9 @@ def stop_signals_raise(
     def handler(signum: int, _frame: FrameType | None) -> None:
         if InterruptHold.requested is not None:
             return
-        error = make_error(signal.Signals(signum).name)
+        from signal import Signals
+
+        error = make_error(Signals(signum).name)
         InterruptHold.requested = error
         hold = InterruptHold._active
         if hold is not None:
@@ -104,15 +107,15 @@ def on_stop_signals(callback: Callable[[], None]) -> contextlib.AbstractContextM
 def sigterm_as_ctrl_c() -> Iterator[None]:
     """SIGTERM (CI cancel, `timeout`, a supervisor) stops the block the way Ctrl-C does, with
     KeyboardInterrupt, instead of killing the process mid-way. Main thread only."""
-    if threading.current_thread() is not threading.main_thread():
+    if not in_main_thread():
         yield
         return
 
     def interrupt(_signum: int, _frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = signal(SIGTERM, interrupt)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal(SIGTERM, previous)

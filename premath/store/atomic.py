@@ -13,9 +13,9 @@ writers (ours, `.<name>.tmp.<pid>.<ns>`, and the reference's issues-file temps,
 import contextlib
 import os
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
 
 from premath.clock import epoch_ns
+from premath.lean_typing import TYPE_CHECKING
 from premath.store.files import write_all
 from premath.store.owners import pid_alive
 

@@ -6,8 +6,8 @@ lowercase `\\u001f`, `/` and DEL unescaped).
 """
 
 import math
-from typing import Any
 
+from premath.lean_typing import Any
 from premath.store.json_codec import RawNumber, dumps
 
 

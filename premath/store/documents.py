@@ -1,11 +1,11 @@
 """Reading JSON documents, with OS and parse failures worded as the reference words them."""
 
-import json
 import os
-from typing import Any
 
+from premath.lean_typing import Any
+from premath.store import json_codec
 from premath.store.files import read_bounded
-from premath.store.json_codec import JSONDecodeError, loads
+from premath.store.json_codec import first_repeated_key, loads
 
 
 class DocumentUnreadable(Exception):
@@ -28,15 +28,6 @@ def os_error_text(exc: OSError) -> str:
     return f"{exc.strerror or os.strerror(exc.errno)} (os error {exc.errno})"
 
 
-def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    document: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in document:
-            raise DocumentMalformed(f"duplicate field `{key}`")
-        document[key] = value
-    return document
-
-
 def read_document(path: str | os.PathLike[str], *, refuse_duplicates: bool = True) -> Any:
     """Decode the JSON document at `path`, refusing duplicate keys as serde does for a struct.
 
@@ -50,12 +41,15 @@ def read_document(path: str | os.PathLike[str], *, refuse_duplicates: bool = Tru
         raise DocumentUnreadable(os_error_text(exc), isinstance(exc, FileNotFoundError)) from exc
     try:
         document = loads(data)
-    except JSONDecodeError as exc:
+    except json_codec.JSONDecodeError as exc:
         reason = "EOF while parsing a value" if not data.strip() else str(exc)
         raise DocumentMalformed(reason) from exc
     if not refuse_duplicates:
         return document
     try:
-        return json.loads(data, object_pairs_hook=_refuse_duplicate_keys)
+        repeated = first_repeated_key(data)
     except RecursionError:
         raise DocumentMalformed("recursion limit exceeded") from None
+    if repeated is not None:
+        raise DocumentMalformed(f"duplicate field `{repeated}`")
+    return document

@@ -11,9 +11,9 @@ by environment variable for the rare legitimate giant.
 import errno
 import os
 import stat
-from typing import BinaryIO, NamedTuple
 
 from premath.errors import InputInvalid, InvalidUsage
+from premath.lean_typing import BinaryIO, NamedTuple
 
 _MIB = 1 << 20
 

@@ -10,16 +10,17 @@ reaped when the block ends: no child outlives its caller.
 
 import contextlib
 import os
-import signal
-import threading
 from collections.abc import Callable, Iterator
+
+from premath.main_thread import alone_in_process
+from premath.signals import SIGKILL
 
 _NO_ANSWER: Callable[[], bytes | None] = lambda: None  # noqa: E731 - a constant, named once
 
 
 def may_fork() -> bool:
     """Whether a forked helper is safe (single-threaded) and useful (two or more CPUs)."""
-    if not hasattr(os, "fork") or threading.active_count() != 1:
+    if not hasattr(os, "fork") or not alone_in_process():
         return False
     cores = (
         os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
@@ -75,7 +76,7 @@ def forked_answer(compute: Callable[[], bytes]) -> Iterator[Callable[[], bytes |
     finally:
         if not answers:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, SIGKILL)
             os.close(read_end)
             os.waitpid(pid, 0)
 

@@ -21,9 +21,9 @@ import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple, TypeVar
 
 from premath.errors import ArtifactInvalid, InputInvalid, IoFailure, NotFound
+from premath.lean_typing import Any, NamedTuple, TypeVar
 from premath.models.issue_row import (
     TEXT_STORED,
     TEXT_STORED_BUT_TIMES,
@@ -39,11 +39,11 @@ from premath.models.issue_row import (
     stored_row_or_none,
     text_form,
 )
-from premath.store import stored_scan
+from premath.store import json_codec, stored_scan
 from premath.store.canonical import row_bytes, with_serde_floats
 from premath.store.files import STORE_CAP, read_bounded
 from premath.store.forked_check import check_in_parallel
-from premath.store.json_codec import JSONDecodeError, compact_encoder, decoder_for, loads
+from premath.store.json_codec import compact_encoder, decoder_for, loads
 from premath.text import rust_trim_line
 from premath.timefmt import (
     epoch_nanos,
@@ -199,7 +199,7 @@ def _parse_split(
     lines = split.lines
     try:
         rows = list(map(decoder_for(split.size), lines))
-    except JSONDecodeError:
+    except json_codec.JSONDecodeError:
         return _Loaded(_parse_lines(split, path, now_text, tolerate_torn_tail), None)
     if split.written is not _never:
         written = _by_id(rows)
@@ -290,7 +290,7 @@ def _parse_lines(split: _SplitFile, path: str, now_text: str, tolerate_torn_tail
     texts, numbers = _rows_to_decode(lines)
     try:
         values = list(map(decoder_for(split.size), texts))
-    except JSONDecodeError:
+    except json_codec.JSONDecodeError:
         torn_candidate = 0 if split.terminated else len(lines)
         values = _decode_one_by_one(texts, numbers, path, torn_candidate, tolerate_torn_tail)
     del texts
@@ -361,7 +361,7 @@ def _decode_one_by_one(
     for position, text in enumerate(texts):
         try:
             values.append(loads(text))
-        except JSONDecodeError as exc:
+        except json_codec.JSONDecodeError as exc:
             number = numbers[position]
             if tolerate_torn_tail and number == torn_candidate:
                 sys.stderr.write(
@@ -740,7 +740,7 @@ def _refreshed(old: _Loaded, path: str, identity: FileIdentity | None) -> _Loade
             if issue_id != ids[position] or encode_row(row)[:-1] != line:
                 return None
             issues[issue_id] = row
-    except (JSONDecodeError, NotStored):
+    except (json_codec.JSONDecodeError, NotStored):
         return None
     return _Loaded(issues, lines) if stamps_are_stored(stamps) else None
 

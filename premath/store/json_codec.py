@@ -13,16 +13,28 @@ loaded orjson already (the servers), use orjson directly. tests/store/test_json_
 the two paths to the same answers.
 """
 
-import json
 import math
 import os
-import re
 import sys
+from _json import encode_basestring, make_encoder, make_scanner
 from collections.abc import Callable
-from typing import Any
 
-JSONDecodeError = json.JSONDecodeError
-"""What invalid input raises on either path (orjson's error is a subclass)."""
+from premath.lean_typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from json import JSONDecodeError as JSONDecodeError
+else:
+
+    def __getattr__(name: str) -> Any:
+        """`JSONDecodeError`, what invalid input raises on either path (orjson's error is a
+        subclass), loaded when an `except` clause first asks for it: `json` imports `re`,
+        which a hot command does not need."""
+        if name != "JSONDecodeError":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from json import JSONDecodeError
+
+        return JSONDecodeError
+
 
 SMALL_INPUT_BYTES = 512 * 1024
 """Up to this size the standard library decodes sooner than orjson can be imported."""
@@ -44,7 +56,6 @@ _MARK = f"\ue000{os.urandom(6).hex()}:"
 """Stands for a raw number's quotes where orjson's `Fragment` is not used; private-use and
 random per process, so no text a user wrote can be mistaken for it."""
 _MARK_BYTES = _MARK.encode()
-_MARKED = re.compile(b'"' + re.escape(_MARK_BYTES) + rb'([-+.0-9eE]+)"')
 
 
 class _Unsure(Exception):
@@ -75,11 +86,34 @@ def _refuse_constant(_name: str) -> Any:
     raise _Unsure  # NaN, Infinity: orjson refuses them
 
 
-_DECODER = json.JSONDecoder(
-    parse_int=_checked_int, parse_float=_checked_float, parse_constant=_refuse_constant
-)
-_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
-_SURROGATE_ESCAPE_TEXT = re.compile(r"\\u[dD][89a-fA-F]")
+class _ScanRules:
+    """What `_json.make_scanner` reads (json.JSONDecoder's attributes): strict strings, and
+    `_Unsure` wherever orjson could read a number or constant differently."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_int = staticmethod(_checked_int)
+    parse_float = staticmethod(_checked_float)
+    parse_constant = staticmethod(_refuse_constant)
+
+
+_scan_value = make_scanner(_ScanRules)  # type: ignore[arg-type]  # any object with these names
+_JSON_WHITE_SPACE = " \t\n\r"
+
+
+def _has_surrogate_escape(text: str) -> bool:
+    """Whether `text` holds `\\u` followed by a surrogate's first digits (`d8`-`df`): the
+    standard library pairs or keeps those, orjson refuses or replaces them."""
+    if "\\u" not in text:
+        return False
+    lowered = text.lower()
+    start = lowered.find("\\ud")
+    while start >= 0:
+        if lowered[start + 3 : start + 4] in ("8", "9", "a", "b", "c", "d", "e", "f"):
+            return True
+        start = lowered.find("\\ud", start + 1)
+    return False
 
 
 def _small_loads(data: bytes | bytearray | memoryview | str) -> Any:
@@ -88,17 +122,69 @@ def _small_loads(data: bytes | bytearray | memoryview | str) -> Any:
         if isinstance(data, str):
             if not data.isascii():
                 data.encode("utf-8")  # a lone surrogate: orjson refuses the text
-            sure = _SURROGATE_ESCAPE_TEXT.search(data) is None
             text = data
         else:
             data = bytes(data)
-            sure = _SURROGATE_ESCAPE_BYTES.search(data) is None
             text = data.decode("utf-8")
-        if sure:
-            return _DECODER.decode(text)
-    except (ValueError, RecursionError, _Unsure):  # JSON and Unicode errors are ValueErrors
+        if not _has_surrogate_escape(text):
+            start = len(text) - len(text.lstrip(_JSON_WHITE_SPACE))
+            value, end = _scan_value(text, start)
+            if end == len(text) or not text[end:].strip(_JSON_WHITE_SPACE):
+                return value
+    except (ValueError, RecursionError, StopIteration, _Unsure):  # Unicode errors too
         pass
     return _orjson().loads(data)
+
+
+class _RepeatedKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _refuse_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    document: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in document:
+            raise _RepeatedKey(key)
+        document[key] = value
+    return document
+
+
+class _PairRules:
+    """`_json.make_scanner`'s rules for `decode_with_pairs`."""
+
+    strict = True
+    object_hook = None
+    parse_float = parse_constant = float
+
+    def __init__(
+        self, object_pairs_hook: Callable[[list[tuple[str, Any]]], Any], parse_int: Any
+    ) -> None:
+        self.object_pairs_hook = object_pairs_hook
+        self.parse_int = parse_int
+
+
+def decode_with_pairs(
+    data: bytes,
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any],
+    parse_int: Callable[[str], Any] = int,
+) -> Any:
+    """`json.loads(data, object_pairs_hook=..., parse_int=...)` for `data` that `loads` already
+    accepted (UTF-8, one value, no NaN): each object's key-value pairs as written, repeats
+    included, go through the hook, innermost first. Deep nesting raises RecursionError."""
+    text = data.decode("utf-8")
+    scan = make_scanner(_PairRules(object_pairs_hook, parse_int))  # type: ignore[arg-type]
+    return scan(text, len(text) - len(text.lstrip(_JSON_WHITE_SPACE)))[0]
+
+
+def first_repeated_key(data: bytes) -> str | None:
+    """The first key an object of `data` repeats (as `decode_with_pairs` meets objects), None
+    when none does: orjson keeps the last value of a repeated key silently."""
+    try:
+        decode_with_pairs(data, _refuse_repeated_keys)
+    except _RepeatedKey as repeated:
+        return repeated.key
+    return None
 
 
 def decoder_for(size: int) -> Callable[[Any], Any]:
@@ -154,22 +240,63 @@ def _marked(obj: Any) -> str:
     raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
 
 
-_ENCODERS: dict[tuple[bool, bool], json.JSONEncoder] = {}
+_compact_chunks = {
+    sort_keys: make_encoder(
+        None, _marked, encode_basestring, None, ":", ",", sort_keys, False, False
+    )
+    for sort_keys in (False, True)
+}
+"""json.JSONEncoder's C encoder, compact, keys in order or sorted: `(value, 0)` gives chunks."""
 
 
-def _small_encoder(indent: bool, sort_keys: bool) -> json.JSONEncoder:
-    encoder = _ENCODERS.get((indent, sort_keys))
-    if encoder is None:
-        encoder = _ENCODERS[indent, sort_keys] = json.JSONEncoder(
-            ensure_ascii=False,
-            check_circular=False,
-            allow_nan=False,
-            sort_keys=sort_keys,
-            indent=2 if indent else None,
-            separators=(",", ": ") if indent else (",", ":"),
-            default=_marked,
-        )
-    return encoder
+def _indented(value: Any, sort_keys: bool) -> str:
+    """`value` indented by two spaces as orjson's OPT_INDENT_2 writes it (`_plain` values only;
+    the standard library's C encoder does not indent before Python 3.13)."""
+    chunks: list[str] = []
+    _write_indented(value, "\n", sort_keys, chunks)
+    return "".join(chunks)
+
+
+_LITERALS = {True: "true", False: "false", None: "null"}
+
+
+def _write_indented(value: Any, newline: str, sort_keys: bool, chunks: list[str]) -> None:
+    kind = type(value)
+    if kind is str:
+        chunks.append(encode_basestring(value))
+    elif kind is dict:
+        if not value:
+            chunks.append("{}")
+            return
+        inner, opening = newline + "  ", "{"
+        for key, item in sorted(value.items()) if sort_keys else value.items():
+            chunks.append(f"{opening}{inner}{encode_basestring(key)}: ")
+            _write_indented(item, inner, sort_keys, chunks)
+            opening = ","
+        chunks.append(newline + "}")
+    elif kind is list or kind is tuple:
+        if not value:
+            chunks.append("[]")
+            return
+        inner, opening = newline + "  ", "["
+        for item in value:
+            chunks.append(opening + inner)
+            _write_indented(item, inner, sort_keys, chunks)
+            opening = ","
+        chunks.append(newline + "]")
+    elif kind is int:
+        chunks.append(int.__repr__(value))
+    elif kind is RawNumber:
+        chunks.append(value.text)
+    else:
+        chunks.append(_LITERALS[value])
+
+
+def _unmarked(data: bytes) -> bytes:
+    """`data` with each marked raw number's quotes and mark taken out (the number's text holds
+    no quote, so the first quote after a mark closes it)."""
+    head, *marked = data.split(b'"' + _MARK_BYTES)
+    return head + b"".join(part.replace(b'"', b"", 1) for part in marked)
 
 
 def _fragment_or_mark(obj: Any) -> Any:
@@ -190,10 +317,12 @@ def _small_dumps(value: Any, indent: bool, sort_keys: bool) -> bytes | None:
     if not _plain(value):
         return None
     try:
-        data = _small_encoder(indent, sort_keys).encode(value).encode("utf-8")
+        if indent:
+            return _indented(value, sort_keys).encode("utf-8")
+        data = "".join(_compact_chunks[sort_keys](value, 0)).encode("utf-8")
     except UnicodeEncodeError:
         return None  # a lone surrogate: orjson refuses it, in its own words
-    return _MARKED.sub(rb"\1", data) if _MARK_BYTES in data else data
+    return _unmarked(data) if _MARK_BYTES in data else data
 
 
 def dumps(value: Any, *, indent: bool = False, sort_keys: bool = False) -> bytes:
@@ -207,5 +336,5 @@ def dumps(value: Any, *, indent: bool = False, sort_keys: bool = False) -> bytes
     option = (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_SORT_KEYS if sort_keys else 0)
     data: bytes = orjson.dumps(value, default=_fragment_or_mark, option=option)
     if not hasattr(orjson, "Fragment") and _MARK_BYTES in data:
-        return _MARKED.sub(rb"\1", data)
+        return _unmarked(data)
     return data

@@ -18,16 +18,14 @@ import os
 import stat
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, NamedTuple
 
 from premath.clock import epoch_ns
 from premath.errors import InputInvalid
+from premath.lean_typing import NamedTuple
+from premath.store import json_codec
 from premath.store.atomic import write_atomic
 from premath.store.files import LINE_CAP, open_regular, write_all
-from premath.store.json_codec import JSONDecodeError, loads
-
-if TYPE_CHECKING:
-    from pathlib import Path
+from premath.store.json_codec import loads
 
 _TAIL_CHUNK = 1 << 16
 
@@ -91,17 +89,17 @@ def _unterminated_tail(fd: int, size: int) -> int:
 def _parses(text: bytes) -> bool:
     try:
         loads(text)
-    except JSONDecodeError:
+    except json_codec.JSONDecodeError:
         return False
     return True
 
 
-def _quarantine(target: "Path", fd: int, start: int, size: int) -> bytes:
+def _quarantine(target: str, fd: int, start: int, size: int) -> bytes:
     """Move the torn tail `[start, size)` to a file beside `target`; the bytes to write first."""
     tail = os.pread(fd, size - start, start)
     if _parses(tail.strip()):
         return b"\n"  # a whole row without its newline: keep it, end it
-    quarantine = target.with_name(f"{target.name}.torn.{epoch_ns()}")
+    quarantine = f"{target}.torn.{epoch_ns()}"
     write_atomic(quarantine, tail)
     os.ftruncate(fd, start)
     sys.stderr.write(
@@ -127,12 +125,10 @@ def append_line(
     (OSError propagates after the rollback, for the caller to word). `sync=False` leaves the
     fsync to the caller's `sync_file` once a batch of rows is written (readers see each row
     at once either way)."""
-    from pathlib import Path  # appenders only: readers start leaner
+    from premath.store.locks import hold_marker  # appenders only: readers start leaner
 
-    from premath.store.locks import hold_marker
-
-    target = Path(path)
-    with hold_marker(f"{os.fspath(target)}.lock", timeout_s=timeout_s):
+    target = os.fspath(path)
+    with hold_marker(f"{target}.lock", timeout_s=timeout_s):
         fd = os.open(target, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o666)
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
@@ -160,7 +156,7 @@ def parsed_rows(path: str | os.PathLike[str]) -> Iterator[object]:
         for line in iter_lines(path):
             try:
                 yield loads(line.text)
-            except JSONDecodeError:
+            except json_codec.JSONDecodeError:
                 continue
     except FileNotFoundError:
         return

@@ -23,11 +23,20 @@ import errno
 import fcntl
 import math
 import os
-import signal
-import threading
 import time
 
 from premath.clock import epoch_ns
+from premath.main_thread import in_main_thread
+from premath.signals import (
+    ITIMER_REAL,
+    SIG_DFL,
+    SIG_IGN,
+    SIGALRM,
+    getitimer,
+    getsignal,
+    setitimer,
+    signal,
+)
 from premath.store.files import write_all
 from premath.store.markers import marker_state, remove
 from premath.store.owners import pid_exists
@@ -60,12 +69,12 @@ def try_lock(fd: int) -> bool:
 
 def _timer_usable() -> bool:
     """SIGALRM may bound a blocking call: main thread, no handler or timer of someone else's."""
-    if threading.current_thread() is not threading.main_thread():
+    if not in_main_thread():
         return False
-    handler = signal.getsignal(signal.SIGALRM)
-    if handler not in (signal.SIG_DFL, signal.SIG_IGN, None):
+    handler = getsignal(SIGALRM)
+    if handler not in (SIG_DFL, SIG_IGN, None):
         return False
-    return signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    return getitimer(ITIMER_REAL)[0] == 0
 
 
 def lock_within(fd: int, timeout_s: float) -> bool:
@@ -87,19 +96,19 @@ def lock_within(fd: int, timeout_s: float) -> bool:
     def wake(_signum: int, _frame: object) -> None:
         raise _Wake
 
-    previous = signal.signal(signal.SIGALRM, wake)
+    previous = signal(SIGALRM, wake)
     try:
-        signal.setitimer(signal.ITIMER_REAL, timeout_s)
+        setitimer(ITIMER_REAL, timeout_s)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except _Wake:
             return try_lock(fd)  # the timer may go off just after the lock was taken
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            setitimer(ITIMER_REAL, 0)
     except _Wake:  # went off between the flock and disarming the timer: the lock is ours
         return try_lock(fd)
     finally:
-        signal.signal(signal.SIGALRM, previous)
+        signal(SIGALRM, previous)
     return True
 
 

@@ -22,9 +22,9 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
 
 from premath.errors import InvalidUsage, IoFailure, LockBusy
+from premath.lean_typing import NamedTuple
 from premath.store.lock_queue import JUDGE_AFTER_S, TicketQueue, head_pause_s, sweep, wake_every_s
 from premath.store.markers import Claim, claim, marker_owner, marker_state, remove
 from premath.store.owners import owner_state

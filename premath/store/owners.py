@@ -11,7 +11,8 @@ process that started at another time. Anything it cannot prove is "unknown".
 import errno
 import os
 from functools import cache
-from typing import Literal, NamedTuple
+
+from premath.lean_typing import Literal, NamedTuple
 
 OwnerState = Literal["alive", "dead", "unknown"]
 

@@ -22,8 +22,8 @@ import functools
 import os
 from array import array
 from collections.abc import Callable, Iterator
-from typing import Any, NamedTuple
 
+from premath.lean_typing import Any, NamedTuple
 from premath.models.issue_row import (
     TEXT_STORED,
     TEXT_UNKNOWN,
@@ -32,8 +32,9 @@ from premath.models.issue_row import (
     stored_times_text,
     text_form,
 )
+from premath.store import json_codec
 from premath.store.forked_check import check_in_parallel
-from premath.store.json_codec import JSONDecodeError, decoder_for, loads
+from premath.store.json_codec import decoder_for, loads
 
 CHUNK_BYTES = 1 << 20
 SLIM_FIELDS = ("id", "status", "priority", "assignee", "lease", "dependencies")
@@ -103,7 +104,7 @@ def scan_stored(fd: int) -> StoredScan | None:
         for line in run.split(b"\n")[:-1]:
             try:
                 row: dict[str, Any] = loads(line)
-            except JSONDecodeError:
+            except json_codec.JSONDecodeError:
                 return None
             issue_id = row["id"]
             if issue_id <= previous and starts:
@@ -262,7 +263,7 @@ def slim_store(
                     continue
                 try:
                     row: dict[str, Any] = loads(line)
-                except JSONDecodeError:
+                except json_codec.JSONDecodeError:
                     return None
                 seen += 1
                 kept = slim(row)

@@ -1,14 +1,19 @@
 """Issue-row timestamps: chrono's relaxed RFC3339 on read, serde's AutoSi `Z` form on write."""
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from premath.timefmt import (
+    STORED_STAMP,
+    days_in_month,
     format_autosi_z,
     format_offset,
     normalize_relaxed,
     parse_relaxed,
+    parse_strict_rfc3339,
     stamp_is_stored,
     stamps_are_stored,
     stored_forms,
@@ -100,3 +105,76 @@ def test_the_one_pass_normaliser_agrees_with_the_relaxed_parser(
         assert stamp_is_stored(forms[0])
         assert stamp_is_stored(stamp) is (stamp == forms[0])
         assert stamps_are_stored([stamp, forms[0]]) is (stamp == forms[0])
+
+
+_STORED = re.compile(STORED_STAMP)
+
+
+@st.composite
+def _near_stored_times(draw):
+    """A time drawn from the stored grammar or from any day, clock and fraction, perhaps with
+    one character changed: the grammar's edges (Feb 29, `:60`, `.000`) and its outside."""
+    if draw(st.booleans()):
+        stamp = draw(st.from_regex(_STORED, fullmatch=True))
+    else:
+        numbers = draw(st.tuples(*(st.integers(0, top) for top in (9999, 13, 32, 24, 61, 61))))
+        stamp = "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}".format(*numbers)
+        stamp += draw(st.sampled_from(["", "."])) + draw(st.text("0123456789", max_size=10)) + "Z"
+    if draw(st.booleans()):
+        at = draw(st.integers(0, len(stamp) - 1))
+        stamp = stamp[:at] + draw(st.sampled_from("0159-:.TtZz\n \u0663")) + stamp[at + 1 :]
+    return stamp
+
+
+@given(st.lists(_near_stored_times(), min_size=1, max_size=4))
+def test_the_batch_check_is_the_stored_grammar(stamps):
+    """`stamps_are_stored` (C-level passes, no regex) accepts exactly `STORED_STAMP`'s times."""
+    expected = all(_STORED.fullmatch(stamp) for stamp in stamps)
+    assert stamps_are_stored(stamps) is expected
+    assert stamp_is_stored(stamps[0]) is (_STORED.fullmatch(stamps[0]) is not None)
+
+
+_STRICT_RFC3339 = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})"
+    r"(?:\.([0-9]+))?([Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
+@st.composite
+def _near_strict_times(draw):
+    """Strict RFC3339 times and near misses: any fraction and offset, one character changed."""
+    numbers = draw(st.tuples(*(st.integers(0, top) for top in (9999, 13, 32, 24, 61, 61))))
+    stamp = "{:04}-{:02}-{:02}{}{:02}:{:02}:{:02}".format(
+        *numbers[:3], draw(st.sampled_from("Tt ")), *numbers[3:]
+    )
+    if draw(st.booleans()):
+        stamp += "." + draw(st.text("0123456789", max_size=12))
+    stamp += draw(
+        st.sampled_from(["Z", "z", ""])
+        | st.builds(
+            "{}{:02}:{:02}".format, st.sampled_from("+-"), st.integers(0, 25), st.integers(0, 61)
+        )
+    )
+    if draw(st.booleans()):
+        at = draw(st.integers(0, len(stamp) - 1))
+        stamp = stamp[:at] + draw(st.sampled_from("0159-:.+TZz \u0663")) + stamp[at + 1 :]
+    return stamp
+
+
+@given(_near_strict_times())
+def test_the_strict_parser_takes_exactly_rfc3339s_grammar(stamp):
+    """`parse_strict_rfc3339` (no regex) accepts what the grammar's regex matches, and then only
+    real times: a match it refuses names an impossible day, hour, minute or offset."""
+    parsed = parse_strict_rfc3339(stamp)
+    match = _STRICT_RFC3339.fullmatch(stamp)
+    if match is None:
+        assert parsed is None
+    elif parsed is None:
+        year, month, day, hour, minute, second = (int(match.group(n)) for n in range(1, 7))
+        offset = match.group(8)
+        bad_offset = len(offset) == 6 and (int(offset[1:3]) > 23 or int(offset[4:6]) > 59)
+        impossible_day = not 1 <= month <= 12 or not 1 <= day <= days_in_month(year, month)
+        assert impossible_day or hour > 23 or minute > 59 or second > 60 or bad_offset
+    else:
+        fraction = match.group(7) or ""
+        assert parsed[1] % 1_000_000_000 == int(fraction[:9].ljust(9, "0"))

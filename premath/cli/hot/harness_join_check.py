@@ -1,9 +1,9 @@
 """`harness-join-check`: body and text (declared in `cli/harness_join_check.py`)."""
 
 from functools import partial
-from typing import Any
 
 from premath.cli._reply import Reply
+from premath.lean_typing import Any
 
 
 def join_check_text(document: dict[str, Any], input_path: str) -> str:

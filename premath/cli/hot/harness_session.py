@@ -1,8 +1,7 @@
 """`harness-session read|write|bootstrap`: bodies and text (declared in `cli/harness_session`)."""
 
-from typing import Any
-
 from premath.cli._reply import AppContext, Reply
+from premath.lean_typing import Any
 
 
 def _lines(title: str, rows: list[tuple[str, Any]]) -> str:

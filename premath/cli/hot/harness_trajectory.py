@@ -1,8 +1,7 @@
 """`harness-trajectory append|query`: bodies and text (declared in `cli/harness_trajectory.py`)."""
 
-from typing import Any
-
 from premath.cli._reply import AppContext, Reply
+from premath.lean_typing import Any
 
 
 def append_text(document: dict[str, Any]) -> str:

@@ -2,11 +2,11 @@
 
 import io
 import sys
-from typing import Any
 
 from premath.cli._reply import AppContext, Reply, usage_error
 from premath.cli._text import lines_text
 from premath.errors import IoFailure
+from premath.lean_typing import Any
 
 
 def list_text(document: dict[str, Any]) -> str:

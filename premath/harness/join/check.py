@@ -5,8 +5,6 @@ classes are reported sorted and unique. A rejection is data (`result: "rejected"
 cannot be evaluated raises InvalidUsage, whose message starts `harness_join_check_invalid: `.
 """
 
-from typing import Any
-
 from premath.errors import InvalidUsage
 from premath.harness.join.typestate import (
     EvidenceInvalid,
@@ -14,19 +12,22 @@ from premath.harness.join.typestate import (
     ascii_lower,
     normalize_evidence,
 )
+from premath.lean_typing import Any
 from premath.models.join_check import (
     ACTION,
     GOVERNANCE_CLAIM_ID,
     HANDLED_STOP_REASONS,
     SCHEMA,
     WITNESS_KIND,
-    decode_input,
+    object_with_duplicates,
     parse_join_check_input,
+    serde_integer,
 )
 from premath.models.serde import SchemaViolation
+from premath.store import json_codec
 from premath.store.documents import os_error_text
 from premath.store.files import read_bounded
-from premath.store.json_codec import JSONDecodeError, loads
+from premath.store.json_codec import decode_with_pairs, loads
 from premath.text import clean_optional, normalize_refs
 
 Row = dict[str, Any]
@@ -286,11 +287,15 @@ def _evaluate(request: Row) -> Row:
 def _parse_bytes(path: str, data: bytes) -> Row:
     try:
         loads(data)
-    except JSONDecodeError as exc:
+    except json_codec.JSONDecodeError as exc:
         reason = "EOF while parsing a value" if not data.strip() else str(exc)
         raise _invalid(f"failed to parse input json {path}: {reason}") from None
     try:
-        return parse_join_check_input(decode_input(data))
+        document = decode_with_pairs(data, object_with_duplicates, serde_integer)
+    except RecursionError:
+        raise _invalid(f"failed to parse input json {path}: recursion limit exceeded") from None
+    try:
+        return parse_join_check_input(document)
     except SchemaViolation as exc:
         raise _invalid(f"failed to parse input json {path}: {exc}") from None
 

@@ -7,8 +7,8 @@ writes the same bytes except for numbers serde stores as f64: their text follows
 
 import hashlib
 import math
-from typing import Any
 
+from premath.lean_typing import Any
 from premath.models.serde import SchemaViolation
 from premath.store.canonical import digest_input, raw_number
 

@@ -6,9 +6,9 @@ optionals left out), so the digests hash exactly what is printed.
 """
 
 from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
 
 from premath.harness.join.digests import digest, digest_string
+from premath.lean_typing import Any, NamedTuple
 from premath.models.join_check import (
     CALL_SPEC_FIELDS,
     DISPOSITIONS,
