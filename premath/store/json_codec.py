@@ -4,7 +4,8 @@ orjson is premath's codec: fast, and what it writes is what the reference's serd
 But its import costs about as much as the rest of a hot command's start-up (it imports
 dataclasses, inspect, uuid and platform to recognise their types), and agents start those
 commands hundreds of times. So a process that has not loaded orjson reads and writes small
-documents with the standard library's `json`, held to orjson's answers: whatever the standard
+documents with the standard library's JSON core (`_json`, the C scanner and encoder inside
+`json`, whose own import pulls in `re`), held to orjson's answers: whatever the standard
 library would treat differently goes to orjson itself (NaN or Infinity, an integer outside
 i64/u64, a number too big for a double, a surrogate escape, bytes that are not UTF-8, any error,
 deep nesting; on the way out a float, a non-string key, a type it does not know). Values, bytes
@@ -132,6 +133,8 @@ def _small_loads(data: bytes | bytearray | memoryview | str) -> Any:
             if end == len(text) or not text[end:].strip(_JSON_WHITE_SPACE):
                 return value
     except (ValueError, RecursionError, StopIteration, _Unsure):  # Unicode errors too
+        pass
+    except SystemError:  # 3.11's scanner words a syntax error only once `json.decoder` is loaded
         pass
     return _orjson().loads(data)
 

@@ -220,3 +220,30 @@ def test_a_big_store_is_read_by_orjson(tmp_path):
     store = write_open_store(tmp_path, 2000, "Acceptance:\n- works\n" + "x" * 400)
     assert store.stat().st_size > json_codec.SMALL_INPUT_BYTES
     assert "orjson" in _imports(["issue", "ready", "--json"], tmp_path)
+
+
+REFUSALS = """
+import sys
+for name in [name for name in sys.modules if name.split(".")[0] in ("json", "orjson")]:
+    del sys.modules[name]
+from premath.store import json_codec
+for text in (b'{"a": "b', b'{"a": 1,}', b"[1, 2", b'"\\\\x"', b"", b"nul"):
+    try:
+        json_codec.loads(text)
+    except json_codec.JSONDecodeError as exc:
+        print(type(exc).__module__, exc)
+"""
+
+
+def test_a_fresh_process_refuses_invalid_json_in_orjsons_words():
+    """Without `json` loaded, the standard library's scanner cannot word a syntax error
+    (Python 3.11): the refusal is still orjson's, never an internal error."""
+    done = subprocess.run(
+        [sys.executable, "-c", REFUSALS], capture_output=True, text=True, check=True
+    )
+    expected = []
+    for text in (b'{"a": "b', b'{"a": 1,}', b"[1, 2", b'"\\x"', b"", b"nul"):
+        with pytest.raises(orjson.JSONDecodeError) as refusal:
+            orjson.loads(text)
+        expected.append(f"orjson {refusal.value}")
+    assert done.stdout.splitlines() == expected
