@@ -40,8 +40,10 @@ def test_a_named_tuple_is_typings():
         lease = kind("w1")
         assert isinstance(lease, tuple)
         assert tuple(lease) == ("w1", 60, ())
-        assert lease.renewed(200).long and not lease.long
-        assert lease == kind("w1", 60) and lease != kind("w2")
+        assert lease.renewed(200).long
+        assert not lease.long
+        assert lease == kind("w1", 60)
+        assert lease != kind("w2")
     assert ours._fields == theirs._fields
     assert ours._field_defaults == theirs._field_defaults
     assert ours.__doc__ == theirs.__doc__
