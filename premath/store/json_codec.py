@@ -41,6 +41,10 @@ SMALL_INPUT_BYTES = 512 * 1024
 """Up to this size the standard library decodes sooner than orjson can be imported."""
 _SMALL_OUTPUT_NODES = 10_000
 _MAX_DEPTH = 250  # orjson refuses to write deeper than 254 levels
+_MAX_READ_DEPTH = 1024
+"""orjson refuses to read deeper nesting; the standard library's limit is Python's (3.11: about
+1,000 levels, a RecursionError that goes to orjson) or its own (3.12 on: deeper), so a scan
+that may have gone past it is measured."""
 _I64_MIN, _U64_MAX = -(2**63), 2**64 - 1
 
 
@@ -130,13 +134,30 @@ def _small_loads(data: bytes | bytearray | memoryview | str) -> Any:
         if not _has_surrogate_escape(text):
             start = len(text) - len(text.lstrip(_JSON_WHITE_SPACE))
             value, end = _scan_value(text, start)
-            if end == len(text) or not text[end:].strip(_JSON_WHITE_SPACE):
+            if (end == len(text) or not text[end:].strip(_JSON_WHITE_SPACE)) and not (
+                text.count("[") + text.count("{") > _MAX_READ_DEPTH
+                and _deeper_than(value, _MAX_READ_DEPTH)
+            ):
                 return value
     except (ValueError, RecursionError, StopIteration, _Unsure):  # Unicode errors too
         pass
     except SystemError:  # 3.11's scanner words a syntax error only once `json.decoder` is loaded
         pass
     return _orjson().loads(data)
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether `value` nests lists and objects more than `limit` deep (an explicit stack)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if type(node) is dict else node if type(node) is list else ()
+        for child in children:
+            if type(child) is dict or type(child) is list:
+                if depth >= limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 class _RepeatedKey(Exception):
