@@ -79,12 +79,7 @@ else:
         def __new__(cls, _name, _bases, _namespace, **_options):
             return dict
 
-    _TypedDictBase = type.__new__(_TypedDictMeta, "TypedDict", (), {})
-
-    def TypedDict(name, fields=None, /, **_options):
-        return dict
-
-    TypedDict.__mro_entries__ = lambda bases: (_TypedDictBase,)
+    TypedDict = type.__new__(_TypedDictMeta, "TypedDict", (), {})
 
     _NAMED_TUPLE_OWN = frozenset(
         {"__module__", "__qualname__", "__annotations__", "__orig_bases__", "__slots__"}
@@ -101,9 +96,4 @@ else:
             made.__annotations__ = dict(namespace.get("__annotations__", {}))
             return made
 
-    _NamedTupleBase = type.__new__(_NamedTupleMeta, "NamedTuple", (), {})
-
-    def NamedTuple(name, fields=(), /):
-        return namedtuple(name, [field for field, _kind in fields])
-
-    NamedTuple.__mro_entries__ = lambda bases: (_NamedTupleBase,)
+    NamedTuple = type.__new__(_NamedTupleMeta, "NamedTuple", (), {})

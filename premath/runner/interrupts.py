@@ -12,7 +12,7 @@ from types import FrameType
 from premath.main_thread import in_main_thread
 from premath.signals import SIGINT, SIGTERM, signal
 
-_STOP_SIGNALS = (SIGTERM, SIGINT)
+_STOP_SIGNALS: dict[int, str] = {SIGTERM: "SIGTERM", SIGINT: "SIGINT"}
 Handler = Callable[[int, FrameType | None], None]
 
 
@@ -64,9 +64,7 @@ def stop_signals_raise(
     def handler(signum: int, _frame: FrameType | None) -> None:
         if InterruptHold.requested is not None:
             return
-        from signal import Signals
-
-        error = make_error(Signals(signum).name)
+        error = make_error(_STOP_SIGNALS[signum])
         InterruptHold.requested = error
         hold = InterruptHold._active
         if hold is not None:
