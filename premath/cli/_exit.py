@@ -43,10 +43,14 @@ def emit_reply(reply: Reply, json_mode: bool) -> int:
     for warning in reply.warnings:
         sys.stderr.write(f"warning: {warning}\n")
     if json_mode or reply.text is None:
-        from premath.store.canonical import document_bytes, stdout_bytes
+        from premath.store.canonical import document_bytes, stdout_chunks
 
-        encode = stdout_bytes if reply.sorted_keys else document_bytes
-        write(sys.stdout, encode(reply.document))
+        # Every piece is encoded before the first is written: no half document on stdout.
+        chunks = (
+            stdout_chunks(reply.document) if reply.sorted_keys else [document_bytes(reply.document)]
+        )
+        for chunk in chunks:
+            write(sys.stdout, chunk)
     else:
         write(sys.stdout, (reply.text(reply.document) + "\n").encode("utf-8"))
     return reply.exit_code

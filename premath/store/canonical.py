@@ -21,6 +21,38 @@ def stdout_bytes(document: Any) -> bytes:
     return dumps(document, indent=True, sort_keys=True) + b"\n"
 
 
+STREAMED_ITEMS = 4096
+"""A top-level list of more items than this is encoded a batch at a time (`stdout_chunks`)."""
+
+
+def stdout_chunks(document: Any, batch: int = STREAMED_ITEMS) -> list[bytes]:
+    """`stdout_bytes(document)` in pieces that join to it byte for byte: each top-level list of
+    more than `batch` items (a 100k-issue listing) is encoded `batch` items at a time. orjson
+    grows its buffer to about twice a big text before the text is whole; in pieces, no more
+    than the pieces and one batch's buffer are ever in memory."""
+    long_keys = sorted(
+        key
+        for key, value in (document.items() if type(document) is dict else ())
+        if type(value) is list and len(value) > batch
+    )
+    if not long_keys:
+        return [stdout_bytes(document)]
+    rest = stdout_bytes({**document, **{key: [] for key in long_keys}})
+    chunks = []
+    for key in long_keys:  # sorted, as they appear in the text
+        opening = b"\n  " + dumps(key) + b": ["
+        before, _, rest = rest.partition(opening + b"]")
+        chunks.append(before + opening)
+        items = document[key]
+        for start in range(0, len(items), batch):
+            text = dumps(items[start : start + batch], indent=True, sort_keys=True)
+            # `[\n  item,\n  item\n]` one level deeper: the items of the key's list
+            chunks.append(b"," * (start > 0) + text[1:-2].replace(b"\n", b"\n  "))
+        rest = b"\n  ]" + rest
+    chunks.append(rest)
+    return chunks
+
+
 def response_bytes(document: Any) -> bytes:
     """An HTTP JSON body of the observation API: keys sorted, 2-space indent, no newline."""
     return dumps(document, indent=True, sort_keys=True)

@@ -250,3 +250,26 @@ def test_a_fresh_process_refuses_invalid_json_in_orjsons_words():
             orjson.loads(text)
         expected.append(f"orjson {refusal.value}")
     assert done.stdout.splitlines() == expected
+
+
+documents = st.dictionaries(
+    texts, st.lists(values, max_size=12) | values, max_size=5
+)  # top-level lists long enough to be cut into batches of 1 to 4
+
+
+@given(documents, st.integers(1, 4))
+def test_stdout_in_pieces_is_stdout_byte_for_byte(document, batch):
+    """A long top-level list is encoded a batch at a time: the pieces join to the same bytes."""
+    assert b"".join(canonical.stdout_chunks(document, batch)) == canonical.stdout_bytes(document)
+
+
+def test_a_long_listing_is_written_in_pieces(tmp_path):
+    """`issue list --json` on a big store: the same document, written a batch at a time."""
+    store = write_open_store(tmp_path, canonical.STREAMED_ITEMS * 2 + 5)
+    done = subprocess.run(
+        [sys.executable, "-m", "premath", "issue", "list", "--json", "--issues", str(store)],
+        cwd=tmp_path, capture_output=True, check=True,
+    )  # fmt: skip
+    document = orjson.loads(done.stdout)
+    assert done.stdout == canonical.stdout_bytes(document)
+    assert document["count"] == len(document["items"]) == canonical.STREAMED_ITEMS * 2 + 5
