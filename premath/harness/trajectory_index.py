@@ -161,7 +161,7 @@ def _indexed(path: str, mode: QueryMode, limit: int) -> Selection | None:
             indexed, limits = loaded
             if indexed.end == status.st_size:
                 return indexed
-            newer = scan_from(path, indexed.end, indexed.lines, limits)
+            newer = scan_from(path, indexed.end, indexed.lines, limits, status.st_size)
             selection = indexed.merged(newer, limits)
         else:
             keep = max(limit, DEFAULT_KEEP)

@@ -178,11 +178,17 @@ def _decode(path: str, line: JsonlLine) -> Any:
 
 
 def _scan(
-    path: str, lines: Iterable[bytes], first_number: int, first_offset: int, limits: Limits
+    path: str,
+    lines: Iterable[bytes],
+    first_number: int,
+    first_offset: int,
+    limits: Limits,
+    size: int,
 ) -> Selection:
     """Validate and count the rows of `lines` (starting at line `first_number`, byte
-    `first_offset`); keep the first `limits[mode]` candidates of each mode asked for."""
-    loads, order_fields = decoder_for(_size_if_present(path) or 0), step_order_fields
+    `first_offset`, about `size` bytes); keep the first `limits[mode]` candidates of each mode
+    asked for."""
+    loads, order_fields = decoder_for(size), step_order_fields
     cached_flags, flags = RESULT_FLAGS_CACHE.get, result_flags
     limit_all, limit_failed, limit_retry = (limits.get(mode, 0) for mode in MODES)
     all_kept: list[Candidate] = []
@@ -291,16 +297,17 @@ def scan_file(path: str, limits: Limits) -> Selection:
     if size >= PARALLEL_MIN_BYTES and may_fork():
         halves = _halves(path, size)
         if halves is not None:
-            return _select_in_two(path, limits, *halves)
-    return _scan_whole(path, limits)
+            return _select_in_two(path, limits, size, *halves)
+    return _scan_whole(path, limits, size)
 
 
-def scan_from(path: str, offset: int, lines: int, limits: Limits) -> Selection:
-    """The lines after the first `lines` lines (`offset` bytes) of the file, one pass."""
+def scan_from(path: str, offset: int, lines: int, limits: Limits, size: int) -> Selection:
+    """The lines after the first `lines` lines (`offset` bytes) of the `size`-byte file, one
+    pass."""
     try:
         with open_regular(path) as handle:
             handle.seek(offset)
-            return _scan(path, handle, lines + 1, offset, limits)
+            return _scan(path, handle, lines + 1, offset, limits, size - offset)
     except OSError as exc:
         raise _io_error(path, exc) from None
 
@@ -327,33 +334,41 @@ def _halves(path: str, size: int) -> tuple[int, int] | None:
     return split, lines_before
 
 
-def _scan_second_half(path: str, limits: Limits, split: int, lines_before: int) -> Selection:
+def _scan_second_half(
+    path: str, limits: Limits, size: int, split: int, lines_before: int
+) -> Selection:
     try:
         with open(path, "rb") as handle:
             handle.seek(split)
-            return _scan(path, handle, lines_before + 1, split, limits)
+            return _scan(path, handle, lines_before + 1, split, limits, size - split)
     except OSError as exc:
         raise _io_error(path, exc) from None
 
 
-def _second_half_payload(path: str, limits: Limits, split: int, lines_before: int) -> bytes:
+def _second_half_payload(
+    path: str, limits: Limits, size: int, split: int, lines_before: int
+) -> bytes:
     """The forked child's answer: the second half's Selection, or our error, pickled."""
     import pickle  # big trajectories only: `pickle` imports `re`
 
     try:
-        outcome: Selection | PremathError = _scan_second_half(path, limits, split, lines_before)
+        outcome: Selection | PremathError = _scan_second_half(
+            path, limits, size, split, lines_before
+        )
     except PremathError as exc:
         outcome = exc
     return pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def _select_in_two(path: str, limits: Limits, split: int, lines_before: int) -> Selection:
+def _select_in_two(
+    path: str, limits: Limits, size: int, split: int, lines_before: int
+) -> Selection:
     with forked_answer(
-        functools.partial(_second_half_payload, path, limits, split, lines_before)
+        functools.partial(_second_half_payload, path, limits, size, split, lines_before)
     ) as answer:
         try:
             with open_regular(path) as handle:
-                first = _scan(path, islice(handle, lines_before), 1, 0, limits)
+                first = _scan(path, islice(handle, lines_before), 1, 0, limits, split)
         except OSError as exc:
             raise _io_error(path, exc) from None
         payload = answer()
@@ -362,16 +377,16 @@ def _select_in_two(path: str, limits: Limits, split: int, lines_before: int) -> 
 
         second: Selection | PremathError = pickle.loads(payload)  # our own child's bytes
     else:
-        second = _scan_second_half(path, limits, split, lines_before)
+        second = _scan_second_half(path, limits, size, split, lines_before)
     if isinstance(second, PremathError):
         raise second
     return first.merged(second, limits)
 
 
-def _scan_whole(path: str, limits: Limits) -> Selection:
+def _scan_whole(path: str, limits: Limits, size: int) -> Selection:
     try:
         with open(path, "rb") as handle:
-            return _scan(path, handle, 1, 0, limits)
+            return _scan(path, handle, 1, 0, limits, size)
     except OSError as exc:
         raise _io_error(path, exc) from None
 

@@ -110,9 +110,9 @@ def test_a_repeated_query_reads_only_the_appended_bytes(tiny_files_indexed, tmp_
     scanned: list[int] = []
     real_scan = trajectory_scan._scan
 
-    def counting_scan(path_, lines, first_number, first_offset, limits):  # type: ignore[no-untyped-def]
+    def counting_scan(path_, lines, first_number, first_offset, *rest):  # type: ignore[no-untyped-def]
         scanned.append(first_offset)
-        return real_scan(path_, lines, first_number, first_offset, limits)
+        return real_scan(path_, lines, first_number, first_offset, *rest)
 
     monkeypatch.setattr(trajectory_scan, "_scan", counting_scan)
     assert query_trajectory(str(path), "latest", 5) == first
