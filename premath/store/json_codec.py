@@ -92,18 +92,31 @@ def _refuse_constant(_name: str) -> Any:
 
 
 class _ScanRules:
-    """What `_json.make_scanner` reads (json.JSONDecoder's attributes): strict strings, and
-    `_Unsure` wherever orjson could read a number or constant differently."""
+    """What `_json.make_scanner` reads (json.JSONDecoder's attributes): strict strings, hooks
+    for objects' pairs and for numbers and constants."""
 
     strict = True
     object_hook = None
-    object_pairs_hook = None
-    parse_int = staticmethod(_checked_int)
-    parse_float = staticmethod(_checked_float)
-    parse_constant = staticmethod(_refuse_constant)
+
+    def __init__(
+        self,
+        object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None,
+        parse_int: Callable[[str], Any],
+        parse_float: Callable[[str], Any],
+        parse_constant: Callable[[str], Any],
+    ) -> None:
+        self.object_pairs_hook = object_pairs_hook
+        self.parse_int = parse_int
+        self.parse_float = parse_float
+        self.parse_constant = parse_constant
 
 
-_scan_value = make_scanner(_ScanRules)  # type: ignore[arg-type]  # any object with these names
+def _scanner(rules: _ScanRules) -> Callable[[str, int], tuple[Any, int]]:
+    return make_scanner(rules)  # type: ignore[arg-type]  # any object with these names
+
+
+_scan_value = _scanner(_ScanRules(None, _checked_int, _checked_float, _refuse_constant))
+"""`_Unsure` wherever orjson could read a number or constant differently."""
 _JSON_WHITE_SPACE = " \t\n\r"
 
 
@@ -139,9 +152,9 @@ def _small_loads(data: bytes | bytearray | memoryview | str) -> Any:
                 and _deeper_than(value, _MAX_READ_DEPTH)
             ):
                 return value
-    except (ValueError, RecursionError, StopIteration, _Unsure):  # Unicode errors too
-        pass
-    except SystemError:  # 3.11's scanner words a syntax error only once `json.decoder` is loaded
+    # ValueError covers JSON and Unicode errors; SystemError is 3.11's scanner failing to word a
+    # syntax error before `json.decoder` is loaded.
+    except (ValueError, RecursionError, StopIteration, SystemError, _Unsure):
         pass
     return _orjson().loads(data)
 
@@ -174,20 +187,6 @@ def _refuse_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return document
 
 
-class _PairRules:
-    """`_json.make_scanner`'s rules for `decode_with_pairs`."""
-
-    strict = True
-    object_hook = None
-    parse_float = parse_constant = float
-
-    def __init__(
-        self, object_pairs_hook: Callable[[list[tuple[str, Any]]], Any], parse_int: Any
-    ) -> None:
-        self.object_pairs_hook = object_pairs_hook
-        self.parse_int = parse_int
-
-
 def decode_with_pairs(
     data: bytes,
     object_pairs_hook: Callable[[list[tuple[str, Any]]], Any],
@@ -197,7 +196,7 @@ def decode_with_pairs(
     accepted (UTF-8, one value, no NaN): each object's key-value pairs as written, repeats
     included, go through the hook, innermost first. Deep nesting raises RecursionError."""
     text = data.decode("utf-8")
-    scan = make_scanner(_PairRules(object_pairs_hook, parse_int))  # type: ignore[arg-type]
+    scan = _scanner(_ScanRules(object_pairs_hook, parse_int, float, float))
     return scan(text, len(text) - len(text.lstrip(_JSON_WHITE_SPACE)))[0]
 
 
