@@ -66,6 +66,11 @@ def is_leap_year(year: int) -> bool:
     return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
 
 
+def _is_calendar_day(year: int, month: int, day: int) -> bool:
+    """A real day of the proleptic Gregorian calendar: Feb 29 in leap years only."""
+    return 1 <= month <= 12 and 1 <= day <= days_in_month(year, month)
+
+
 def days_in_month(year: int, month: int) -> int:
     if month == 2:
         return 29 if is_leap_year(year) else 28
@@ -97,9 +102,7 @@ def parse_strict_rfc3339(value: str) -> tuple[int, int] | None:
     fraction, offset = tail
     year, month, day = int(value[:4]), int(value[5:7]), int(value[8:10])
     hour, minute, second = int(value[11:13]), int(value[14:16]), int(value[17:19])
-    if not 1 <= month <= 12 or not 1 <= day <= days_in_month(year, month):
-        return None
-    if hour > 23 or minute > 59 or second > 60:
+    if not _is_calendar_day(year, month, day) or hour > 23 or minute > 59 or second > 60:
         return None
     offset_seconds = 0
     if offset not in ("Z", "z"):
@@ -239,9 +242,9 @@ def _relaxed_parts(value: str) -> tuple[int, int] | None:
     scan.skip_space()
     if scan.pos != len(value):
         return None
-    if not _MIN_YEAR <= year <= _MAX_YEAR or not 1 <= month <= 12:
+    if not _MIN_YEAR <= year <= _MAX_YEAR or not _is_calendar_day(year, month, day):
         return None
-    if not 1 <= day <= days_in_month(year, month) or hour > 23 or minute > 59 or second > 60:
+    if hour > 23 or minute > 59 or second > 60:
         return None
     if abs(offset) >= 86400:
         return None
@@ -363,34 +366,31 @@ _FRACTION_DOT = ("",) + (".",) * 9
 _STORED_SHAPES = frozenset(
     "0000-00-00T00:00:00" + fraction + "Z" for fraction in ("", ".000", ".000000", ".000000000")
 )
-_DATE_PART, _HOURS, _MINUTES, _SECONDS = (
-    itemgetter(slice(0, 10)),
-    itemgetter(slice(11, 13)),
-    itemgetter(slice(14, 16)),
-    itemgetter(slice(17, 19)),
+_MINUTE_TEXTS = frozenset(f"{n:02}" for n in range(60))
+_CLOCK_FIELDS = (
+    (itemgetter(slice(11, 13)), frozenset(f"{n:02}" for n in range(24))),
+    (itemgetter(slice(14, 16)), _MINUTE_TEXTS),
+    (itemgetter(slice(17, 19)), _MINUTE_TEXTS | {"60"}),
 )
+"""Where a stored time's hour, minute and second lie (digits already checked), and their
+allowed texts."""
+_DATE_PART = itemgetter(slice(0, 10))
 _LAST_THREE = itemgetter(slice(-4, -1))
 """A stored time's last three fraction digits (`:SS` when it has no fraction)."""
-_HOUR_TEXTS = frozenset(f"{n:02}" for n in range(24))
-_MINUTE_TEXTS = frozenset(f"{n:02}" for n in range(60))
-_SECOND_TEXTS = _MINUTE_TEXTS | {"60"}
 
 
-def _is_calendar_day(date: str) -> bool:
-    """`YYYY-MM-DD` (digits already checked) names a real day: Feb 29 in leap years only."""
-    year, month, day = int(date[:4]), int(date[5:7]), int(date[8:10])
-    return 1 <= month <= 12 and 1 <= day <= days_in_month(year, month)
+def _is_calendar_date(date: str) -> bool:
+    """`YYYY-MM-DD` (digits already checked) names a real day."""
+    return _is_calendar_day(int(date[:4]), int(date[5:7]), int(date[8:10]))
 
 
 def stamp_is_stored(value: str) -> bool:
     """`stamps_are_stored` for one time, in one pass over it (lease times, one at a time)."""
     return (
         value.translate(_DIGITS_AS_ZERO) in _STORED_SHAPES
-        and value[11:13] in _HOUR_TEXTS
-        and value[14:16] in _MINUTE_TEXTS
-        and value[17:19] in _SECOND_TEXTS
-        and value[-4:-1] != "000"
-        and _is_calendar_day(value[:10])
+        and all(field(value) in allowed for field, allowed in _CLOCK_FIELDS)
+        and _LAST_THREE(value) != "000"
+        and _is_calendar_date(_DATE_PART(value))
     )
 
 
@@ -410,11 +410,9 @@ def stamps_are_stored(stamps: list[str]) -> bool:
     if not shapes <= _STORED_SHAPES:
         return False
     return (
-        set(map(_HOURS, stamps)) <= _HOUR_TEXTS
-        and set(map(_MINUTES, stamps)) <= _MINUTE_TEXTS
-        and set(map(_SECONDS, stamps)) <= _SECOND_TEXTS
+        all(set(map(field, stamps)) <= allowed for field, allowed in _CLOCK_FIELDS)
         and "000" not in set(map(_LAST_THREE, stamps))
-        and all(map(_is_calendar_day, set(map(_DATE_PART, stamps))))
+        and all(map(_is_calendar_date, set(map(_DATE_PART, stamps))))
     )
 
 
