@@ -273,3 +273,17 @@ def test_a_long_listing_is_written_in_pieces(tmp_path):
     document = orjson.loads(done.stdout)
     assert done.stdout == canonical.stdout_bytes(document)
     assert document["count"] == len(document["items"]) == canonical.STREAMED_ITEMS * 2 + 5
+
+
+def test_nesting_past_orjsons_limit_is_refused_even_where_the_scanner_reads_it():
+    """The standard library's scanner reads as deep as the recursion limit lets it (Python 3.12
+    on: deeper than orjson's 1,024 levels); such input still gets orjson's refusal."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20_000)
+    try:
+        for data in (b"[" * 1025 + b"]" * 1025, b'{"a":' * 1100 + b"1" + b"}" * 1100):
+            assert _answer(json_codec._small_loads, data) == _answer(orjson.loads, data)
+        deepest = b"[" * 1024 + b"]" * 1024
+        assert json_codec._small_loads(deepest) == orjson.loads(deepest)
+    finally:
+        sys.setrecursionlimit(limit)
