@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from premath import lean_typing
+from premath.cli import _fast_spec
 from tests.harness.join_check_inputs import baseline
 from tests.support.cli import run_premath
 from tests.support.stores import write_open_store
@@ -88,6 +89,11 @@ HOT_COMMANDS = [
     ["issue", "claim-next", "--assignee", "w1", "--json"],
     ["issue", "update", "bd-9", "--notes", "bench", "--json"],
 ]  # fmt: skip
+
+
+def test_every_hot_command_is_probed():
+    probed = {tuple(argv[: len(path)]) for argv in HOT_COMMANDS for path in _fast_spec.HOT_COMMANDS}
+    assert set(_fast_spec.HOT_COMMANDS) <= probed
 
 
 @pytest.fixture(scope="module")
