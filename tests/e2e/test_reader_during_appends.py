@@ -82,6 +82,6 @@ def test_the_query_scan_stops_at_the_line_still_landing(tmp_path):
     path = tmp_path / "t.jsonl"
     path.write_bytes(ROW % b"s1" + b"\n" + (ROW % b"s2")[:40])
     lines = _read_while_the_rest_lands(path, (ROW % b"s2")[40:] + b"\n")
-    selection = _scan(str(path), lines, 1, 0, {"latest": 5})
+    selection = _scan(str(path), lines, 1, 0, {"latest": 5}, path.stat().st_size)
     assert selection.total == 1
     assert query_trajectory(str(path), "latest", 5)["totalCount"] == 2
