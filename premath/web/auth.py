@@ -9,7 +9,8 @@ login").
   drives a tool or mints a login, so a page on another site cannot act through a logged-in
   browser (the cookie is SameSite=Strict besides); an event stream ends with its session;
 - public paths, and OPTIONS (a CORS preflight never carries credentials; the routes answer it
-  with no data), pass without a caller.
+  with no data), pass without a caller, so the request guard behind gives them no body but a
+  login form's few bytes (premath/web/server.py `RequestGuard`).
 Anything else gets 401: JSON with `WWW-Authenticate: Bearer` as RFC 6750 words it, or, for a
 browser asking for a page, the login page. The caller's id goes into the scope (`CALLER_KEY`)
 for the access log and the faces; no token, code or cookie value is kept or logged.

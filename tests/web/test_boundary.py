@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import anyio
 import httpx2
 import orjson
 import pytest
@@ -386,3 +387,37 @@ def test_one_token_holder_cannot_evict_anothers_sessions_or_codes(server, tokens
         assert httpx2.get(minted[0]["url"], timeout=10).status_code == 401
         assert httpx2.get(minted[-1]["url"], timeout=10).status_code == 200
         assert httpx2.get(kept_code, timeout=10).status_code == 200
+
+
+# A route that fails ---------------------------------------------------------------------------
+
+
+def test_a_failing_route_is_a_json_500_with_its_access_line():
+    """What a hostile path used to reach (a traceback and an access line without a status) is
+    now refused before any route; a route that still fails answers JSON and logs 500."""
+    from starlette.routing import Route
+
+    from premath.web.app import http_app
+    from premath.web.server import ServerLimits
+
+    class Log:
+        def __init__(self) -> None:
+            self.lines: list[dict] = []
+
+        def write(self, event: str, **fields) -> None:
+            self.lines.append({"event": event, **fields})
+
+    def fail(request):
+        raise ValueError("embedded null byte")
+
+    log = Log()
+    app = http_app([Route("/fail", fail)], ServerLimits(), log=log)
+
+    async def scenario() -> httpx2.Response:
+        transport = httpx2.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://test") as client:
+            return await client.get("/fail")
+
+    answer = anyio.run(scenario)
+    assert (answer.status_code, answer.json()) == (500, {"error": "internal error"})
+    assert [(line["path"], line["status"]) for line in log.lines] == [("/fail", 500)]
