@@ -323,6 +323,7 @@ class GuardedH11Protocol(H11Protocol):
         self.close_lingering()
 
     def close_lingering(self) -> None:
+        """Half-close now, drop what still arrives, close after LINGER_S."""
         if self._linger is not None:
             return
         if not self.transport.can_write_eof():
