@@ -9,7 +9,12 @@ import click
 
 from premath.cli._options import discovered_default, json_option, project_path_option
 from premath.cli._root import CONTEXT_SETTINGS, AppContext, StrictCommand, pass_app
-from premath.cli.observe import CIWITNESS_DIR_OPTION, TLS_OPTIONS, live_dashboard_options
+from premath.cli.observe import (
+    CIWITNESS_DIR_OPTION,
+    PUBLIC_URL_OPTION,
+    TLS_OPTIONS,
+    live_dashboard_options,
+)
 from premath.errors import InputInvalid, InvalidUsage
 
 
@@ -78,6 +83,7 @@ from premath.errors import InputInvalid, InvalidUsage
 )
 @CIWITNESS_DIR_OPTION
 @live_dashboard_options
+@PUBLIC_URL_OPTION
 @click.option(
     "--allow-path",
     multiple=True,
@@ -165,6 +171,7 @@ def mcp_serve(
     out_jsonl: str,
     trajectory_path: str,
     runs_dir: str,
+    public_url: str | None,
     allow_path: tuple[str, ...],
     call_timeout: float,
     instruction_run_timeout: float,
@@ -221,6 +228,8 @@ def mcp_serve(
         )
     if live and not observe:
         raise InvalidUsage("--live rebuilds the surface the dashboard shows: add --observe")
+    if public_url is not None and not observe:
+        raise InvalidUsage("--public-url names the login links of the dashboard: add --observe")
     from premath.mcp.access_log import open_access_log
     from premath.mcp.server import CallLimits, serve  # lazy: the SDK loads only here
     from premath.mcp.tools import ServerConfig
@@ -248,7 +257,7 @@ def mcp_serve(
         return 0
     from premath.mcp.http import serve_http
     from premath.web.serve import ObservationOptions
-    from premath.web.server import ServerLimits, parse_bind, tls_files
+    from premath.web.server import ServerLimits, parse_bind, parse_public_url, tls_files
     from premath.web.tokens import resolve_tokens
 
     try:
@@ -291,6 +300,7 @@ def mcp_serve(
         log=open_access_log(access_log or "-"),
         tls=tls,
         observation=observation,
+        public_url=parse_public_url(public_url),
     )
     return 0
 

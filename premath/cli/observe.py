@@ -7,6 +7,7 @@ import click
 
 from premath.cli._options import discovered_default, json_option
 from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand, pass_app
+from premath.errors import InvalidUsage
 
 SURFACE_PATH = "artifacts/observation/latest.json"
 EVENTS_PATH = "artifacts/observation/events.jsonl"
@@ -70,6 +71,11 @@ live_dashboard_options = _options(
 TLS_OPTIONS = _options(
     click.option("--tls-cert", help="TLS certificate (PEM) to serve HTTPS; with --tls-key"),
     click.option("--tls-key", help="TLS private key (PEM); with --tls-cert"),
+)
+PUBLIC_URL_OPTION = click.option(
+    "--public-url",
+    help="http[s]://HOST[:PORT] people reach the server at (a TLS proxy's address): login "
+    "links start with it (default: the bound address; never a request's Host)",
 )
 
 
@@ -182,6 +188,7 @@ def observe(
     "then needs a token or a browser login (a one-time link is printed); without it none does",
 )
 @TLS_OPTIONS
+@PUBLIC_URL_OPTION
 @json_option
 @pass_app
 def observe_serve(
@@ -199,6 +206,7 @@ def observe_serve(
     token_file: str | None,
     tls_cert: str | None,
     tls_key: str | None,
+    public_url: str | None,
 ) -> int:
     """Serve the observation API and live dashboard.
 
@@ -212,7 +220,10 @@ def observe_serve(
     import sys
 
     from premath.web.serve import ObservationOptions, ServeOptions, serve_observation
-    from premath.web.server import tls_files
+    from premath.web.server import parse_public_url, tls_files
+
+    if public_url is not None and token_file is None:
+        raise InvalidUsage("--public-url names the login links, which --token-file turns on")
 
     observation = ObservationOptions(
         surface=surface,
@@ -230,6 +241,7 @@ def observe_serve(
         client_timeout_s=header_timeout_seconds,
         token_file=token_file,
         tls=tls_files(tls_cert, tls_key),
+        public_url=parse_public_url(public_url),
     )
     serve_observation(options, app.clock, out=sys.stdout, err=sys.stderr)
     return 0

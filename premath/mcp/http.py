@@ -34,9 +34,10 @@ from premath.mcp.server import CallLimits, InFlight, build_server
 from premath.mcp.tools import ServerConfig, ToolService
 from premath.store.documents import os_error_text
 from premath.web.app import Lifespan, http_app
-from premath.web.auth import CALLER_KEY, Access, people_access
+from premath.web.auth import Access, people_access
 from premath.web.serve import ObservationOptions
 from premath.web.server import (
+    CALLER_KEY,
     BindAddress,
     Listening,
     ServerLimits,
@@ -137,10 +138,12 @@ def serve_http(
     log: AccessLog,
     tls: TlsFiles | None = None,
     observation: ObservationOptions | None = None,
+    public_url: str | None = None,
 ) -> None:
     """Serve the tools (and with `observation` the observation API and dashboard) over HTTP
     until SIGTERM/SIGINT; then finish the requests in flight and wait for every tool call still
-    running (its write completes) before exiting."""
+    running (its write completes) before exiting. Login links start with `public_url`
+    (`--public-url`), else the bound address."""
     in_flight = InFlight()
     clock = SystemClock()
     service = ToolService(config, clock)
@@ -168,6 +171,7 @@ def serve_http(
             listening,
             public_paths=frozenset({HEALTH_PATH}),
             bearer_only_paths=frozenset({MCP_PATH}),
+            public_url=public_url,
         )
         lines += [f"  dashboard: {base}/dashboard", login]
     app = build_http_app(

@@ -5,8 +5,11 @@
    query, status, caller's token id, client, duration; never a header or a body);
 2. the gate (premath/web/auth.py), when the server has tokens; its login routes are mounted
    too when it takes browser sessions;
-3. the request guard (premath/web/server.py): bodies capped and timed, slow readers dropped;
-then the routes, where unknown paths and methods get JSON 404 and 405. The pieces' lifespans
+3. the request guard (premath/web/server.py): bodies capped (a login form's few bytes for
+   anyone, more only for a caller the gate recognised), timed and complete, slow readers
+   dropped;
+then the routes, where unknown paths and methods get JSON 404 and 405, and an exception a JSON
+500 (its access line says 500). The pieces' lifespans
 (the MCP session manager, the observation watcher) run together.
 """
 
@@ -24,8 +27,8 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from premath.store.canonical import response_bytes
-from premath.web.auth import CALLER_KEY, Access, Gate, Login
-from premath.web.server import RequestGuard, ServerLimits
+from premath.web.auth import LOGIN_PATH, Access, Gate, Login
+from premath.web.server import CALLER_KEY, RequestGuard, ServerLimits, error_body
 
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
 API_HEADERS = {"access-control-allow-origin": "*", "access-control-allow-methods": "GET"}
@@ -49,6 +52,11 @@ def not_found(request: Request, exc: Exception) -> Response:
     return api_json(404, {"error": f"unknown route: {request.url.path}"})
 
 
+def internal_error(request: Request, exc: Exception) -> Response:
+    """JSON 500 for a failure no route expected (uvicorn logs its traceback)."""
+    return Response(error_body("internal error"), 500, API_HEADERS, "application/json")
+
+
 class AccessLogMiddleware:
     """One `http` access line per request, written when the response has been sent."""
 
@@ -70,6 +78,9 @@ class AccessLogMiddleware:
 
         try:
             await self.app(scope, receive, watched)
+        except Exception:
+            status.append(500)  # what the outermost layer answers
+            raise
         finally:
             client = scope.get("client")
             self.log.write(
@@ -112,12 +123,13 @@ def http_app(
         middleware.append(Middleware(Gate, access=access))
         if access.sessions is not None:
             login = Login(access).routes()
-    middleware.append(Middleware(RequestGuard, limits=limits))
+    form_paths = frozenset({LOGIN_PATH}) if login else frozenset()
+    middleware.append(Middleware(RequestGuard, limits=limits, form_paths=form_paths))
     app = Starlette(
         routes=[*login, *routes],
         middleware=middleware,
         lifespan=_together(lifespans),
-        exception_handlers={404: not_found, 405: not_found},
+        exception_handlers={404: not_found, 405: not_found, Exception: internal_error},
     )
     app.router.redirect_slashes = False  # exact paths: `/latest/` is not `/latest` (D21-6)
     return app

@@ -9,7 +9,8 @@ login").
   drives a tool or mints a login, so a page on another site cannot act through a logged-in
   browser (the cookie is SameSite=Strict besides); an event stream ends with its session;
 - public paths, and OPTIONS (a CORS preflight never carries credentials; the routes answer it
-  with no data), pass without a caller.
+  with no data), pass without a caller, so the request guard behind gives them no body but a
+  login form's few bytes (premath/web/server.py `RequestGuard`).
 Anything else gets 401: JSON with `WWW-Authenticate: Bearer` as RFC 6750 words it, or, for a
 browser asking for a page, the login page. The caller's id goes into the scope (`CALLER_KEY`)
 for the access log and the faces; no token, code or cookie value is kept or logged.
@@ -31,7 +32,7 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from premath.web.login_page import PAGE_HEADERS, login_page, opening_page
-from premath.web.server import Listening
+from premath.web.server import CALLER_KEY, Listening
 from premath.web.sessions import (
     CODE_TTL_S,
     CONSOLE_CALLER,
@@ -41,8 +42,6 @@ from premath.web.sessions import (
 )
 from premath.web.tokens import TokenSet
 
-CALLER_KEY = "premath.caller"
-"""Scope key: the caller's token id (or CONSOLE_CALLER), set by the gate."""
 VIA_KEY = "premath.via"
 """Scope key: `bearer` or `session`, how the caller was recognised."""
 Via = Literal["bearer", "session"]
@@ -81,6 +80,9 @@ class Access:
     """Paths a cookie never authorises (besides `/login/code` and every non-read)."""
     allowed_hosts: frozenset[str] | None = None
     """Host names the login pages answer (None: any), as the dashboard's (DNS rebinding)."""
+    public_base: str = ""
+    """`scheme://host[:port]` login links start with: `--public-url`, else the bound address;
+    never the request's Host, which any client writes."""
 
     def is_public(self, path: str) -> bool:
         login = self.sessions is not None and path in (LOGIN_PATH, LOGOUT_PATH)
@@ -280,9 +282,9 @@ class Login:
         """A new one-time login link for the bearer token's holder (the gate lets only a
         bearer token here)."""
         code = self.sessions.mint_code(request.scope[CALLER_KEY])
-        base = f"{request.url.scheme}://{request.headers.get('host', '')}"
+        url = f"{self.access.public_base}{LOGIN_PATH}?code={code}"
         return JSONResponse(
-            {"url": f"{base}{LOGIN_PATH}?code={code}", "expiresInSeconds": int(CODE_TTL_S)},
+            {"url": url, "expiresInSeconds": int(CODE_TTL_S)},
             headers={"cache-control": "no-store"},
         )
 
@@ -293,9 +295,11 @@ def people_access(
     listening: Listening,
     public_paths: frozenset[str],
     bearer_only_paths: frozenset[str] = frozenset(),
+    public_url: str | None = None,
 ) -> tuple[Access, str]:
     """Tokens and browser sessions for a server that people use too, and the banner's line
-    with the one-time login link."""
+    with the one-time login link (on `public_url`, `--public-url`, when given)."""
+    base = public_url or listening.base
     sessions = BrowserSessions()
     access = Access(
         tokens,
@@ -305,8 +309,9 @@ def people_access(
         public_paths=public_paths,
         bearer_only_paths=bearer_only_paths,
         allowed_hosts=LOOPBACK_HOSTS if listening.bind.loopback else None,
+        public_base=base,
     )
-    login = f"{listening.base}{LOGIN_PATH}"
+    login = f"{base}{LOGIN_PATH}"
     code = sessions.mint_code(CONSOLE_CALLER)
     minutes = round(CODE_TTL_S / 60)
     return access, (

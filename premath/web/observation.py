@@ -46,7 +46,8 @@ from premath.observe.views import (
     projection_view,
 )
 from premath.web.app import api_json
-from premath.web.auth import CALLER_KEY, VIA_KEY, host_allowed
+from premath.web.auth import VIA_KEY, host_allowed
+from premath.web.server import CALLER_KEY
 
 Document = dict[str, Any]
 Endpoint = Callable[[Request], Awaitable[Response]]

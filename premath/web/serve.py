@@ -80,6 +80,8 @@ class ServeOptions:
     client_timeout_s: float = ServerLimits.client_timeout_s
     token_file: str | None = None
     tls: TlsFiles | None = None
+    public_url: str | None = None
+    """Where people reach the server: login links start with it (parse_public_url)."""
 
 
 def banner(options: ServeOptions, listening: Listening, login: str | None) -> str:
@@ -111,7 +113,11 @@ def serve_observation(options: ServeOptions, clock: Clock, *, out: TextIO, err: 
         access, login = None, None
         if tokens is not None:
             access, login = people_access(
-                tokens, "observe-serve", listening, public_paths=frozenset({"/healthz"})
+                tokens,
+                "observe-serve",
+                listening,
+                public_paths=frozenset({"/healthz"}),
+                public_url=options.public_url,
             )
         limits = ServerLimits(client_timeout_s=options.client_timeout_s)
         app = http_app(service.routes(), limits, lifespans=[service.lifespan], access=access)

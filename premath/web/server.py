@@ -14,15 +14,19 @@ streamable-http` both run through `serve` (specs/observation.md "Server", specs/
   close after `keep_alive_s`. The event loop serves every connection at once, so an idle one
   never blocks another. Accepted sockets get TCP_NODELAY (a response's head and body leave in
   two writes; without it Nagle holds the body back until the client's delayed ACK).
-- **Limits**: request line and headers at most `max_header_bytes` (larger: 400); a body is read
-  whole before the app runs, within `max_body_bytes` (413) and `client_timeout_s` (408)
-  (`RequestGuard`); a response the client does not take within `send_timeout_s` ends its
-  request; at most `max_connections` connections and requests at once (more: 503).
+- **Limits**: request line and headers at most `max_header_bytes`, however the client splits
+  them into packets (larger: 431); a body is read whole before the app runs, within
+  `max_body_bytes` for a caller the gate recognised, `form_body_bytes` on the login form for
+  anyone, and nothing on GET, HEAD and OPTIONS (413), and within `client_timeout_s` (408)
+  (`RequestGuard`); a body that ends before its declared length or chunked terminator (the
+  client closed) is never passed on (400); a path with a control character is refused (400); a
+  response the client does not take within `send_timeout_s` ends its request; at most
+  `max_connections` connections and requests at once (more: 503).
 - **Malformed requests** get a JSON 400 instead of uvicorn's plain text. Every answer of the
   guard is `{"error": ...}` with the CORS header, so a browser page can read it, and is
   followed by a lingering close: the server half-closes and drops what the client still sends
-  for `LINGER_S`, so a client still writing (a slow head dripping in) reads the refusal instead
-  of a reset that would discard it.
+  for `LINGER_S`, so a client still writing (a slow head dripping in, a refused body) reads the
+  refusal instead of a reset that would discard it.
 - **TLS**: `tls_files` checks a certificate and key pair before anything is announced.
 - **Shutdown**: SIGINT or SIGTERM stops accepting, lets running requests finish for
   `shutdown_grace_s`, then cancels what is left (event streams end at once) and returns.
@@ -32,17 +36,20 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import re
 import resource
 import signal
 import socket
 import sys
 import threading
 import time
+import urllib.parse
 from collections.abc import Generator
 from dataclasses import dataclass
 from types import FrameType
 
 import anyio
+import h11
 import orjson
 import uvicorn
 from starlette.datastructures import Headers
@@ -51,6 +58,9 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from premath.errors import InputInvalid, InvalidUsage
 
+CALLER_KEY = "premath.caller"
+"""Scope key: the caller's token id (or the console's), set by the gate (premath/web/auth.py)
+on a request it recognised. The request guard gives a body room only to such a caller."""
 TRUSTED_PROXIES = "127.0.0.1,::1"
 """`X-Forwarded-For`/`-Proto` are honoured from these only: a TLS reverse proxy on the same
 host (the documented set-up) then shows the real client and scheme (Secure cookies)."""
@@ -115,6 +125,30 @@ def bind_socket(bind: BindAddress, backlog: int = 4096) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+_NETLOC = re.compile(r"[A-Za-z0-9.\-]+(:\d{1,5})?|\[[0-9A-Fa-f:.]+\](:\d{1,5})?")
+
+
+def parse_public_url(text: str | None) -> str | None:
+    """`--public-url`: `http[s]://HOST[:PORT]`, where people reach the server (a TLS proxy's
+    address, a machine name for a wildcard bind); login links start with it. InvalidUsage
+    for anything with a path, query, user or odd host."""
+    if text is None:
+        return None
+    parts = urllib.parse.urlsplit(text)
+    if (
+        parts.scheme not in ("http", "https")
+        or not _NETLOC.fullmatch(parts.netloc)
+        or parts.path not in ("", "/")
+        or parts.query
+        or parts.fragment
+    ):
+        raise InvalidUsage(
+            "--public-url must be http://HOST[:PORT] or https://HOST[:PORT], without a path "
+            f"(e.g. https://coordinator.example), got {text!r}"
+        )
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 @dataclass(frozen=True)
@@ -188,6 +222,9 @@ class ServerLimits:
     keep_alive_s: int = 5
     max_header_bytes: int = 16 * 1024
     max_body_bytes: int = 1 << 20
+    """For a caller the gate recognised (a token, a session)."""
+    form_body_bytes: int = 8 * 1024
+    """For anyone, on `form_paths`: the few bytes of the login form (a pasted token)."""
     max_connections: int = 16_384
     send_timeout_s: float = 60.0
     """A response message the client does not take within this ends its request."""
@@ -211,15 +248,37 @@ def _raw_error(status: int, reason: str, message: str) -> bytes:
     return head.encode("ascii") + body
 
 
+INCOMPLETE_BODY = "bad request: the body ended before its declared length or chunked terminator"
 LINGER_S = 2.0
 """How long a refused connection's late bytes are read and dropped before it is closed."""
 
 
+class _CycleTransport:
+    """The transport as a request's cycle sees it. A cycle closes the connection after an
+    answer that refuses the request's body (413, 408): the client may still be sending that
+    body, so the close lingers (`GuardedH11Protocol.close_lingering`) instead of resetting the
+    connection, which would discard the answer before the client reads it."""
+
+    def __init__(self, protocol: "GuardedH11Protocol") -> None:
+        self._protocol = protocol
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._protocol.transport, name)
+
+    def close(self) -> None:
+        if self._protocol.conn.their_state is h11.SEND_BODY:
+            self._protocol.close_lingering()
+        else:
+            self._protocol.transport.close()
+
+
 class GuardedH11Protocol(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol with a deadline for each request's line and headers, JSON
-    refusals and TCP_NODELAY. `client_timeout_s` is set on a subclass per server (`_protocol`)."""
+    """uvicorn's HTTP/1.1 protocol with a deadline for each request's line and headers, a head
+    cap whatever the packets, JSON refusals, lingering closes and TCP_NODELAY.
+    `client_timeout_s` and `max_header_bytes` are set on a subclass per server (`_protocol`)."""
 
     client_timeout_s = 10.0
+    max_header_bytes = 16 * 1024
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._head_deadline: asyncio.TimerHandle | None = None
@@ -246,7 +305,7 @@ class GuardedH11Protocol(H11Protocol):
         """No request is being served (none yet, or the last one answered) and the next head
         is late. A request being served is never cut by this timer."""
         self._head_deadline = None
-        if self.transport.is_closing():
+        if self.transport.is_closing() or self._linger is not None:
             return
         if self.cycle is not None and not self.cycle.response_complete:
             return
@@ -261,6 +320,12 @@ class GuardedH11Protocol(H11Protocol):
         connection, and the client would lose the answer before reading it)."""
         with contextlib.suppress(RuntimeError, OSError):
             self.transport.write(answer)
+        self.close_lingering()
+
+    def close_lingering(self) -> None:
+        """Half-close now, drop what still arrives, close after LINGER_S."""
+        if self._linger is not None:
+            return
         if not self.transport.can_write_eof():
             self.transport.close()
             return
@@ -271,10 +336,46 @@ class GuardedH11Protocol(H11Protocol):
     def data_received(self, data: bytes) -> None:
         if self._linger is not None:
             return  # refused: its late bytes are dropped until it closes or the linger ends
+        if self._head_too_large(data):
+            message = f"request line and headers over {self.max_header_bytes} bytes"
+            self._refuse(_raw_error(431, "Request Header Fields Too Large", message))
+            return
         super().data_received(data)
         if self.cycle is not None and self.cycle is not self._timed_cycle:
             self._timed_cycle = self.cycle  # a whole request line and headers arrived
             self._cancel_head_deadline()
+
+    def _head_too_large(self, data: bytes) -> bool:
+        """Whether the request head being received is over the cap. h11's own cap sees only a
+        head still incomplete after a read, so one write of 100 KB would pass it."""
+        if self.conn.their_state not in (h11.IDLE, h11.DONE):
+            return False  # body bytes, or a connection already ending
+        pending = self.conn.trailing_data[0]  # the head's bytes not yet parsed
+        if len(pending) + len(data) <= self.max_header_bytes:
+            return False
+        window = (pending + data)[: self.max_header_bytes + 4]
+        return b"\r\n\r\n" not in window and b"\n\n" not in window
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        if self.cycle is not None and not isinstance(self.cycle.transport, _CycleTransport):
+            self.cycle.transport = _CycleTransport(self)  # type: ignore[assignment]
+
+    def eof_received(self) -> None:
+        """The client half-closed. In the middle of a body its request can never complete:
+        answer 400 and end the request as disconnected, so nothing acts on the part that came
+        (the transport then closes, as it does on any end of input)."""
+        cycle = self.cycle
+        if (
+            cycle is not None
+            and not cycle.response_started
+            and self.conn.their_state is h11.SEND_BODY
+            and self._linger is None
+        ):
+            with contextlib.suppress(RuntimeError, OSError):
+                self.transport.write(_raw_error(400, "Bad Request", INCOMPLETE_BODY))
+            cycle.disconnected = True
+            cycle.message_event.set()
 
     def on_response_complete(self) -> None:
         self._answered = True
@@ -299,7 +400,12 @@ class GuardedH11Protocol(H11Protocol):
 
 def _protocol(limits: ServerLimits) -> type[GuardedH11Protocol]:
     return type(
-        "ServerProtocol", (GuardedH11Protocol,), {"client_timeout_s": limits.client_timeout_s}
+        "ServerProtocol",
+        (GuardedH11Protocol,),
+        {
+            "client_timeout_s": limits.client_timeout_s,
+            "max_header_bytes": limits.max_header_bytes,
+        },
     )
 
 
@@ -326,33 +432,55 @@ async def send_error(
 _CLOSE = ((b"connection", b"close"),)
 
 
+BODILESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_CONTROL_CHARACTER = re.compile(r"[\x00-\x1f\x7f]")
+
+
 class RequestGuard:
     """Bodies are read whole, within a size cap (413) and a time limit (408), before the app
-    runs; a response message the client does not take within the limit ends the request.
-    Mount it inside any authentication, so an unknown client never makes the server buffer a
-    body."""
+    runs; one that never completes (the client closed first) is answered 400 and never passed
+    on; a response message the client does not take within the limit ends the request.
 
-    def __init__(self, app: ASGIApp, limits: ServerLimits) -> None:
+    Mount it inside any authentication: the cap is `max_body_bytes` only for a caller the gate
+    recognised (CALLER_KEY). Anyone else (an OPTIONS, `/healthz`, the login pages, a server
+    without tokens) may send `form_body_bytes` on `form_paths` and no body elsewhere, so an
+    unknown client never makes the server hold more than a login form. GET, HEAD and OPTIONS
+    take no body from anyone. A path with a control character (`%00`) is refused: no route
+    names one, and a file system call would fail on it."""
+
+    def __init__(
+        self, app: ASGIApp, limits: ServerLimits, form_paths: frozenset[str] = frozenset()
+    ) -> None:
         self.app = app
         self.limits = limits
+        self.form_paths = form_paths
+
+    def body_limit(self, scope: Scope) -> int:
+        if scope["method"] in BODILESS_METHODS:
+            return 0
+        if scope.get(CALLER_KEY) is not None:
+            return self.limits.max_body_bytes
+        return self.limits.form_body_bytes if scope["path"] in self.form_paths else 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.limits.max_body_bytes
+        if _CONTROL_CHARACTER.search(scope["path"]):
+            await send_error(send, 400, "bad request: a control character in the path")
+            return
+        limit = self.body_limit(scope)
         declared = Headers(scope=scope).get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
             await send_error(send, 413, "request body too large", _CLOSE)
             return
         body = bytearray()
-        trailing: list[Message] = []
         with anyio.move_on_after(self.limits.client_timeout_s) as reading:
             while True:
                 message = await receive()
-                if message["type"] != "http.request":
-                    trailing.append(message)
-                    break
+                if message["type"] != "http.request":  # the client left before the end
+                    await send_error(send, 400, INCOMPLETE_BODY, _CLOSE)
+                    return
                 body.extend(message.get("body", b""))
                 if len(body) > limit:
                     await send_error(send, 413, "request body too large", _CLOSE)
@@ -363,7 +491,6 @@ class RequestGuard:
             await send_error(send, 408, "request body not received in time", _CLOSE)
             return
         queued: list[Message] = [{"type": "http.request", "body": bytes(body), "more_body": False}]
-        queued.extend(trailing)
 
         async def replay() -> Message:
             return queued.pop(0) if queued else await receive()

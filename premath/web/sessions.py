@@ -5,8 +5,10 @@ token and a restart) logs every browser out.
 A code or a session id is 32 random bytes, url-safe; only its SHA-256 digest is kept, so
 nothing the server holds could be replayed. A code works once, within CODE_TTL_S of being
 minted; a session lasts SESSION_TTL_S from its login whatever its activity, or until logout,
-and the open event streams of a session end with it. At most MAX_CODES codes and MAX_SESSIONS
-sessions are kept; past that the oldest goes first. Used from the event loop only.
+and the open event streams of a session end with it. Each caller (token id) keeps at most
+MAX_CODES codes and MAX_SESSIONS sessions; past that its own oldest goes first, so no caller
+can push out another's. Only a token holder can mint or open, so memory is bounded by the
+token file's lines times these caps. Used from the event loop only.
 """
 
 import hashlib
@@ -19,8 +21,10 @@ import anyio
 
 CODE_TTL_S = 600.0
 SESSION_TTL_S = 12 * 3600.0
-MAX_CODES = 64
-MAX_SESSIONS = 1024
+MAX_CODES = 16
+"""Unspent login codes kept per caller."""
+MAX_SESSIONS = 128
+"""Open sessions kept per caller (its browsers)."""
 CONSOLE_CALLER = "@console"
 """Who a session opened by the start-up login URL belongs to: whoever reads the server's
 console. Token ids cannot start with `@`, so it never names a token."""
@@ -51,8 +55,9 @@ class BrowserSessions:
         self._forget_expired()
         code = secrets.token_urlsafe(32)
         self._codes[_digest(code)] = (caller, self.clock() + CODE_TTL_S)
-        while len(self._codes) > MAX_CODES:
-            del self._codes[next(iter(self._codes))]
+        mine = [key for key, (owner, _) in self._codes.items() if owner == caller]
+        for key in mine[: max(0, len(mine) - MAX_CODES)]:  # oldest first (insertion order)
+            del self._codes[key]
         return code
 
     def redeem(self, code: str) -> str | None:
@@ -67,9 +72,9 @@ class BrowserSessions:
         self._forget_expired()
         session_id = secrets.token_urlsafe(32)
         self._sessions[_digest(session_id)] = Session(caller, self.clock() + SESSION_TTL_S)
-        while len(self._sessions) > MAX_SESSIONS:
-            oldest = next(iter(self._sessions))
-            self._sessions.pop(oldest).ended.set()
+        mine = [key for key, session in self._sessions.items() if session.caller == caller]
+        for key in mine[: max(0, len(mine) - MAX_SESSIONS)]:  # oldest first (insertion order)
+            self._sessions.pop(key).ended.set()
         return session_id
 
     def find(self, session_id: str) -> Session | None:

@@ -26,11 +26,14 @@ def test_a_code_opens_once_within_its_lifetime():
     assert sessions.redeem("never-minted") is None
 
 
-def test_only_the_newest_codes_are_kept():
+def test_only_a_callers_newest_codes_are_kept_and_never_at_anothers_expense():
     sessions = BrowserSessions(Clock())
-    codes = [sessions.mint_code(f"w{n}") for n in range(MAX_CODES + 1)]
+    others = sessions.mint_code("w2")
+    codes = [sessions.mint_code("w1") for _ in range(MAX_CODES + 1)]
     assert sessions.redeem(codes[0]) is None
-    assert sessions.redeem(codes[-1]) == f"w{MAX_CODES}"
+    assert sessions.redeem(codes[1]) == "w1"
+    assert sessions.redeem(codes[-1]) == "w1"
+    assert sessions.redeem(others) == "w2"
 
 
 def test_a_session_lasts_its_lifetime_or_until_closed():
@@ -53,12 +56,17 @@ def test_a_session_lasts_its_lifetime_or_until_closed():
     anyio.run(scenario)
 
 
-def test_the_oldest_session_goes_first_past_the_cap():
+def test_a_callers_oldest_session_goes_first_past_its_cap_and_no_one_elses():
     async def scenario() -> None:
         sessions = BrowserSessions(Clock())
+        others = sessions.open("w2")
         ids = [sessions.open("w1") for _ in range(MAX_SESSIONS + 1)]
-        assert sessions.find(ids[0]) is None
+        first = sessions.find(ids[0])
+        assert first is None
         assert sessions.find(ids[1]) is not None
         assert sessions.find(ids[-1]) is not None
+        kept = sessions.find(others)
+        assert kept is not None
+        assert not kept.ended.is_set()
 
     anyio.run(scenario)
