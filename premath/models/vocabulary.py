@@ -32,5 +32,14 @@ LeaseState = Literal[
 """An issue's lease as the loop sees it (specs/harness-loop.md "Lease states"): `lease_state`
 of issue memory gives the last three for any row, the loop's handoff all of them."""
 
+ESCALATION_TITLE_PREFIX: Final = "[HarnessEscalation]"
+"""The title of an issue the loop files when retries are spent (specs/retry-policy.md
+"Escalation"): work for a person, which claim-next leaves to people (divergence D30a-1)."""
+
+
+def is_escalation_title(title: object) -> bool:
+    return isinstance(title, str) and title.startswith(ESCALATION_TITLE_PREFIX)
+
+
 KNOWN_STATUSES = ("open", "in_progress", "blocked", "closed")
 """Issue statuses that carry meaning; the stored field is free-form, as in the reference."""
