@@ -17,6 +17,13 @@ from typing import Any
 
 from premath.clock import Clock
 from premath.errors import PremathError
+from premath.observe.attention import (
+    LiveInputs,
+    TrajectoryFacts,
+    live_attention,
+    same_attention,
+    trajectory_facts,
+)
 from premath.observe.board import issue_board
 from premath.observe.builder import BuildPaths, build_surface, write_outputs
 from premath.observe.changes import InputWatch
@@ -47,7 +54,7 @@ def _now_pair(now: datetime) -> tuple[int, int]:
     return nanos // 1_000_000_000, nanos % 1_000_000_000
 
 
-def _trajectory_sections(path: str) -> tuple[Document, Document]:
+def _trajectory_sections(path: str, now: datetime) -> tuple[Document, Document]:
     from premath.harness.kpi import kpi_report
     from premath.harness.trajectory import query_trajectory
 
@@ -64,7 +71,7 @@ def _trajectory_sections(path: str) -> tuple[Document, Document]:
     except PremathError as exc:
         tail = {"error": exc.message}
     try:
-        kpi = kpi_report(trajectory_path=path)
+        kpi = kpi_report(trajectory_path=path, now=now)
     except PremathError as exc:
         kpi = {"error": exc.message}
     return tail, kpi
@@ -83,6 +90,9 @@ class Dashboard:
     _issues: dict[str, Document] = field(default_factory=dict)
     _runs: RunsCatalogue | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _trajectory_facts: TrajectoryFacts | None = None
+    _attention: Document | None = None
+    """The live attention of the surface last written (D30a-2)."""
 
     def __post_init__(self) -> None:
         self._surface_cache = SurfaceCache(self.sources.surface_path)
@@ -103,7 +113,10 @@ class Dashboard:
         live = self.sources.live
         assert live is not None
         assert self._watch is not None
-        if not self._watch.changed():
+        inputs = LiveInputs(self.clock.now(), self._trajectory_facts)
+        # The clock and the trajectory change what needs a person too, not only the inputs.
+        stale = self._watch.changed()
+        if not stale and same_attention(self._attention_now(inputs), self._attention):
             return
         paths = BuildPaths(
             live.repo_root,
@@ -113,13 +126,24 @@ class Dashboard:
             live.out_jsonl,
         )
         try:
-            surface = build_surface(paths, self._reader)
+            surface = build_surface(paths, self._reader, inputs)
             write_outputs(paths, surface)
+            self._attention = surface.summary.get("live")
             outcome: Document = {"ok": True}
         except PremathError as exc:
             outcome = {"ok": False, "error": exc.message}
         if outcome != self._state["live"]:
             self._state["live"] = changed["live"] = outcome
+
+    def _attention_now(self, inputs: LiveInputs) -> Document | None:
+        """The live attention at `inputs` from the cached issue rows (None: unreadable, which
+        the build reports)."""
+        assert self.sources.live is not None
+        try:
+            rows = self._reader.issue_rows(self.sources.live.issues_path)
+        except PremathError:
+            return None
+        return live_attention(rows, inputs)
 
     def _surface(self, changed: Document) -> None:
         assert self._surface_cache is not None
@@ -155,7 +179,8 @@ class Dashboard:
         path = self.sources.trajectory_path
         if path is None or not self._moved("trajectory", path):
             return
-        tail, kpi = _trajectory_sections(path)
+        tail, kpi = _trajectory_sections(path, self.clock.now())
+        self._trajectory_facts = None if "error" in tail else trajectory_facts(tail["latest"], kpi)
         if tail != self._state.get("trajectory"):
             self._state["trajectory"] = changed["trajectory"] = tail
         if kpi != self._state.get("kpi"):
@@ -172,11 +197,11 @@ class Dashboard:
         """The sections that changed since the last call, stamped; None when nothing did."""
         with self._lock:
             changed: Document = {}
+            self._trajectory(changed)  # first: the live build reads its facts
             if self.sources.live is not None:
                 self._rebuild(changed)
             self._surface(changed)
             self._board(changed)
-            self._trajectory(changed)
             self._run_list(changed)
             if not changed:
                 return None
