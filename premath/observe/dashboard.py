@@ -6,7 +6,8 @@ whose identity changed; with `--live` it first rebuilds the surface when a build
 the last call, ready to be pushed to every page; `snapshot` is the whole state for a new page.
 Sections: `surface` (the latest view, or the loader's error), `issues` (the board, sent as
 upserts and removals), `bottleneck`, `trajectory` (latest steps and latest failures), `kpi`,
-`runs`, and `live` (the last rebuild's outcome).
+`issueSteps` (each issue's latest step among those, with its retry state), `runs`, and `live`
+(the last rebuild's outcome).
 """
 
 import os
@@ -28,6 +29,7 @@ from premath.observe.board import issue_board
 from premath.observe.builder import BuildPaths, build_surface, write_outputs
 from premath.observe.changes import InputWatch
 from premath.observe.inputs import InputReader
+from premath.observe.issue_steps import issue_step_index
 from premath.observe.runs import RunsCatalogue
 from premath.observe.surface import SurfaceCache, SurfaceUnavailable
 from premath.observe.views import latest_view
@@ -183,8 +185,35 @@ class Dashboard:
         self._trajectory_facts = None if "error" in tail else trajectory_facts(tail["latest"], kpi)
         if tail != self._state.get("trajectory"):
             self._state["trajectory"] = changed["trajectory"] = tail
+        steps = (
+            {}
+            if "error" in tail
+            else issue_step_index([*tail["latest"], *tail["failed"]], self._repo_root())
+        )
+        if steps != self._state.get("issueSteps"):
+            self._state["issueSteps"] = changed["issueSteps"] = steps
         if kpi != self._state.get("kpi"):
             self._state["kpi"] = changed["kpi"] = kpi
+
+    def _repo_root(self) -> str:
+        """Where step records resolve: the live build's root, else the working folder."""
+        return os.getcwd() if self.sources.live is None else self.sources.live.repo_root
+
+    def issue_why(self, issue_id: str) -> Document:
+        """The issue detail's *why* (issue_steps.py); NotFound for an unknown issue."""
+        from premath.errors import NotFound
+        from premath.observe.issue_steps import issue_why
+
+        live = self.sources.live
+        if live is None or self.sources.trajectory_path is None:
+            raise NotFound("no issue memory: start the server with --live")
+        return issue_why(
+            issue_id,
+            live.issues_path,
+            self.sources.trajectory_path,
+            live.repo_root,
+            self.clock.now(),
+        )
 
     def _run_list(self, changed: Document) -> None:
         if self._runs is None:

@@ -11,7 +11,8 @@ loopback bind the dashboard routes check the Host header (DNS rebinding). Routes
   preflight (D21-7); `/` and `/healthz` never read the surface (D21-4);
 - `/dashboard` (the page and its two assets), `/events` (server-sent events: a `snapshot`, then
   a `delta` whenever a watched file changes), `/runs/<id>/report` (the run's HTML report,
-  rendered on request) and `/runs/<id>/<path>` (files and folders of that run, as plain text),
+  rendered on request), `/runs/<id>/<path>` (files and folders of that run, as plain text),
+  `/issues/<id>/why` (the issue detail's why: blockers, notes, steps, the last failure's output),
   all read-only (D21-10).
 """
 
@@ -328,6 +329,14 @@ class ObservationService:
             "text/html; charset=utf-8",
         )
 
+    async def _issue_why(self, request: Request) -> Response:
+        """`/issues/<id>/why`: what the issue detail shows (issue 30)."""
+        try:
+            why = await run_in_threadpool(self.dashboard.issue_why, request.path_params["issue_id"])
+        except PremathError as exc:
+            return _error(404, exc.message)
+        return api_json(200, why)
+
     def dashboard_routes(self) -> list[BaseRoute]:
         pages: list[tuple[str, Callable[[Request], Awaitable[Response]]]] = [
             ("/dashboard", self._asset("dashboard.html")),
@@ -336,6 +345,7 @@ class ObservationService:
             ("/events", self._events),
             ("/runs/{run_id}/report", self._report),
             ("/runs/{run_id}/{path:path}", self._run_file),
+            ("/issues/{issue_id}/why", self._issue_why),
         ]
         return [Route(path, self._page(handler), methods=ALL_METHODS) for path, handler in pages]
 
