@@ -45,6 +45,13 @@ def test_the_live_authority_sees_a_lease_expire_and_failures_land(tmp_path):
     with http_server(
         root, "--token-file", str(path), "--observe", "--live", "--mutation-policy", "open"
     ) as server:
+        why = httpx2.get(
+            server.base + "/issues/bd-9/why",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=10,
+        )
+        assert (why.status_code, why.json()) == (404, {"error": "issue not found: bd-9"})
+        assert httpx2.get(server.base + "/issues/bd-2/why", timeout=10).status_code == 401
         first = _needs_attention(server, token)
         assert first["needsAttention"] is False
         assert first["live"]["attentionReasons"] == []
