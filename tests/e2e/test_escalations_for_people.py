@@ -7,6 +7,15 @@ import orjson
 import pytest
 
 from tests.cli.test_issue import row, seed, stored
+from tests.instruction.host_support import (
+    ALL_CLAIMS,
+    CHANGE,
+    accepted_instruction,
+    evaluate,
+    evidence,
+    host_repo,
+    program,
+)
 from tests.mcp.client import call, http_session
 from tests.support.cli import run_premath
 from tests.support.remote import (
@@ -132,3 +141,26 @@ def test_a_remote_worker_never_claims_an_escalation_and_a_person_can(tmp_path):
     assert (asked[0], asked[1]["issue"]["id"]) == (False, "bd-2")
     assert project.issues["bd-2"]["lease"]["owner"] == "alice"
     assert [(i["id"], i.get("escalation")) for i in ready[1]["items"]] == [("bd-2", True)]
+
+
+def test_a_host_program_claims_an_escalation_only_when_it_asks(tmp_path, monkeypatch):
+    host_repo(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    seed(tmp_path, row("bd-2", title=ESCALATION, priority=0))
+    ref = accepted_instruction(tmp_path, "20260301T000000Z-work", ALL_CLAIMS)
+    program(
+        tmp_path,
+        {"callId": "plain", "action": "issue.claim_next", "args": {"assignee": "w"}},
+        {
+            "callId": "asked",
+            "action": "issue.claim_next",
+            "args": {"assignee": "alice", "includeEscalations": True},
+        },
+        **evidence(ref, f"{CHANGE}.all"),
+    )
+    effects = evaluate(tmp_path)["effects"]
+    assert [(e["callId"], e["payload"]["changed"]) for e in effects] == [
+        ("plain", False),
+        ("asked", True),
+    ]
+    assert stored(tmp_path)["bd-2"]["lease"]["owner"] == "alice"
