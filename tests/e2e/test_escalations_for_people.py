@@ -7,6 +7,7 @@ import orjson
 import pytest
 
 from tests.cli.test_issue import row, seed, stored
+from tests.harness.loop_support import ACCEPTABLE
 from tests.instruction.host_support import (
     ALL_CLAIMS,
     CHANGE,
@@ -164,3 +165,24 @@ def test_a_host_program_claims_an_escalation_only_when_it_asks(tmp_path, monkeyp
         ("asked", True),
     ]
     assert stored(tmp_path)["bd-2"]["lease"]["owner"] == "alice"
+
+
+def test_the_coordinator_stops_when_only_escalations_are_left(cli_run, workdir):
+    seed(
+        workdir,
+        row("bd-1", title="real work", description=ACCEPTABLE),
+        row("bd-2", title=ESCALATION, priority=0, description=ACCEPTABLE),
+    )
+    done = cli_run(
+        "harness-loop", "coordinator", "--worktree", ".", "--verify-cmd", "true",
+        "--rounds", "3", "--json",
+    )  # fmt: skip
+    assert done.exit_code == 0, done.stderr
+    assert "[coordinator] round=1 ready=1" in done.stderr
+    assert "[coordinator] round=2 ready=0" in done.stderr
+    assert "round=3" not in done.stderr
+    assert done.json["stoppedReason"] == "no_ready_issue"
+    assert (stored(workdir)["bd-1"]["status"], stored(workdir)["bd-2"]["status"]) == (
+        "closed",
+        "open",
+    )
