@@ -129,6 +129,20 @@ def live_attention(rows: Iterable[IssueFacts], live: LiveInputs) -> Document:
     }
 
 
+def next_lease_expiry(rows: Iterable[IssueFacts], now: Instant) -> Instant | None:
+    """The first lease expiry after `now` among issues not closed: when the clock next changes
+    the stale leases (None: never)."""
+    future = [
+        row.lease.expiry
+        for row in rows
+        if row.status != "closed"
+        and row.lease is not None
+        and row.lease.expiry is not None
+        and row.lease.expiry > now
+    ]
+    return min(future, default=None)
+
+
 def same_attention(first: Document | None, second: Document | None) -> bool:
     """Equal but for `checkedAt`: a live server rewrites the surface only when this changes."""
     if first is None or second is None:

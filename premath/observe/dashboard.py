@@ -22,6 +22,7 @@ from premath.observe.attention import (
     LiveInputs,
     TrajectoryFacts,
     live_attention,
+    next_lease_expiry,
     same_attention,
     trajectory_facts,
 )
@@ -95,6 +96,9 @@ class Dashboard:
     _trajectory_facts: TrajectoryFacts | None = None
     _attention: Document | None = None
     """The live attention of the surface last written (D30a-2)."""
+    _attention_key: tuple[FileIdentity | None, TrajectoryFacts | None] | None = None
+    _attention_until: tuple[int, int] | None = None
+    """The next lease expiry after the last check: the clock alone changes nothing before."""
 
     def __post_init__(self) -> None:
         self._surface_cache = SurfaceCache(self.sources.surface_path)
@@ -118,7 +122,7 @@ class Dashboard:
         inputs = LiveInputs(self.clock.now(), self._trajectory_facts)
         # The clock and the trajectory change what needs a person too, not only the inputs.
         stale = self._watch.changed()
-        if not stale and same_attention(self._attention_now(inputs), self._attention):
+        if not stale and not self._attention_moved(inputs):
             return
         paths = BuildPaths(
             live.repo_root,
@@ -137,15 +141,23 @@ class Dashboard:
         if outcome != self._state["live"]:
             self._state["live"] = changed["live"] = outcome
 
-    def _attention_now(self, inputs: LiveInputs) -> Document | None:
-        """The live attention at `inputs` from the cached issue rows (None: unreadable, which
-        the build reports)."""
+    def _attention_moved(self, inputs: LiveInputs) -> bool:
+        """Whether the live attention differs from the surface's. It can only change with the
+        issues file, the trajectory's facts, or the clock passing a lease's expiry, so between
+        those it is not computed again (the server's idle cost stays a stat per tick)."""
         assert self.sources.live is not None
+        path = self.sources.live.issues_path
+        key = (file_identity(path), self._trajectory_facts)
+        now = _now_pair(inputs.now)
+        until = self._attention_until
+        if key == self._attention_key and (until is None or now < until):
+            return False
         try:
-            rows = self._reader.issue_rows(self.sources.live.issues_path)
+            rows = self._reader.issue_rows(path)
         except PremathError:
-            return None
-        return live_attention(rows, inputs)
+            return False  # the build reports it when the file changes
+        self._attention_key, self._attention_until = key, next_lease_expiry(rows, now)
+        return not same_attention(live_attention(rows, inputs), self._attention)
 
     def _surface(self, changed: Document) -> None:
         assert self._surface_cache is not None
