@@ -25,7 +25,6 @@ from premath.store.files import open_regular, read_bounded
 Document = dict[str, Any]
 STEP_RECORDS = ".premath/harness_steps"
 RECORD_NAME = "step.json"
-RECORD_CAP_BYTES = 1 << 20
 TAIL_BYTES = 4096
 """How much of the end of a failing command's output the detail shows."""
 DETAIL_STEPS = 10
