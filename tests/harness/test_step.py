@@ -144,7 +144,10 @@ def test_escalating_an_escalation_issue_blocks_instead_of_discovering(tmp_path):
 
     make_issues(tmp_path, ["bd-1"])
     cfg = worker_config(tmp_path, work_cmd="sleep 5", command_timeout_s=0.2)
-    filed = run_step(cfg, 1, CLOCK).escalation.created_issue_id  # type: ignore[union-attr]
+    first = run_step(cfg, 1, CLOCK)
+    assert first is not None
+    assert first.escalation is not None
+    filed = first.escalation.created_issue_id
     decided = decide(None, ["gate_timeout"], 3)
     assert decided.decision.escalation_action == "issue_discover"
     result = escalate(
