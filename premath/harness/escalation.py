@@ -18,7 +18,7 @@ from premath.harness.refs import stable_hash
 from premath.harness.retry import PolicyDecision, decide
 from premath.issues.held import Discovery
 from premath.models.retry_policy import RetryDecision, RetryPolicy
-from premath.models.vocabulary import ESCALATION_TITLE_PREFIX
+from premath.models.vocabulary import ESCALATION_NOTE_HEAD, ESCALATION_TITLE_PREFIX
 from premath.store.files import read_bounded
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def escalation_note(
     classes = ", ".join(decision.failure_classes) or "(none)"
     return "\n".join(
         (
-            "[harness-escalation]",
+            ESCALATION_NOTE_HEAD,
             f"scope: {scope}",
             f"action: {action}",
             f"policyId: {policy.policy_id}",

@@ -37,8 +37,23 @@ ESCALATION_TITLE_PREFIX: Final = "[HarnessEscalation]"
 "Escalation"): work for a person, which claim-next leaves to people (divergence D30a-1)."""
 
 
+ESCALATION_NOTE_HEAD: Final = "[harness-escalation]"
+"""The first line of the note an escalation merges into the issue it blocks."""
+
+
 def is_escalation_title(title: object) -> bool:
     return isinstance(title, str) and title.startswith(ESCALATION_TITLE_PREFIX)
+
+
+def waits_for_person(status: object, title: object, notes: object) -> bool:
+    """An escalation issue not closed, or an issue an escalation blocked (its note says so):
+    the dashboard's "needs a person" lane and the live attention's `escalationIssueIds`."""
+    if status == "closed":
+        return False
+    blocked_by_escalation = (
+        status == "blocked" and isinstance(notes, str) and ESCALATION_NOTE_HEAD in notes
+    )
+    return is_escalation_title(title) or blocked_by_escalation
 
 
 KNOWN_STATUSES = ("open", "in_progress", "blocked", "closed")

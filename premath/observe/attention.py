@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from premath.errors import PremathError
-from premath.models.vocabulary import is_escalation_title
 from premath.observe.facts import Document, Instant, IssueFacts
 from premath.timefmt import epoch_nanos, format_seconds_z
 
@@ -104,7 +103,7 @@ def live_attention(rows: Iterable[IssueFacts], live: LiveInputs) -> Document:
         expiry = None if row.lease is None else row.lease.expiry
         if expiry is not None and expiry <= now:
             stale.append(row.id)
-        if is_escalation_title(row.title):
+        if row.waits_for_person:
             escalations.append(row.id)
     window = _recent_window(live.trajectory)
     kpi_decision = None if live.trajectory is None else live.trajectory.kpi_decision

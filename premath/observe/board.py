@@ -2,8 +2,9 @@
 
 Rows are the raw issue objects the surface is built from (inputs.InputReader), so the board and
 the surface's partition never disagree. Columns: `closed`, `needs_person` (an escalation the loop
-filed, not closed: work for a person, D30a-1), `in_progress`, `ready` (open, every blocker
-closed), `blocked` (open with an open blocker, status `blocked`, or any other status).
+filed, not closed, or an issue an escalation blocked: work for a person, D30a-1), `in_progress`,
+`ready` (open, every blocker closed), `blocked` (open with an open blocker, status `blocked`, or
+any other status).
 Leases are judged against the clock here (the surface judges them against its reference time,
 quirk 21). The bottleneck is the open issue that blocks the most open work, directly or through
 other issues.
@@ -94,8 +95,8 @@ def issue_board(rows: Iterable[IssueFacts], now: Instant) -> Board:
         escalation = is_escalation_title(row.title)
         if status == "closed":
             column = "closed"
-        elif escalation:
-            column = "needs_person"  # filed by the loop for a person; claim-next skips it (D30a-1)
+        elif row.waits_for_person:
+            column = "needs_person"  # an escalation, or blocked by one (D30a-1)
         elif status == "in_progress":
             column = "in_progress"
         elif status == "open" and not blockers:

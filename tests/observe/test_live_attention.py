@@ -12,6 +12,7 @@ from tests.support.observation import issue, lease, write_issues, write_witnesse
 
 NOW = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
 ESCALATION = "[HarnessEscalation] harness.loop retry exhausted (gate_timeout)"
+ESCALATION_NOTE = "earlier note\n\n[harness-escalation]\nscope: harness.loop\naction: mark_blocked"
 
 
 def _row(step: int, result_class: str, issue_id: str = "bd-1") -> dict:
@@ -41,6 +42,8 @@ def _fleet(root, classes: list[str]) -> None:
                   lease=lease("bd-1", "fleet.2", "2026-03-01T09:00:00Z")),
             issue("bd-2", ESCALATION),
             issue("bd-3", "[HarnessEscalation] handled", "closed"),
+            issue("bd-4", "blocked by an escalation", "blocked", notes=ESCALATION_NOTE),
+            issue("bd-5", "blocked by a person", "blocked", notes="waiting on a vendor"),
         ],
     )  # fmt: skip
     trajectory = root / ".premath" / "harness_trajectory.jsonl"
@@ -76,7 +79,7 @@ def test_a_live_build_says_what_needs_a_person_now(tmp_path):
             "kpi_rollback",
         ],
         "checkedAt": "2026-03-01T10:00:00Z",
-        "escalationIssueIds": ["bd-2"],
+        "escalationIssueIds": ["bd-2", "bd-4"],
         "kpiDecision": "rollback",
         "recentWindow": {
             "failedSteps": 4,

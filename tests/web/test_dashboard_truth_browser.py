@@ -67,6 +67,9 @@ def project(tmp_path) -> Path:
             issue("bd-4", "Delivered", "closed"),
             issue("bd-5", "Fails its check", dependencies=[blocks("bd-5", "bd-1")],
                   notes="tried twice; the check is flaky"),
+            issue("bd-6", "Blocked by the loop", "blocked",
+                  notes="[harness-escalation]\nscope: harness.loop\naction: mark_blocked"),
+            issue("bd-7", "Blocked by a person", "blocked", notes="waiting on a vendor"),
         ],
     )  # fmt: skip
     # A failed step whose record names its output as the worker saw it (another node's path):
@@ -122,7 +125,12 @@ def test_the_dashboard_shows_what_needs_a_person_and_why(project, browser, tmp_p
     with observe_serve(project, "--live") as server:
         page, log = _open(browser, server.port, 1280)
         assert _column(page, "bd-2") == "needs_person"
-        assert page.inner_text('.column[data-column="needs_person"] .count') == "1"
+        assert _column(page, "bd-6") == "needs_person"
+        assert _column(page, "bd-7") == "blocked"
+        assert page.inner_text('.column[data-column="needs_person"] .count') == "2"
+        assert (
+            page.inner_text('.issue[data-id="bd-6"] .tag.escalated') == "blocked by an escalation"
+        )
         assert page.inner_text('.issue[data-id="bd-2"] .tag.escalated') == (
             "escalated · needs a person"
         )

@@ -231,6 +231,7 @@
   function issueCard(issue) {
     const tags = [];
     if (issue.escalation) tags.push(el("span", { className: "tag escalated", text: "escalated · needs a person" }));
+    else if (issue.column === "needs_person") tags.push(el("span", { className: "tag escalated", text: "blocked by an escalation" }));
     const step = state.issueSteps[issue.id];
     if (step && step.failed && issue.column !== "closed") tags.push(el("span", { className: "tag retry", text: retryText(step) }));
     if (issue.id === state.bottleneck) tags.push(el("span", { className: "tag hot", text: "bottleneck" }));
