@@ -34,7 +34,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from premath.clock import Clock
-from premath.errors import PremathError
+from premath.errors import NotFound, PremathError
 from premath.observe.dashboard import Dashboard, DashboardSources
 from premath.observe.runs import run_entry, run_report_html
 from premath.observe.surface import ObservationSurface, SurfaceCache, SurfaceUnavailable
@@ -333,8 +333,10 @@ class ObservationService:
         """`/issues/<id>/why`: what the issue detail shows (issue 30)."""
         try:
             why = await run_in_threadpool(self.dashboard.issue_why, request.path_params["issue_id"])
-        except PremathError as exc:
+        except NotFound as exc:
             return _error(404, exc.message)
+        except PremathError as exc:  # an unreadable store: the server's inputs, not the request
+            return _error(500, exc.message)
         return api_json(200, why)
 
     def dashboard_routes(self) -> list[BaseRoute]:
