@@ -3,7 +3,7 @@
 import click
 
 from premath.cli._options import json_option, project_path_option
-from premath.cli._root import Reply, StrictCommand
+from premath.cli._root import AppContext, Reply, StrictCommand, pass_app
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
 
@@ -45,7 +45,9 @@ from premath.models.vocabulary import DEFAULT_ISSUES_PATH
     help="Minimum window rows before threshold decisions",
 )
 @json_option
+@pass_app
 def harness_kpi(
+    app: AppContext,
     trajectory_path: str,
     session_path: str,
     issues_path: str,
@@ -70,5 +72,6 @@ def harness_kpi(
         target_kpi=target_kpi,
         rollback_kpi=rollback_kpi,
         min_sample_rows=min_sample_rows,
+        now=app.clock.now(),
     )
     return Reply(report, text=kpi_text)

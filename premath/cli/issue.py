@@ -289,6 +289,11 @@ issue_claim_next = stacked(
     click.option(
         "--lease-ttl-seconds", type=int, help="Lease TTL in seconds, 30..86400 (default 3600)"
     ),
+    click.option(
+        "--include-escalations",
+        is_flag=True,
+        help="Also take [HarnessEscalation] issues, which are left to people by default",
+    ),
     issues_option,
     json_option,
     pass_app,

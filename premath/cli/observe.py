@@ -83,9 +83,28 @@ PUBLIC_URL_OPTION = click.option(
 @_build_inputs
 @click.option("--out-json", default=SURFACE_PATH, show_default=True, help="Surface to write")
 @click.option("--out-jsonl", default=EVENTS_PATH, show_default=True, help="Events to write")
+@click.option(
+    "--live-attention",
+    is_flag=True,
+    help="Add summary.live: stale leases now, open escalations, recent failures, KPI decision",
+)
+@click.option(
+    "--trajectory-path",
+    default=".premath/harness_trajectory.jsonl",
+    show_default=True,
+    help="Harness trajectory read by --live-attention (relative to the repo root)",
+)
 @json_option
+@pass_app
 def observe_build(
-    repo_root: str, ciwitness_dir: str, issues_path: str, out_json: str, out_jsonl: str
+    app: AppContext,
+    repo_root: str,
+    ciwitness_dir: str,
+    issues_path: str,
+    out_json: str,
+    out_jsonl: str,
+    live_attention: bool,
+    trajectory_path: str,
 ) -> Reply:
     """Build the observation surface from CI witnesses.
 
@@ -95,11 +114,17 @@ def observe_build(
     \b
     premath observe-build --json
     """
-    from premath.observe.builder import BuildPaths, build_observation
+    from premath.observe.attention import LiveInputs, read_trajectory_facts
+    from premath.observe.builder import BuildPaths, build_observation, rust_join
     from premath.observe.documents import build_line
 
     paths = BuildPaths.resolve(repo_root, ciwitness_dir, issues_path, out_json, out_jsonl)
-    result = build_observation(paths)
+    live = None
+    if live_attention:
+        now = app.clock.now()
+        trajectory = read_trajectory_facts(rust_join(paths.repo_root, trajectory_path), now)
+        live = LiveInputs(now, trajectory)
+    result = build_observation(paths, live=live)
     return Reply(result.surface.document(), text=lambda _: build_line(result), sorted_keys=False)
 
 

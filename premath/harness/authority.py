@@ -24,6 +24,7 @@ from premath.errors import LeaseRefused, NotFound
 from premath.harness.handoff import LeaseSnapshot, read_lease_snapshot
 from premath.issues.held import Discovery, Finished, FinishStatus, finish_held, holder_problem
 from premath.models.boot_report import BootFailureClass
+from premath.models.vocabulary import is_escalation_title
 
 if TYPE_CHECKING:
     from premath.harness.loop_config import LoopPaths
@@ -128,7 +129,7 @@ class IssueAuthority(Protocol):
         """A transport lease action's envelope (lease recovery, D5-12)."""
 
     def ready_ids(self, now: datetime) -> list[str]:
-        """Ready issues by id."""
+        """Ready issues a worker may claim, by id: escalations are left to people (D30a-1)."""
 
     def active_cycle(self, now: datetime) -> list[str] | None:
         """A dependency cycle in the active scope, or None (the coordinator's preflight)."""
@@ -282,7 +283,9 @@ class LocalAuthority:
     def ready_ids(self, now: datetime) -> list[str]:
         from premath.issues.memory import ready
 
-        return [row["id"] for row in ready(self.path, now=now)]
+        return [
+            row["id"] for row in ready(self.path, now=now) if not is_escalation_title(row["title"])
+        ]
 
     def active_cycle(self, now: datetime) -> list[str] | None:
         from premath.issues.memory import dep_diagnostics

@@ -33,6 +33,7 @@ import orjson
 
 from premath.errors import InvalidUsage, PremathError
 from premath.harness.loop_config import WorkerSettings
+from premath.models.vocabulary import is_escalation_title
 from premath.runner.interrupts import on_stop_signals
 from premath.runner.process import (
     ProcessOutcome,
@@ -144,9 +145,10 @@ def resolve_worktrees(given: Sequence[str], env_value: str | None) -> tuple[str,
 
 
 def ready_count(issues_path: str, now: datetime) -> int:
+    """Ready issues a worker may claim: escalations are left to people (D30a-1)."""
     from premath.issues.memory import ready
 
-    return len(ready(issues_path, now=now))
+    return sum(1 for row in ready(issues_path, now=now) if not is_escalation_title(row["title"]))
 
 
 def active_cycle(issues_path: str, now: datetime) -> list[str] | None:

@@ -18,12 +18,12 @@ from premath.harness.refs import stable_hash
 from premath.harness.retry import PolicyDecision, decide
 from premath.issues.held import Discovery
 from premath.models.retry_policy import RetryDecision, RetryPolicy
+from premath.models.vocabulary import ESCALATION_NOTE_HEAD, ESCALATION_TITLE_PREFIX
 from premath.store.files import read_bounded
 
 if TYPE_CHECKING:
     from premath.harness.authority import IssueAuthority
 
-ESCALATION_TITLE_PREFIX = "[HarnessEscalation]"
 ACTIVE_ISSUE_ENV_KEYS = ("PREMATH_ACTIVE_ISSUE_ID", "PREMATH_ISSUE_ID")
 SESSION_PATH_ENV = "PREMATH_HARNESS_SESSION_PATH"
 DEFAULT_SESSION_PATH = ".premath/harness_session.json"
@@ -71,7 +71,7 @@ def escalation_note(
     classes = ", ".join(decision.failure_classes) or "(none)"
     return "\n".join(
         (
-            "[harness-escalation]",
+            ESCALATION_NOTE_HEAD,
             f"scope: {scope}",
             f"action: {action}",
             f"policyId: {policy.policy_id}",

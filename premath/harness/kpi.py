@@ -163,14 +163,19 @@ def kpi_report(
     target_kpi: float = DEFAULT_TARGET_KPI,
     rollback_kpi: float = DEFAULT_ROLLBACK_KPI,
     min_sample_rows: int = DEFAULT_MIN_SAMPLE_ROWS,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
-    """The KPI document; the session and issues paths are only echoed, as in the reference."""
+    """The KPI document; the session and issues paths are only echoed, as in the reference.
+
+    Without rows the window ends at `now` (to the second; the reference's 1970-01-01 only when
+    no `now` is given): an empty window is the last `windowHours`, not 1969 (D30a-3)."""
     _validate(window_hours, target_kpi, rollback_kpi, min_sample_rows)
     trajectory, session, issues = (
         os.path.abspath(p) for p in (trajectory_path, session_path, issues_path)
     )
     rows = load_kpi_rows(trajectory)
-    window_end = rows[0].finished_at if rows else EPOCH
+    empty_end = EPOCH if now is None else now.astimezone(UTC).replace(microsecond=0)
+    window_end = rows[0].finished_at if rows else empty_end
     window_start = window_end - timedelta(hours=window_hours)
     # The gate's outcomes (D25-2): every failed row, as the trajectory query counts them, and
     # the issue steps that passed; a passing row without an issue (a check an agent appended)

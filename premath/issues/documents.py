@@ -9,7 +9,7 @@ from premath.issues.graph import BlockedIssue, Integrity, edge_role
 from premath.issues.leases import LeaseChange, LeaseProjection, is_contended, stored_nanos
 from premath.lean_typing import Any
 from premath.models.issue_row import BLOCKING_TYPES, DependencyRow, IssueRow
-from premath.models.vocabulary import EdgeView, GraphScope
+from premath.models.vocabulary import EdgeView, GraphScope, is_escalation_title
 from premath.timefmt import format_offset
 
 
@@ -71,8 +71,16 @@ def list_document(path: str, rows: list[IssueRow], now_ns: int) -> dict[str, Any
     return _listing("issue.list", path, [lease_summary(row, now_ns) for row in rows])
 
 
+def escalation_mark(row: IssueRow) -> dict[str, bool]:
+    """`{"escalation": true}` on an escalation issue, which claim-next leaves to people; nothing
+    on any other, so a store without escalations lists the reference's bytes (D30a-1)."""
+    return {"escalation": True} if is_escalation_title(row.get("title")) else {}
+
+
 def ready_document(path: str, rows: list[IssueRow]) -> dict[str, Any]:
-    return _listing("issue.ready", path, list(map(issue_brief, rows)))
+    return _listing(
+        "issue.ready", path, [{**issue_brief(row), **escalation_mark(row)} for row in rows]
+    )
 
 
 def _blocked_item(item: BlockedIssue) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from premath.issues.graph import is_unblocked
 from premath.issues.lifecycle import put_field, set_status
 from premath.lean_typing import Any, Literal, NamedTuple
 from premath.models.issue_row import IssueRow, LeaseRow
-from premath.models.vocabulary import LeaseState
+from premath.models.vocabulary import LeaseState, is_escalation_title
 from premath.store.issues_file import IssueMap
 from premath.text import id_token, rust_trim
 from premath.timefmt import (
@@ -289,17 +289,22 @@ def _stale_test(now_ns: int) -> Callable[[LeaseRow], bool]:
     return stale
 
 
-def claim_candidates(issues: IssueMap, assignee: str, now_ns: int) -> list[IssueRow]:
+def claim_candidates(
+    issues: IssueMap, assignee: str, now_ns: int, *, include_escalations: bool = False
+) -> list[IssueRow]:
     """Issues claim-next may take for `assignee`, unordered.
 
     Unblocked (every blocking target closed) and either `open`, or `in_progress` with a stale
     lease (D3-1: a dead worker's issue); skipped when another owner holds an active lease, or
-    when nobody does but another assignee is set.
+    when nobody does but another assignee is set. An escalation the loop filed is work for a
+    person: skipped unless `include_escalations` (D30a-1).
     """
     stale = _stale_test(now_ns)
     found = []
     for row in issues.values():
         status = row["status"]
+        if not include_escalations and is_escalation_title(row.get("title")):
+            continue
         if status == "open":
             lease = row.get("lease")
         elif status == "in_progress":
@@ -330,22 +335,28 @@ def claim_next_issue(
     expiry_ns: int,
     lease_id: str | None = None,
     eligible: frozenset[str] | None = None,
+    include_escalations: bool = False,
 ) -> IssueRow | None:
     """`issue claim-next`: the best candidate by priority, then natural id order (D3-2);
     `eligible` limits the candidates (an instruction's issue scope, D22-5)."""
-    row = claim_choice(issues, assignee, now_ns, eligible)
+    row = claim_choice(issues, assignee, now_ns, eligible, include_escalations=include_escalations)
     if row is not None:
         grant_claim(row, assignee, now_ns=now_ns, expiry_ns=expiry_ns, lease_id=lease_id)
     return row
 
 
 def claim_choice(
-    issues: IssueMap, assignee: str, now_ns: int, eligible: frozenset[str] | None = None
+    issues: IssueMap,
+    assignee: str,
+    now_ns: int,
+    eligible: frozenset[str] | None = None,
+    *,
+    include_escalations: bool = False,
 ) -> IssueRow | None:
     """The row claim-next takes: the best candidate by priority, then natural id order.
 
     Reads only `stored_scan.SLIM_FIELDS` of claimable rows and the status of the others."""
-    candidates = claim_candidates(issues, assignee, now_ns)
+    candidates = claim_candidates(issues, assignee, now_ns, include_escalations=include_escalations)
     if eligible is not None:
         candidates = [row for row in candidates if row["id"] in eligible]
     if not candidates:

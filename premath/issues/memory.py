@@ -370,11 +370,13 @@ def claim_next(
     timeout_s: float,
     lease_id: str | None = None,
     ttl_seconds: int | None = None,
+    include_escalations: bool = False,
 ) -> IssueRow | None:
     """`issue claim-next`: the claimed issue, or None when nothing is claimable.
 
-    Unlike the reference, also reclaims an in_progress issue whose lease is stale (D3-1) and
-    picks by priority, then natural id order (D3-2).
+    Unlike the reference, also reclaims an in_progress issue whose lease is stale (D3-1), picks
+    by priority, then natural id order (D3-2), and leaves escalations to people unless
+    `include_escalations` (D30a-1).
     """
     owner = _required_owner(assignee)
     ttl = leases.DEFAULT_TTL_SECONDS if ttl_seconds is None else ttl_seconds
@@ -384,7 +386,7 @@ def claim_next(
     expiry_ns = leases.lease_expiry(now_ns, ttl, None)
 
     def choose(issues: IssueMap) -> IssueRow | None:
-        return leases.claim_choice(issues, owner, now_ns)
+        return leases.claim_choice(issues, owner, now_ns, include_escalations=include_escalations)
 
     def edit(row: IssueRow) -> None:
         leases.grant_claim(row, owner, now_ns=now_ns, expiry_ns=expiry_ns, lease_id=lease_id)

@@ -276,12 +276,14 @@ TOOLS: tuple[Tool, ...] = (
     ),
     Tool(
         "issue_claim_next",
-        "Claim the best ready issue for an assignee with a lease (priority, then id order)",
+        "Claim the best ready issue for an assignee with a lease (priority, then id order); "
+        "escalation issues are left to people unless includeEscalations",
         False,
         (
             _f("assignee", required=True),
             _f("leaseId"),
             _f("leaseTtlSeconds", "i64"),
+            _f("includeEscalations", "bool"),
             INSTRUCTION,
             ISSUES,
         ),

@@ -57,6 +57,7 @@ def ready_document(head: dict[str, Any], issues: IssueMap, now_ns: int) -> dict[
             "lease": documents.lease_view(row, leases.LeaseChange(row, now_ns))
             if "lease" in row
             else None,
+            **documents.escalation_mark(row),
         }
         for row in graph.ready_issues(issues, order=leases.claim_order)
     ]

@@ -454,7 +454,7 @@ class McpAuthority:
         """In claim-next's order (priority, then id in natural order), as boot lists them."""
         from premath.issues.leases import natural_key
 
-        items = self._call("issue_ready", {})["items"]
+        items = [i for i in self._call("issue_ready", {})["items"] if not i.get("escalation")]
         ordered = sorted(items, key=lambda i: (i["priority"], natural_key(i["id"]), i["id"]))
         return [item["id"] for item in ordered]
 

@@ -557,7 +557,9 @@ class ToolService:
         return self._lease("issue.claim", args, payload)
 
     def issue_claim_next(self, args: Document) -> Document:
-        payload = self._lease_payload(args, "assignee", "leaseId", "leaseTtlSeconds")
+        payload = self._lease_payload(
+            args, "assignee", "leaseId", "leaseTtlSeconds", "includeEscalations"
+        )
         return self._lease("issue.claim_next", args, payload)
 
     def issue_lease_renew(self, args: Document) -> Document:

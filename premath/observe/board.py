@@ -1,8 +1,10 @@
 """The dashboard's board: every issue with its column, lease and place in the dependency graph.
 
 Rows are the raw issue objects the surface is built from (inputs.InputReader), so the board and
-the surface's partition never disagree. Columns: `closed`, `in_progress`, `ready` (open, every
-blocker closed), `blocked` (open with an open blocker, status `blocked`, or any other status).
+the surface's partition never disagree. Columns: `closed`, `needs_person` (an escalation the loop
+filed, not closed, or an issue an escalation blocked: work for a person, D30a-1), `in_progress`,
+`ready` (open, every blocker closed), `blocked` (open with an open blocker, status `blocked`, or
+any other status).
 Leases are judged against the clock here (the surface judges them against its reference time,
 quirk 21). The bottleneck is the open issue that blocks the most open work, directly or through
 other issues.
@@ -12,11 +14,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from premath.models.vocabulary import is_escalation_title
 from premath.observe.coherence import BLOCKING_TYPES
 from premath.observe.facts import Document, Instant, IssueFacts, Lease
 
-Column = Literal["blocked", "ready", "in_progress", "closed"]
-COLUMNS: tuple[Column, ...] = ("blocked", "ready", "in_progress", "closed")
+Column = Literal["needs_person", "blocked", "ready", "in_progress", "closed"]
+COLUMNS: tuple[Column, ...] = ("needs_person", "blocked", "ready", "in_progress", "closed")
 
 
 def _blockers(row: IssueFacts) -> list[str]:
@@ -89,8 +92,11 @@ def issue_board(rows: Iterable[IssueFacts], now: Instant) -> Board:
         status = row.status or ""
         blockers = sorted({t for t in _blockers(row) if statuses.get(t) != "closed"})
         column: Column
+        escalation = is_escalation_title(row.title)
         if status == "closed":
             column = "closed"
+        elif row.waits_for_person:
+            column = "needs_person"  # an escalation, or blocked by one (D30a-1)
         elif status == "in_progress":
             column = "in_progress"
         elif status == "open" and not blockers:
@@ -109,6 +115,7 @@ def issue_board(rows: Iterable[IssueFacts], now: Instant) -> Board:
             "downstream": downstream.get(row.id, 0),
             "lease": _lease(row.lease, now),
             "updatedAt": row.updated_text,
+            "escalation": escalation,
         }
     ranked = sorted((-count, issue_id) for issue_id, count in downstream.items() if count > 0)
     return Board(issues, ranked[0][1] if ranked else None)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from premath.errors import ArtifactInvalid, InputInvalid, IoFailure
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 from premath.observe import coherence as projections
+from premath.observe.attention import LiveInputs, live_attention
 from premath.observe.facts import text
 from premath.observe.inputs import (
     INSTRUCTION_WITNESS_KIND,
@@ -154,11 +155,14 @@ def _state(
     return state, top
 
 
-def build_surface(paths: BuildPaths, reader: InputReader | None = None) -> ObservationSurface:
-    """The surface of the witnesses and issue memory `paths` name; reads only, writes nothing."""
+def build_surface(
+    paths: BuildPaths, reader: InputReader | None = None, live: LiveInputs | None = None
+) -> ObservationSurface:
+    """The surface of the witnesses and issue memory `paths` name; reads only, writes nothing.
+    With `live`, the summary also tells what needs a person now (attention.py, D30a-2)."""
     reader = reader or InputReader()
     try:
-        return _build(paths, reader)
+        return _build(paths, reader, live)
     except BuildInputInvalid as exc:
         raise BuildFailed(
             f"failed to build observation surface (repoRoot={paths.repo_root}, "
@@ -166,7 +170,7 @@ def build_surface(paths: BuildPaths, reader: InputReader | None = None) -> Obser
         ) from None
 
 
-def _build(paths: BuildPaths, reader: InputReader) -> ObservationSurface:
+def _build(paths: BuildPaths, reader: InputReader, live: LiveInputs | None) -> ObservationSurface:
     root, folder = paths.repo_root, paths.ciwitness_dir
     loaded = {}
     for name in LATEST_FILES:
@@ -199,11 +203,18 @@ def _build(paths: BuildPaths, reader: InputReader) -> ObservationSurface:
     reasons = projection["attentionReasons"]
     if reasons and (state in ("accepted", "running", "empty") or top is None):
         top = reasons[0]
+    attention = None if live is None else sorted_value(live_attention(rows, live))
+    live_reasons = [] if attention is None else attention["attentionReasons"]
+    if attention is not None and live_reasons and state not in ("rejected", "error"):
+        # What fails now outranks an accepted witness's reason class (D30a-2).
+        top = attention["recentWindow"]["topFailureClass"] or live_reasons[0]
     summary = lay_out(
         SUMMARY,
         {
             "state": state,
-            "needsAttention": state in ("rejected", "error") or projection["needsAttention"],
+            "needsAttention": state in ("rejected", "error")
+            or projection["needsAttention"]
+            or bool(live_reasons),
             "topFailureClass": top,
             "latestProjectionDigest": latest_digest,
             "latestInstructionId": instructions[-1]["instructionId"] if instructions else None,
@@ -211,6 +222,7 @@ def _build(paths: BuildPaths, reader: InputReader) -> ObservationSurface:
             "executedCheckCount": len(required["executedChecks"]) if required else 0,
             "changedPathCount": delta["changedPathCount"] if delta else 0,
             "coherence": projection,
+            "live": attention,
         },
     )
     latest = lay_out(LATEST, {"delta": delta, "required": required, "decision": decision})
@@ -281,7 +293,9 @@ class BuildResult:
         return len(reasons) if isinstance(reasons, list) else 0
 
 
-def build_observation(paths: BuildPaths, reader: InputReader | None = None) -> BuildResult:
+def build_observation(
+    paths: BuildPaths, reader: InputReader | None = None, live: LiveInputs | None = None
+) -> BuildResult:
     """Build the surface and write it with its events: `premath observe-build`."""
-    surface = build_surface(paths, reader)
+    surface = build_surface(paths, reader, live)
     return BuildResult(surface, write_outputs(paths, surface), paths)

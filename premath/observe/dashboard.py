@@ -6,7 +6,8 @@ whose identity changed; with `--live` it first rebuilds the surface when a build
 the last call, ready to be pushed to every page; `snapshot` is the whole state for a new page.
 Sections: `surface` (the latest view, or the loader's error), `issues` (the board, sent as
 upserts and removals), `bottleneck`, `trajectory` (latest steps and latest failures), `kpi`,
-`runs`, and `live` (the last rebuild's outcome).
+`issueSteps` (each issue's latest step among those, with its retry state), `runs`, and `live`
+(the last rebuild's outcome).
 """
 
 import os
@@ -17,10 +18,19 @@ from typing import Any
 
 from premath.clock import Clock
 from premath.errors import PremathError
+from premath.observe.attention import (
+    LiveInputs,
+    TrajectoryFacts,
+    live_attention,
+    next_lease_expiry,
+    same_attention,
+    trajectory_facts,
+)
 from premath.observe.board import issue_board
 from premath.observe.builder import BuildPaths, build_surface, write_outputs
 from premath.observe.changes import InputWatch
 from premath.observe.inputs import InputReader
+from premath.observe.issue_steps import issue_step_index
 from premath.observe.runs import RunsCatalogue
 from premath.observe.surface import SurfaceCache, SurfaceUnavailable
 from premath.observe.views import latest_view
@@ -47,7 +57,7 @@ def _now_pair(now: datetime) -> tuple[int, int]:
     return nanos // 1_000_000_000, nanos % 1_000_000_000
 
 
-def _trajectory_sections(path: str) -> tuple[Document, Document]:
+def _trajectory_sections(path: str, now: datetime) -> tuple[Document, Document]:
     from premath.harness.kpi import kpi_report
     from premath.harness.trajectory import query_trajectory
 
@@ -64,7 +74,7 @@ def _trajectory_sections(path: str) -> tuple[Document, Document]:
     except PremathError as exc:
         tail = {"error": exc.message}
     try:
-        kpi = kpi_report(trajectory_path=path)
+        kpi = kpi_report(trajectory_path=path, now=now)
     except PremathError as exc:
         kpi = {"error": exc.message}
     return tail, kpi
@@ -83,6 +93,12 @@ class Dashboard:
     _issues: dict[str, Document] = field(default_factory=dict)
     _runs: RunsCatalogue | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _trajectory_facts: TrajectoryFacts | None = None
+    _attention: Document | None = None
+    """The live attention of the surface last written (D30a-2)."""
+    _attention_key: tuple[FileIdentity | None, TrajectoryFacts | None] | None = None
+    _attention_until: tuple[int, int] | None = None
+    """The next lease expiry after the last check: the clock alone changes nothing before."""
 
     def __post_init__(self) -> None:
         self._surface_cache = SurfaceCache(self.sources.surface_path)
@@ -103,7 +119,10 @@ class Dashboard:
         live = self.sources.live
         assert live is not None
         assert self._watch is not None
-        if not self._watch.changed():
+        inputs = LiveInputs(self.clock.now(), self._trajectory_facts)
+        # The clock and the trajectory change what needs a person too, not only the inputs.
+        stale = self._watch.changed()
+        if not stale and not self._attention_moved(inputs):
             return
         paths = BuildPaths(
             live.repo_root,
@@ -113,13 +132,32 @@ class Dashboard:
             live.out_jsonl,
         )
         try:
-            surface = build_surface(paths, self._reader)
+            surface = build_surface(paths, self._reader, inputs)
             write_outputs(paths, surface)
+            self._attention = surface.summary.get("live")
             outcome: Document = {"ok": True}
         except PremathError as exc:
             outcome = {"ok": False, "error": exc.message}
         if outcome != self._state["live"]:
             self._state["live"] = changed["live"] = outcome
+
+    def _attention_moved(self, inputs: LiveInputs) -> bool:
+        """Whether the live attention differs from the surface's. It can only change with the
+        issues file, the trajectory's facts, or the clock passing a lease's expiry, so between
+        those it is not computed again (the server's idle cost stays a stat per tick)."""
+        assert self.sources.live is not None
+        path = self.sources.live.issues_path
+        key = (file_identity(path), self._trajectory_facts)
+        now = _now_pair(inputs.now)
+        until = self._attention_until
+        if key == self._attention_key and (until is None or now < until):
+            return False
+        try:
+            rows = self._reader.issue_rows(path)
+        except PremathError:
+            return False  # the build reports it when the file changes
+        self._attention_key, self._attention_until = key, next_lease_expiry(rows, now)
+        return not same_attention(live_attention(rows, inputs), self._attention)
 
     def _surface(self, changed: Document) -> None:
         assert self._surface_cache is not None
@@ -155,11 +193,39 @@ class Dashboard:
         path = self.sources.trajectory_path
         if path is None or not self._moved("trajectory", path):
             return
-        tail, kpi = _trajectory_sections(path)
+        tail, kpi = _trajectory_sections(path, self.clock.now())
+        self._trajectory_facts = None if "error" in tail else trajectory_facts(tail["latest"], kpi)
         if tail != self._state.get("trajectory"):
             self._state["trajectory"] = changed["trajectory"] = tail
+        steps = (
+            {}
+            if "error" in tail
+            else issue_step_index([*tail["latest"], *tail["failed"]], self._repo_root())
+        )
+        if steps != self._state.get("issueSteps"):
+            self._state["issueSteps"] = changed["issueSteps"] = steps
         if kpi != self._state.get("kpi"):
             self._state["kpi"] = changed["kpi"] = kpi
+
+    def _repo_root(self) -> str:
+        """Where step records resolve: the live build's root, else the working folder."""
+        return os.getcwd() if self.sources.live is None else self.sources.live.repo_root
+
+    def issue_why(self, issue_id: str) -> Document:
+        """The issue detail's *why* (issue_steps.py); NotFound for an unknown issue."""
+        from premath.errors import NotFound
+        from premath.observe.issue_steps import issue_why
+
+        live = self.sources.live
+        if live is None or self.sources.trajectory_path is None:
+            raise NotFound("no issue memory: start the server with --live")
+        return issue_why(
+            issue_id,
+            live.issues_path,
+            self.sources.trajectory_path,
+            live.repo_root,
+            self.clock.now(),
+        )
 
     def _run_list(self, changed: Document) -> None:
         if self._runs is None:
@@ -172,11 +238,11 @@ class Dashboard:
         """The sections that changed since the last call, stamped; None when nothing did."""
         with self._lock:
             changed: Document = {}
+            self._trajectory(changed)  # first: the live build reads its facts
             if self.sources.live is not None:
                 self._rebuild(changed)
             self._surface(changed)
             self._board(changed)
-            self._trajectory(changed)
             self._run_list(changed)
             if not changed:
                 return None

@@ -88,7 +88,23 @@ def latest_text(view: Document) -> str:
     ]
     if "coherence" in summary:
         lines += coherence_lines(summary["coherence"])
-    return "\n".join(lines)
+    return "\n".join(lines + live_lines(summary.get("live")))
+
+
+def live_lines(live: Document | None) -> list[str]:
+    """The live attention's lines (D30a-2); none for a surface without it."""
+    if live is None:
+        return []
+    window = live["recentWindow"]
+    reasons = ", ".join(live["attentionReasons"]) or "(none)"
+    return [
+        f"  live attention ({live['checkedAt']}): {reasons}",
+        f"  stale leases now: {', '.join(live['staleLeaseIssueIds']) or '(none)'}",
+        f"  open escalations: {', '.join(live['escalationIssueIds']) or '(none)'}",
+        f"  recent steps: {window['failedSteps']}/{window['steps']} failed"
+        + (f" (top {window['topFailureClass']})" if window["topFailureClass"] else ""),
+        f"  kpi decision: {live['kpiDecision'] or '(none)'}",
+    ]
 
 
 def needs_attention_text(view: Document) -> str:
@@ -102,7 +118,7 @@ def needs_attention_text(view: Document) -> str:
     ]
     if view["coherence"] is not None:
         lines += coherence_lines(view["coherence"])
-    return "\n".join(lines)
+    return "\n".join(lines + live_lines(view.get("live")))
 
 
 def _checks(values: list[str]) -> str:

@@ -11,6 +11,7 @@ the facts of each stored line, so a rewrite of one issue re-reads one row.
 from dataclasses import dataclass
 from typing import Any
 
+from premath.models.vocabulary import waits_for_person
 from premath.text import rust_trim
 from premath.timefmt import parse_strict_rfc3339
 
@@ -62,6 +63,8 @@ class IssueFacts:
     updated: Instant | None
     updated_text: str | None
     dependencies: tuple[Dependency, ...]
+    waits_for_person: bool = False
+    """An escalation not closed, or an issue an escalation blocked (D30a-1)."""
 
 
 def _dependency(value: Document) -> Dependency:
@@ -96,4 +99,5 @@ def issue_facts(issue_id: str, row: Document) -> IssueFacts:
         dependencies=tuple(_dependency(item) for item in dependencies if isinstance(item, dict))
         if isinstance(dependencies, list)
         else (),
+        waits_for_person=waits_for_person(text(row.get("status")), title, row.get("notes")),
     )

@@ -66,6 +66,7 @@ SUMMARY = Record(
         Field("executedCheckCount", "count"),
         Field("changedPathCount", "count"),
         Field("coherence", "value", True),
+        Field("live", "value", True),  # ours, only in a live build (attention.py, D30a-2)
     ),
 )
 DELTA = Record(

@@ -69,6 +69,8 @@ def needs_attention_view(surface: ObservationSurface) -> Document:
         "latestProjectionDigest": summary["latestProjectionDigest"],
         "latestInstructionId": summary["latestInstructionId"],
         "coherence": summary.get("coherence"),
+        # ours, only from a live build: what needs a person now (D30a-2)
+        **({"live": summary["live"]} if summary.get("live") is not None else {}),
     }
 
 

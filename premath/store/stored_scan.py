@@ -37,8 +37,9 @@ from premath.store.forked_check import check_in_parallel
 from premath.store.json_codec import decoder_for, loads
 
 CHUNK_BYTES = 1 << 20
-SLIM_FIELDS = ("id", "status", "priority", "assignee", "lease", "dependencies")
-"""What the claim rules read of a row that may be claimed (open or in_progress)."""
+SLIM_FIELDS = ("id", "title", "status", "priority", "assignee", "lease", "dependencies")
+"""What the claim rules read of a row that may be claimed (open or in_progress); the title
+says whether it is an escalation (D30a-1)."""
 _CLAIMABLE_STATUSES = frozenset({"open", "in_progress"})
 
 IssueMap = dict[str, IssueRow]

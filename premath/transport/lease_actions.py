@@ -181,6 +181,7 @@ def claim_next(request: ClaimNextRequest, call: LeaseCall) -> LeaseOutcome:
             expiry_ns=expiry_ns,
             lease_id=request.lease_id,
             eligible=call.issue_scope,
+            include_escalations=request.include_escalations,
         )
 
     path = issues_path_of(request.issues_path)

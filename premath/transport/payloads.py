@@ -58,6 +58,8 @@ class ClaimNextRequest:
     lease_id: str | None = None
     lease_ttl_seconds: int | None = None
     issues_path: str | None = None
+    include_escalations: bool = False
+    """Also take escalation issues, left to people by default (D30a-1)."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,15 @@ class FiberCancelRequest:
     reason: str | None = None
 
 
+def optional_bool(value: Any) -> bool:
+    """An optional boolean: `null` or absent is false."""
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise SchemaViolation(f"invalid type: {describe(value)}, expected a boolean")
+    return value
+
+
 def optional_text(value: Any) -> str | None:
     """An optional string: type-checked, trimmed, blank = absent."""
     return blank_to_none(optional_string(value))
@@ -136,6 +147,7 @@ _STRUCTS: dict[type, Struct] = {
             "leaseId": ("lease_id", _OPTIONAL),
             "leaseTtlSeconds": ("lease_ttl_seconds", _I64),
             "issuesPath": ("issues_path", _OPTIONAL),
+            "includeEscalations": ("include_escalations", optional_bool),
         },
         ("assignee",),
     ),

@@ -11,7 +11,8 @@ loopback bind the dashboard routes check the Host header (DNS rebinding). Routes
   preflight (D21-7); `/` and `/healthz` never read the surface (D21-4);
 - `/dashboard` (the page and its two assets), `/events` (server-sent events: a `snapshot`, then
   a `delta` whenever a watched file changes), `/runs/<id>/report` (the run's HTML report,
-  rendered on request) and `/runs/<id>/<path>` (files and folders of that run, as plain text),
+  rendered on request), `/runs/<id>/<path>` (files and folders of that run, as plain text),
+  `/issues/<id>/why` (the issue detail's why: blockers, notes, steps, the last failure's output),
   all read-only (D21-10).
 """
 
@@ -33,7 +34,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from premath.clock import Clock
-from premath.errors import PremathError
+from premath.errors import NotFound, PremathError
 from premath.observe.dashboard import Dashboard, DashboardSources
 from premath.observe.runs import run_entry, run_report_html
 from premath.observe.surface import ObservationSurface, SurfaceCache, SurfaceUnavailable
@@ -329,6 +330,16 @@ class ObservationService:
             "text/html; charset=utf-8",
         )
 
+    async def _issue_why(self, request: Request) -> Response:
+        """`/issues/<id>/why`: what the issue detail shows (issue 30)."""
+        try:
+            why = await run_in_threadpool(self.dashboard.issue_why, request.path_params["issue_id"])
+        except NotFound as exc:
+            return _error(404, exc.message)
+        except PremathError as exc:  # an unreadable store: the server's inputs, not the request
+            return _error(500, exc.message)
+        return api_json(200, why)
+
     def dashboard_routes(self) -> list[BaseRoute]:
         pages: list[tuple[str, Callable[[Request], Awaitable[Response]]]] = [
             ("/dashboard", self._asset("dashboard.html")),
@@ -337,6 +348,7 @@ class ObservationService:
             ("/events", self._events),
             ("/runs/{run_id}/report", self._report),
             ("/runs/{run_id}/{path:path}", self._run_file),
+            ("/issues/{issue_id}/why", self._issue_why),
         ]
         return [Route(path, self._page(handler), methods=ALL_METHODS) for path, handler in pages]
 

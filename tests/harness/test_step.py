@@ -125,15 +125,45 @@ def test_hanging_work_is_killed_retried_then_escalated_with_a_checkable_issue(tm
     assert (graph.accepted, graph.errors) == (True, [])
 
 
-def test_escalating_an_escalation_issue_blocks_instead_of_discovering(tmp_path):
+def test_the_loop_leaves_the_escalation_it_filed_to_people(tmp_path):
     make_issues(tmp_path, ["bd-1"])
     cfg = worker_config(tmp_path, work_cmd="sleep 5", command_timeout_s=0.2)
-    run_step(cfg, 1, CLOCK)
-    second = run_step(cfg, 2, CLOCK)
-    assert second is not None
-    assert second.claim.issue_id != "bd-1"
-    assert second.result_class == "escalated_mark_blocked"
-    assert len(issue_rows(tmp_path)) == 2
+    first = run_step(cfg, 1, CLOCK)
+    assert first is not None
+    assert first.escalation is not None
+    filed = first.escalation.created_issue_id
+    assert run_step(cfg, 2, CLOCK) is None  # never claimed by a worker (D30a-1)
+    rows = issue_rows(tmp_path)
+    assert len(rows) == 2
+    assert (rows[filed]["status"], "lease" in rows[filed]) == ("open", False)
+
+
+def test_escalating_an_escalation_issue_blocks_instead_of_discovering(tmp_path):
+    from premath.harness.escalation import escalate
+    from premath.harness.retry import decide
+
+    make_issues(tmp_path, ["bd-1"])
+    cfg = worker_config(tmp_path, work_cmd="sleep 5", command_timeout_s=0.2)
+    first = run_step(cfg, 1, CLOCK)
+    assert first is not None
+    assert first.escalation is not None
+    filed = first.escalation.created_issue_id
+    decided = decide(None, ["gate_timeout"], 3)
+    assert decided.decision.escalation_action == "issue_discover"
+    result = escalate(
+        issues_path=str(tmp_path / ".premath" / "issues.jsonl"),
+        issue_id=filed,
+        scope="harness.loop",
+        policy=decided.policy,
+        decision=decided.decision,
+        witness_ref="w",
+        now=CLOCK.now(),
+        timeout_s=5,
+    )
+    assert (result.action, result.created_issue_id) == ("mark_blocked", None)
+    rows = issue_rows(tmp_path)
+    assert len(rows) == 2
+    assert rows[filed]["status"] == "blocked"
 
 
 def test_rejected_join_check_mutates_nothing_and_records_the_classes(tmp_path):

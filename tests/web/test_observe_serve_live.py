@@ -80,6 +80,7 @@ def test_a_bad_witness_is_reported_and_the_last_good_surface_served(project):
         assert running.request("/healthz").status == 200
         torn.unlink()
         assert _delta_with(stream, "live")["live"] == {"ok": True}
+        good = running.request("/latest").body  # rebuilt: summary.live has a new checkedAt
         torn.write_bytes(b'{"pad": "' + b"x" * 200_000 + b'"}')  # over the server's cap
         live = _delta_with(stream, "live")["live"]
         assert "is larger than 100000 bytes" in live["error"]

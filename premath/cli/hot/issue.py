@@ -21,7 +21,11 @@ def ready_text(document: dict[str, Any]) -> str:
     return lines_text(
         "premath issue ready",
         [("Path", document["issuesPath"]), ("Count", document["count"])],
-        [f"{i['id']} [p{i['priority']}] {i['title']}" for i in document["items"]],
+        [
+            f"{i['id']} [p{i['priority']}] {i['title']}"
+            + ("  (escalation: for a person; claim-next skips it)" if i.get("escalation") else "")
+            for i in document["items"]
+        ],
     )
 
 
@@ -166,13 +170,20 @@ def issue_update(
 
 
 def issue_claim_next(
-    app: AppContext, assignee: str, lease_id: str | None, lease_ttl_seconds: int | None, issues: str
+    app: AppContext,
+    assignee: str,
+    lease_id: str | None,
+    lease_ttl_seconds: int | None,
+    include_escalations: bool,
+    issues: str,
 ) -> Reply:
     """Claim the next ready issue: by priority, then id order. The lowest priority number
     first, then the id in natural order (bd-2 before bd-10).
 
     \b
     Also reclaims an in_progress issue whose lease expired (a dead worker's).
+    Escalations ([HarnessEscalation] issues) are left to people unless
+    --include-escalations.
 
     \b
     premath issue claim-next --assignee w1 --json
@@ -187,5 +198,6 @@ def issue_claim_next(
         timeout_s=app.lock_timeout(),
         lease_id=lease_id,
         ttl_seconds=lease_ttl_seconds,
+        include_escalations=include_escalations,
     )
     return Reply(claim_next_document(issues, row), text=lambda d: claimed_text("claim-next", d))

@@ -6,7 +6,7 @@
 (function () {
   const PER_COLUMN = 200;
   const GRAPH_NODES = 40;
-  const COLUMNS = ["blocked", "ready", "in_progress", "closed"];
+  const COLUMNS = ["needs_person", "blocked", "ready", "in_progress", "closed"];
   const SVG = "http://www.w3.org/2000/svg";
 
   const state = {
@@ -16,6 +16,8 @@
     trajectory: null,
     kpi: null,
     runs: null,
+    issueSteps: {},
+    why: null,
     live: null,
     issuesError: null,
     sources: null,
@@ -93,6 +95,7 @@
       latestProjectionDigest: summary.latestProjectionDigest,
       latestInstructionId: summary.latestInstructionId,
       coherence: summary.coherence === undefined ? null : summary.coherence,
+      ...(summary.live ? { live: summary.live } : {}),
     };
   }
 
@@ -138,7 +141,8 @@
     const active = at(coherence, "dependencyIntegrity", "active", "hasCycle") === true;
     const full = at(coherence, "dependencyIntegrity", "full", "hasCycle") === true;
     setCard("card-cycles", (active ? "yes" : "no") + "/" + (full ? "yes" : "no"), active ? "bad" : full ? "warn" : null);
-    const stale = at(coherence, "leaseHealth", "staleCount") || 0;
+    const liveStale = at(summary, "live", "staleLeaseIssueIds");
+    const stale = Array.isArray(liveStale) ? liveStale.length : at(coherence, "leaseHealth", "staleCount") || 0;
     const contended = at(coherence, "leaseHealth", "contendedCount") || 0;
     setCard("card-claims", stale + "/" + contended, stale || contended ? "bad" : null);
     const lanes = at(coherence, "workerLaneThroughput") || {};
@@ -153,7 +157,7 @@
     $("pane-coherence").textContent = coherence === undefined ? "(none)" : pretty(coherence);
     fillList("list-changed", at(surface, "latest", "delta", "changedPaths"));
     fillList("list-required", at(surface, "latest", "required", "requiredChecks"));
-    fillList("list-reasons", at(coherence, "attentionReasons"));
+    fillList("list-reasons", [...(at(coherence, "attentionReasons") || []), ...(at(summary, "live", "attentionReasons") || [])]);
     const digest = $("projection-digest");
     if (!digest.value && summary.latestProjectionDigest) digest.value = summary.latestProjectionDigest;
     const instruction = $("instruction-id");
@@ -218,8 +222,18 @@
     return pa - pb || b.downstream - a.downstream || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
   }
 
+  // "attempt 2 of 3 · gate_timeout": the issue's last step failed at that attempt of its rule.
+  function retryText(step) {
+    const attempt = step.attempt === null ? "failed" : "attempt " + step.attempt + (step.maxAttempts === null ? "" : " of " + step.maxAttempts);
+    return attempt + " · " + step.resultClass;
+  }
+
   function issueCard(issue) {
     const tags = [];
+    if (issue.escalation) tags.push(el("span", { className: "tag escalated", text: "escalated · needs a person" }));
+    else if (issue.column === "needs_person") tags.push(el("span", { className: "tag escalated", text: "blocked by an escalation" }));
+    const step = state.issueSteps[issue.id];
+    if (step && step.failed && issue.column !== "closed") tags.push(el("span", { className: "tag retry", text: retryText(step) }));
     if (issue.id === state.bottleneck) tags.push(el("span", { className: "tag hot", text: "bottleneck" }));
     if (issue.assignee) tags.push(el("span", { className: "tag", text: "@" + issue.assignee }));
     tags.push(leaseTag(issue.lease));
@@ -282,7 +296,9 @@
   }
 
   function select(id, focus) {
+    if (state.selected !== id) state.why = null;
     state.selected = id;
+    loadWhy(id);
     for (const card of document.querySelectorAll(".issue.selected")) card.classList.remove("selected");
     const card = document.querySelector('.issue[data-id="' + CSS.escape(id) + '"]');
     if (card) {
@@ -319,6 +335,56 @@
     if (issue.lease && issue.lease.expiresAtMs !== null) {
       fields.append(el("dt", { text: "countdown" }), el("dd", {}, leaseTag(issue.lease)));
     }
+    renderWhy(issue.id);
+  }
+
+  // The detail's answer to "why is it here": fetched when an issue is opened, and again when
+  // its row or the trajectory changes.
+  async function loadWhy(id) {
+    try {
+      const response = await fetch("issues/" + encodeURIComponent(id) + "/why", { headers: { Accept: "application/json" } });
+      const body = await response.json();
+      state.why = { id: id, body: response.ok ? body : null, error: response.ok ? null : show(body.error) };
+    } catch (error) {
+      state.why = { id: id, body: null, error: String(error) };
+    }
+    if (state.selected === id) renderWhy(id);
+  }
+
+  function renderWhy(id) {
+    const fields = $("why-fields");
+    clear(fields);
+    $("why-notes").textContent = "";
+    $("why-output").textContent = "";
+    $("why-output-name").textContent = "";
+    const why = state.why && state.why.id === id ? state.why : null;
+    if (!why) {
+      $("why-note").textContent = "Loading…";
+      return;
+    }
+    if (why.error) {
+      $("why-note").textContent = "Unavailable: " + why.error;
+      return;
+    }
+    const body = why.body;
+    const last = body.lastStep;
+    const failure = body.lastFailure;
+    $("why-note").textContent = body.stepCount + " steps, " + body.failedStepCount + " failed.";
+    const blockers = body.openBlockers.map((b) => b.id + " (" + show(b.status) + ")").join(", ");
+    const rows = [
+      ["open blockers", blockers || "none"],
+      ["last step", last ? last.stepId + " · " + last.resultClass : null],
+      ["failure class", failure ? failure.resultClass : null],
+      ["attempts", failure ? retryText(failure) : null],
+      ["failure classes", failure ? failure.failureClasses.join(", ") : null],
+      ["branch", body.delivered ? body.delivered.branch : null],
+      ["commit", body.delivered ? body.delivered.commit : null],
+    ];
+    for (const [name, value] of rows) fields.append(el("dt", { text: name }), el("dd", { className: name === "commit" ? "mono" : null, text: show(value) }));
+    $("why-notes").textContent = body.notes || "(no notes)";
+    const output = failure && failure.output;
+    $("why-output-name").textContent = output ? output.path : "";
+    $("why-output").textContent = output ? output.text : "(none)";
   }
 
   function tickLeases() {
@@ -589,8 +655,12 @@
       for (const id of update.issues.remove) state.issues.delete(id);
       for (const issue of update.issues.upsert) state.issues.set(issue.id, issue);
     }
-    for (const key of ["surface", "bottleneck", "trajectory", "kpi", "runs", "live", "issuesError"]) {
+    for (const key of ["surface", "bottleneck", "trajectory", "kpi", "runs", "live", "issuesError", "issueSteps"]) {
       if (key in update) state[key] = update[key];
+    }
+    const selected = state.selected;
+    if (selected !== null && !whole && (update.trajectory || (update.issues && update.issues.upsert.some((i) => i.id === selected)))) {
+      loadWhy(selected);
     }
     render(whole ? null : update);
   }
@@ -598,7 +668,7 @@
   function render(update) {
     const touched = (key) => update === null || key in update;
     if (touched("surface")) renderSurface();
-    if (touched("issues") || touched("bottleneck")) {
+    if (touched("issues") || touched("bottleneck") || touched("issueSteps")) {
       renderBoard();
       renderGraph();
     }
