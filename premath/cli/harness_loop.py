@@ -375,7 +375,7 @@ def worker_authority(
             "--worktree-root (use --checkout-dir to choose where clones live)"
         )
     with remote.authority(remote.token_for(worker_id), report_progress) as memory:
-        delivery = remote.delivery(worker_id)
+        delivery = remote.delivery(worker_id, report_progress)
         if delivery is not None:
             options["repo_root"], options["worktree_root"] = delivery.home, delivery.worktree
         yield memory, delivery
