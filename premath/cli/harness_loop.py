@@ -92,7 +92,12 @@ SETTINGS_FLAGS = (
     Flag(
         "lease_ttl_s",
         ("--lease-ttl-seconds",),
-        {"type": int, "default": 3600, "show_default": True, "help": "Lease TTL of each claim"},
+        {
+            "type": int,
+            "default": 3600,
+            "show_default": True,
+            "help": "Lease TTL of each claim in seconds, 30..86400 (renewed while the work runs)",
+        },
     ),
     Flag(
         "work_cmd",
