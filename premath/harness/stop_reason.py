@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from premath.terminal import counted
+
 ISSUES_FAILED = "issues_failed"
 WORKER_FAILED = "worker_failed"
 
@@ -56,7 +58,8 @@ def failure_stop(ends: Sequence[WorkerEnd]) -> FailureStop | None:
     if broken:
         shown = "; ".join(f"{end.worker_id}: {why}" for end, why in broken)
         worst = max(end.exit_code for end, _ in broken)
-        return FailureStop(WORKER_FAILED, 2 if worst == 2 else 1, f"worker(s) failed ({shown})")
+        failed = f"{counted(len(broken), 'worker')} failed ({shown})"
+        return FailureStop(WORKER_FAILED, 2 if worst == 2 else 1, failed)
     from premath.issues.leases import natural_key
 
     issues = sorted(
@@ -66,6 +69,6 @@ def failure_stop(ends: Sequence[WorkerEnd]) -> FailureStop | None:
     return FailureStop(
         ISSUES_FAILED,
         1,
-        f"{len(issues)} issue(s) failed or escalated ({', '.join(issues)}); "
+        f"{counted(len(issues), 'issue')} failed or escalated ({', '.join(issues)}); "
         "every worker ran to its end",
     )

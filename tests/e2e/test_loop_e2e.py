@@ -260,7 +260,7 @@ def test_a_coordinator_whose_issues_fail_says_so_not_that_a_worker_failed(tmp_pa
     assert (report["roundCount"], report["failedCount"]) == (1, 2)
     failed = sorted(i for w in report["rounds"][0]["workers"] for i in w["failedIssueIds"])
     assert failed == ["bd-1", "bd-2"]
-    stopped = "[coordinator] stopped: 2 issue(s) failed or escalated (bd-1, bd-2); every worker"
+    stopped = "[coordinator] stopped: 2 issues failed or escalated (bd-1, bd-2); every worker"
     assert stopped.encode() in result.stderr
     assert issue_rows(tmp_path)["bd-3"]["status"] == "open"
 
@@ -273,4 +273,4 @@ def test_a_coordinator_whose_worker_cannot_run_says_a_worker_failed(tmp_path):
     assert result.returncode == 1
     report = orjson.loads(result.stdout)
     assert (report["stoppedReason"], report["exitCode"]) == ("worker_failed", 1)
-    assert b"[coordinator] stopped: worker(s) failed (worker.1: " in result.stderr
+    assert b"[coordinator] stopped: 1 worker failed (worker.1: " in result.stderr

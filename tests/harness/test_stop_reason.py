@@ -19,7 +19,7 @@ def test_workers_that_ran_to_their_end_with_failed_issues_are_issues_failed():
     assert stop is not None
     assert (stop.reason, stop.exit_code) == ("issues_failed", 1)
     assert stop.summary == (
-        "2 issue(s) failed or escalated (bd-9, bd-10); every worker ran to its end"
+        "2 issues failed or escalated (bd-9, bd-10); every worker ran to its end"
     )
 
 
@@ -47,5 +47,5 @@ def test_a_worker_process_that_failed_wins_over_failed_issues(end, why, code):
     assert (stop.reason, stop.exit_code, stop.summary) == (
         "worker_failed",
         code,
-        f"worker(s) failed (w.2: {why})",
+        f"1 worker failed (w.2: {why})",
     )
