@@ -480,18 +480,20 @@ def _renew(cfg: WorkerConfig, claim: Claim, now: datetime) -> bool:
 
 
 def unrecognised_verification(cfg: WorkerConfig, claim: Claim) -> str | None:
-    """The claimed issue wrote a verification line the loop does not recognise, so it falls
-    back to the default command: which line, the words that are recognised, how to wrap it."""
+    """The claimed issue wrote a verification line the loop does not recognise, so it runs
+    without it (its other commands, or the default): which line, the words that are
+    recognised, how to wrap it."""
     from premath.issues.check import unrecognised_advice, unrecognised_verification_lines
 
-    if cfg.verify_cmd is not None or claim.verify_cmd != DEFAULT_VERIFY_CMD:
+    if cfg.verify_cmd is not None:
         return None
     lines = unrecognised_verification_lines(claim.issue.get("description", ""))
     if not lines:
         return None
+    runs = "verifies it with" if claim.verify_cmd == DEFAULT_VERIFY_CMD else "runs only"
     return (
         f"{claim.issue_id}: {unrecognised_advice(lines[0])}, or pass --verify-cmd; until then "
-        f"the loop verifies it with `{DEFAULT_VERIFY_CMD}`"
+        f"the loop {runs} `{claim.verify_cmd}`"
     )
 
 

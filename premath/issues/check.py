@@ -213,9 +213,12 @@ def new_issue_warnings(description: str, status: str) -> list[str]:
             f"{VERIFICATION_MISSING}: no verification command, so `premath issue check` will "
             f"reject this issue and the loop would verify it with `mise run ci-check`; {example}"
         )
-    elif not verification_commands(text):
+    elif not (commands := verification_commands(text)):
         warnings.append(
             f"{VERIFICATION_MISSING}: no command under a `Verification:` heading, so the loop "
             f"would verify this issue with `mise run ci-check`; {example}"
         )
+    elif unrecognised:
+        shown = ", ".join(f"`{command}`" for command in commands)
+        warnings.append(f"{VERIFICATION_MISSING}: the loop would run only {shown}; {example}")
     return warnings

@@ -98,3 +98,15 @@ def test_an_unrecognised_verification_line_is_named_at_add_with_how_to_wrap_it(c
         "recognises (mise run, python3, cargo, premath, sh, nix develop -c, uv run, pytest); "
         "wrap it: Verification: `sh -c 'kill -0 $PPID'`\n"
     )
+
+
+def test_a_verification_line_the_loop_would_skip_beside_a_recognised_one_is_named(cli_run, workdir):
+    description = "Acceptance:\n- x\nVerification commands:\n- `pytest -q`\n- make lint"
+    added = cli_run("issue", "add", "T", "--description", description)
+    assert added.stderr == (
+        f"warning: {MISSING_VERIFICATION}: the loop would run only `pytest -q`; `make lint` "
+        "under Verification: does not start with a command word premath recognises (mise run, "
+        "python3, cargo, premath, sh, nix develop -c, uv run, pytest); wrap it: Verification: "
+        "`sh -c 'make lint'`\n"
+    )
+    assert cli_run("issue", "check", "--json").json["result"] == "accepted"

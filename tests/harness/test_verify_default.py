@@ -151,3 +151,15 @@ def test_with_mise_installed_the_unrecognised_line_is_still_named(cli_run, workd
     assert result.exit_code == 1
     assert result.stderr.splitlines()[1] == f"[worker:me] {UNRECOGNISED}"
     assert result.json["nextStep"].startswith(f"{UNRECOGNISED}; ")
+
+
+def test_a_skipped_line_beside_a_recognised_command_is_named_and_the_rest_runs(cli_run, workdir):
+    _issue(workdir, "bd-1", "Acceptance:\n- x\nVerification commands:\n- `sh -c true`\n- make lint")
+    result = cli_run("harness", "step", "--worker-id", "me", "--work-cmd", "true", "--json")
+    assert result.stderr.splitlines()[1] == (
+        "[worker:me] bd-1: `make lint` under Verification: does not start with a command word "
+        "premath recognises (mise run, python3, cargo, premath, sh, nix develop -c, uv run, "
+        "pytest); wrap it: Verification: `sh -c 'make lint'`, or pass --verify-cmd; until then "
+        "the loop runs only `sh -c true`"
+    )
+    assert (result.exit_code, result.json["outcome"]) == (0, "completed")
