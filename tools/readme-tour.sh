@@ -52,7 +52,7 @@ premath issue ready --json
 premath issue show bd-1
 premath issue claim-next --assignee w1 --json
 premath issue lease-renew bd-1 --assignee w1 --lease-id lease1_bd-1_w1 --json
-premath issue update bd-1 --status closed
+PREMATH_WORKER_ID=w1 premath issue update bd-1 --status closed
 premath issue check
 premath dep diagnostics --graph-scope full --json
 

@@ -132,14 +132,14 @@ class RemoteChoice:
         """The worker's own folder: its clone (`repo/`) and its loop records (`.premath/`)."""
         return os.path.join(os.path.abspath(self.checkout_dir or checkout_root()), worker_id)
 
-    def delivery(self, worker_id: str) -> Any:
+    def delivery(self, worker_id: str, report: Callable[[str], None]) -> Any:
         """The worker's `GitDelivery`, its clone prepared (None without `--repo`)."""
         if self.repo is None:
             return None
         from premath.harness.delivery import GitDelivery
 
         delivery = GitDelivery(self.repo, self.home(worker_id), worker_id, self.base_ref)
-        delivery.prepare()
+        delivery.prepare(report)
         return delivery
 
 
@@ -187,4 +187,4 @@ class FleetOpener:
     def __call__(self, worker_id: str, report: Callable[[str], None]) -> Iterator[Any]:
         token = pick_token(list(self.tokens), worker_id)
         with self.remote.authority(token, report) as memory:
-            yield memory, self.remote.delivery(worker_id)
+            yield memory, self.remote.delivery(worker_id, report)

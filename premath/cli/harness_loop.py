@@ -8,7 +8,7 @@ No module below `cli/` knows a flag.
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -92,7 +92,12 @@ SETTINGS_FLAGS = (
     Flag(
         "lease_ttl_s",
         ("--lease-ttl-seconds",),
-        {"type": int, "default": 3600, "show_default": True, "help": "Lease TTL of each claim"},
+        {
+            "type": int,
+            "default": 3600,
+            "show_default": True,
+            "help": "Lease TTL of each claim in seconds, 30..86400 (renewed while the work runs)",
+        },
     ),
     Flag(
         "work_cmd",
@@ -375,7 +380,7 @@ def worker_authority(
             "--worktree-root (use --checkout-dir to choose where clones live)"
         )
     with remote.authority(remote.token_for(worker_id), report_progress) as memory:
-        delivery = remote.delivery(worker_id)
+        delivery = remote.delivery(worker_id, report_progress)
         if delivery is not None:
             options["repo_root"], options["worktree_root"] = delivery.home, delivery.worktree
         yield memory, delivery
@@ -577,22 +582,46 @@ FLEET_ONLY = (
     "worker_memory_mb",
     "ray_address",
 )
-LOCAL_ONLY = ("worktrees", "rounds", "max_parallel", "worker_timeout_seconds")
+LOCAL_ONLY = {
+    "worktrees": "leave it out, each worker clones --repo on its node (--checkout-dir says where)",
+    "rounds": "leave it out, the workers claim until nothing is ready or held (bound each one "
+    "with --max-steps-per-worker)",
+    "max_parallel": "use --concurrency, the number of workers on the cluster",
+    "worker_timeout_seconds": "leave it out, Ctrl-C stops the fleet and a lost worker's issue "
+    "is claimed again once its lease is stale",
+}
+"""The local executor's options, each with what to do instead under Ray (issue 35)."""
 
 
-def refuse_given(why: str, names: tuple[str, ...]) -> None:
-    """A usage error naming the options among `names` given on the command line."""
+def given_options(names: Sequence[str]) -> list[tuple[str, str]]:
+    """(flag, name) of the options among `names` given on the command line."""
     from click.core import ParameterSource
 
     ctx = click.get_current_context()
-    given = [
-        param.opts[0]
+    return [
+        (param.opts[0], str(param.name))
         for param in ctx.command.params
         if param.name in names
         and ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE
     ]
+
+
+def refuse_given(why: str, names: tuple[str, ...]) -> None:
+    """A usage error naming the options among `names` given on the command line."""
+    given = given_options(names)
     if given:
-        raise InvalidUsage(f"{', '.join(given)}: {why}")
+        raise InvalidUsage(f"{', '.join(flag for flag, _ in given)}: {why}")
+
+
+def refuse_local_options() -> None:
+    """The local executor's options under Ray: a usage error saying what to do for each."""
+    given = given_options(tuple(LOCAL_ONLY))
+    if given:
+        raise InvalidUsage(
+            f"{', '.join(flag for flag, _ in given)}: not with --executor ray (its workers work "
+            "in their own clones): "
+            + "; ".join(f"{flag}: {LOCAL_ONLY[name]}" for flag, name in given)
+        )
 
 
 def ray_coordinator(app: AppContext, options: dict[str, Any]) -> Reply:
@@ -601,7 +630,7 @@ def ray_coordinator(app: AppContext, options: dict[str, Any]) -> Reply:
 
     from premath.cli._remote import pop_remote
 
-    refuse_given("not with --executor ray (its workers work in their own clones)", LOCAL_ONLY)
+    refuse_local_options()
     ctx = click.get_current_context()
     remote = pop_remote(options, delivers=True)
     if remote is None or remote.repo is None:

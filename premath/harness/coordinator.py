@@ -33,6 +33,7 @@ import orjson
 
 from premath.errors import InvalidUsage, PremathError
 from premath.harness.loop_config import WorkerSettings
+from premath.harness.stop_reason import WorkerEnd, failure_stop
 from premath.models.vocabulary import is_escalation_title
 from premath.runner.interrupts import on_stop_signals
 from premath.runner.process import (
@@ -391,10 +392,13 @@ def _rounds(
         )
         if stop.is_set():
             return
-        failing = [run.exit_code for run in runs if run.exit_code != 0]
-        if failing:
-            result.exit_code = max(failing)
+        stop_on = failure_stop(
+            [WorkerEnd(run.worker_id, run.exit_code, run.document) for run in runs]
+        )
+        if stop_on is not None:
+            result.exit_code = max(result.exit_code, stop_on.exit_code)
             if not cfg.continue_on_failure:
-                result.stopped_reason = "worker_failed"
+                result.stopped_reason = stop_on.reason
+                report(f"[coordinator] stopped: {stop_on.summary}")
                 return
     result.stopped_reason = "rounds_exhausted"

@@ -17,6 +17,7 @@ it (specs/remote-workers.md "Delivery failures").
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -124,10 +125,10 @@ class GitDelivery:
             )
         return run
 
-    def prepare(self) -> None:
+    def prepare(self, report: Callable[[str], None] = lambda _line: None) -> None:
         """Clone the remote into the worker's home (or point an existing clone at it and
         fetch), and settle the base branch; a remote that cannot be cloned is refused now,
-        before any claim."""
+        before any claim. `report` hears how the base branch was chosen when it was a guess."""
         os.makedirs(self.home, exist_ok=True)
         if os.path.isdir(os.path.join(self.worktree, ".git")):
             self._must("git remote set-url", "remote", "set-url", "origin", self.remote)
@@ -144,17 +145,38 @@ class GitDelivery:
                 where=self.home,
             )
         if self.base_ref is None:
-            self.base_ref = self._remote_head()
+            self.base_ref = self._remote_head(report)
 
-    def _remote_head(self) -> str:
+    def _remote_head(self, report: Callable[[str], None] = lambda _line: None) -> str:
+        """The branch the remote's HEAD names; else, when HEAD names a branch that does not
+        exist (`git init --bare` then a push of `main` only), its one branch, said on `report`."""
         found = self._git("ls-remote", "--symref", "origin", "HEAD")
         for line in found.stdout.splitlines():
             parts = line.split()
             if found.ok and len(parts) >= 2 and parts[0] == "ref:" and parts[-1] == "HEAD":
                 return parts[1].removeprefix("refs/heads/")
+        heads = self._git("ls-remote", "--heads", "origin")
+        branches = [
+            parts[1].removeprefix("refs/heads/")
+            for parts in (line.split() for line in heads.stdout.splitlines())
+            if heads.ok and len(parts) == 2
+        ]
+        remote = shown_remote(self.remote)
+        if len(branches) == 1:
+            report(
+                f"[worker:{self.worker_id}] the HEAD of {remote} names no branch; using its only "
+                f"branch {branches[0]} (pass --base-ref BRANCH to choose)"
+            )
+            return branches[0]
+        if branches:
+            shown = ", ".join(branches[:5]) + (", ..." if len(branches) > 5 else "")
+            raise InputInvalid(
+                f"cannot tell the default branch of {remote}: its HEAD names no branch and it has "
+                f"{len(branches)} branches ({shown}): pass --base-ref BRANCH"
+            )
         raise InputInvalid(
-            f"cannot tell the default branch of {shown_remote(self.remote)} (an empty "
-            "repository?): push a first commit, or pass --base-ref BRANCH"
+            f"cannot tell the default branch of {remote} (an empty repository?): push a first "
+            "commit, or pass --base-ref BRANCH"
         )
 
     def reset(self) -> None:

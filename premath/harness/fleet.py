@@ -32,6 +32,7 @@ from premath.clock import SystemClock
 from premath.errors import PremathError
 from premath.harness.authority import IssueAuthority
 from premath.harness.loop_config import LoopPaths, WorkerSettings, worker_config
+from premath.harness.stop_reason import WorkerEnd, failure_stop
 from premath.runner.interrupts import on_stop_signals
 from premath.runner.ray_cluster import RayConnection, ray
 
@@ -276,11 +277,17 @@ def _place(cfg: FleetConfig, result: FleetReport, report: Report) -> None:
     result.workers = [outcomes[worker_id] for worker_id in cfg.worker_ids()]
     with contextlib.suppress(Exception):
         ray.kill(events.actor)
-    failing = [worker["exitCode"] for worker in result.workers if worker["exitCode"] != 0]
+    stop_on = failure_stop(
+        [
+            WorkerEnd(w["workerId"], w["exitCode"], w.get("document"), w.get("error"))
+            for w in result.workers
+        ]
+    )
     if stop.is_set():
         result.exit_code, result.stopped_reason = 1, "interrupted"
-    elif failing:
-        result.exit_code, result.stopped_reason = max(failing), "worker_failed"
+    elif stop_on is not None:
+        result.exit_code, result.stopped_reason = stop_on.exit_code, stop_on.reason
+        report(f"[coordinator] stopped: {stop_on.summary}")
     else:
         result.stopped_reason = "drained"
 

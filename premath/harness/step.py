@@ -479,6 +479,33 @@ def _renew(cfg: WorkerConfig, claim: Claim, now: datetime) -> bool:
     return True
 
 
+def unrecognised_verification(cfg: WorkerConfig, claim: Claim) -> str | None:
+    """The claimed issue wrote a verification line the loop does not recognise, so it runs
+    without it (its other commands, or the default): which line, the words that are
+    recognised, how to wrap it."""
+    from premath.issues.check import unrecognised_advice, unrecognised_verification_lines
+
+    if cfg.verify_cmd is not None:
+        return None
+    lines = unrecognised_verification_lines(claim.issue.get("description", ""))
+    if not lines:
+        return None
+    runs = "verifies it with" if claim.verify_cmd == DEFAULT_VERIFY_CMD else "runs only"
+    return (
+        f"{claim.issue_id}: {unrecognised_advice(lines[0])}, or pass --verify-cmd; until then "
+        f"the loop {runs} `{claim.verify_cmd}`"
+    )
+
+
+def step_advice(cfg: WorkerConfig, claim: Claim) -> list[str]:
+    """What the user must fix before this step can pass, said before its first attempt."""
+    advice = missing_programs(cfg, claim)
+    unrecognised = unrecognised_verification(cfg, claim)
+    if unrecognised is not None and not any(unrecognised in line for line in advice):
+        advice.append(unrecognised)
+    return advice
+
+
 def missing_programs(cfg: WorkerConfig, claim: Claim) -> list[str]:
     """What the user must do about step commands whose program is not installed (D25-5): said
     before the first attempt, and the failed step's next step. `mise` missing for an issue
@@ -494,7 +521,9 @@ def missing_programs(cfg: WorkerConfig, claim: Claim) -> list[str]:
         elif cfg.verify_cmd is not None:
             fix = "fix --verify-cmd"
         elif command == DEFAULT_VERIFY_CMD:
-            fix = "add a Verification command to the issue or pass --verify-cmd"
+            fix = unrecognised_verification(cfg, claim) or (
+                "add a Verification command to the issue or pass --verify-cmd"
+            )
         else:
             fix = f"fix the Verification command of {claim.issue_id} or pass --verify-cmd"
         advice.append(f"{program} is not installed: {fix}")
@@ -510,7 +539,7 @@ def run_attempts(
     report: Report = lambda _line: None,
 ) -> list[Attempt]:
     """Attempts until success, a refused gate, a lost lease, or the policy says escalate."""
-    for advice in missing_programs(cfg, claim):
+    for advice in step_advice(cfg, claim):
         report(f"[worker:{cfg.worker_id}] {advice}")
     attempts: list[Attempt] = []
     while True:
@@ -780,9 +809,11 @@ def _finish(
         delivered=delivered,
     )
     if {COMMAND_NOT_FOUND, COMMAND_NOT_EXECUTABLE} & set(classes):
-        report.next_step = "; ".join(missing_programs(cfg, claim)) or (
+        report.next_step = "; ".join(step_advice(cfg, claim)) or (
             "a command's program is not installed or not executable: see the step witness"
         )
+    elif failed and (unrecognised := unrecognised_verification(cfg, claim)) is not None:
+        report.next_step = f"{unrecognised}; {report.next_step}"
     if report.step_witness_ref is not None:
         _write_step_witness(report, os.path.join(cfg.paths.repo_root, report.step_witness_ref))
     _record(cfg, report, clock.now())

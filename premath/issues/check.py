@@ -16,10 +16,24 @@ NOTES_LARGE = "issue_graph.notes.large"
 STATUS_UNKNOWN = "issue_graph.status.unknown"
 TITLE_BLANK = "issue_graph.title.blank"
 
+COMMAND_WORDS = (
+    "mise run",
+    "python3",
+    "cargo",
+    "premath",
+    "sh",
+    "nix develop -c",
+    "uv run",
+    "pytest",
+)
+"""The words a verification command must start with (the reference's rule, which `issue check`
+keeps: its verdict is wire output); anything else is wrapped in `sh -c '...'`."""
+
 # The reference's own patterns (crates/premath-bd/src/issue_graph.rs), case-insensitive;
 # compiled on first use (`timefmt.compiled`): the hot reads that import this module never match.
+# Its `cargo(?: run)?` matches what `cargo` alone does: the rest of the line is free text.
 _ACCEPTANCE = r"(?im)^\s*acceptance(?:\s+criteria)?\s*:"
-_COMMAND = r"(?:mise run|python3|cargo(?: run)?|premath|sh|nix develop -c|uv run|pytest)\b"
+_COMMAND = "(?:" + "|".join(COMMAND_WORDS) + r")\b"
 _COMMAND_LINE = rf"(?im)^\s*(?:[-*]\s*)?(?:`)?{_COMMAND}[^`\n]*(?:`)?\s*$"
 _COMMAND_SPAN = rf"(?i)`{_COMMAND}[^`]*`"
 
@@ -41,26 +55,58 @@ _VERIFICATION_HEADING = r"(?im)^\s*verification(?:\s+commands?)?\s*:(.*)$"
 _SECTION_END = r"^\s*$|^\s*[A-Z][A-Za-z ]*:\s*$|^\s*[A-Z][A-Za-z ]*:\s"
 
 
-def verification_commands(description: str) -> list[str]:
-    """The commands of the description's `Verification:` section, as `issue check` finds them.
-
-    The section is the heading line's rest plus the lines below it up to a blank line or the
-    next `Heading:`; a command is a backticked span or a whole line (bullet and backticks
-    dropped) that starts with one of the command words `issue check` knows.
-    """
-    commands: list[str] = []
+def _verification_lines(description: str) -> list[str]:
+    """The lines of the description's `Verification:` sections: each heading line's rest plus
+    the lines below it up to a blank line or the next `Heading:`."""
+    lines: list[str] = []
     for heading in compiled(_VERIFICATION_HEADING).finditer(description):
-        section = [heading.group(1)]
+        lines.append(heading.group(1))
         for line in description[heading.end() :].splitlines()[1:]:
             if compiled(_SECTION_END).match(line):
                 break
-            section.append(line)
-        for line in section:
-            spans = [span.strip("`") for span in compiled(_COMMAND_SPAN).findall(line)]
-            if not spans and compiled(_COMMAND_LINE).fullmatch(line):
-                spans = [line.strip().lstrip("-*").strip().strip("`").strip()]
-            commands.extend(span.strip() for span in spans if span.strip())
+            lines.append(line)
+    return lines
+
+
+def _bare(line: str) -> str:
+    return line.strip().lstrip("-*").strip().strip("`").strip()
+
+
+def verification_commands(description: str) -> list[str]:
+    """The commands of the description's `Verification:` section, as `issue check` finds them:
+    a backticked span or a whole line (bullet and backticks dropped) that starts with one of
+    the command words `issue check` knows."""
+    commands: list[str] = []
+    for line in _verification_lines(description):
+        commands.extend(_line_commands(line))
     return list(dict.fromkeys(commands))
+
+
+def _line_commands(line: str) -> list[str]:
+    spans = [span.strip("`") for span in compiled(_COMMAND_SPAN).findall(line)]
+    if not spans and compiled(_COMMAND_LINE).fullmatch(line):
+        spans = [_bare(line)]
+    return [span.strip() for span in spans if span.strip()]
+
+
+def unrecognised_verification_lines(description: str) -> list[str]:
+    """Lines under a `Verification:` heading that name no command `issue check` recognises
+    (`kill -0 $PPID`): what the user meant to run, which the loop will not (issue 35)."""
+    unrecognised = []
+    for line in _verification_lines(description):
+        if _bare(line) and not _line_commands(line):
+            unrecognised.append(_bare(line))
+    return list(dict.fromkeys(unrecognised))
+
+
+def unrecognised_advice(line: str) -> str:
+    """What to do about a verification line the loop does not recognise."""
+    from shlex import quote  # lazy: the hot reads import this module
+
+    return (
+        f"`{line}` under Verification: does not start with a command word premath recognises "
+        f"({', '.join(COMMAND_WORDS)}); wrap it: Verification: `sh -c {quote(line)}`"
+    )
 
 
 class Finding(NamedTuple):
@@ -156,15 +202,23 @@ def new_issue_warnings(description: str, status: str) -> list[str]:
             f"{ACCEPTANCE_MISSING}: no Acceptance section, so `premath issue check` will reject "
             "this issue; add a line: Acceptance: <what done means>"
         )
-    example = "add a line: Verification: `<your test command>`"
+    unrecognised = unrecognised_verification_lines(text)
+    example = (
+        unrecognised_advice(unrecognised[0])
+        if unrecognised
+        else "add a line: Verification: `<your test command>`"
+    )
     if not has_verification_command(text):
         warnings.append(
             f"{VERIFICATION_MISSING}: no verification command, so `premath issue check` will "
             f"reject this issue and the loop would verify it with `mise run ci-check`; {example}"
         )
-    elif not verification_commands(text):
+    elif not (commands := verification_commands(text)):
         warnings.append(
             f"{VERIFICATION_MISSING}: no command under a `Verification:` heading, so the loop "
             f"would verify this issue with `mise run ci-check`; {example}"
         )
+    elif unrecognised:
+        shown = ", ".join(f"`{command}`" for command in commands)
+        warnings.append(f"{VERIFICATION_MISSING}: the loop would run only {shown}; {example}")
     return warnings

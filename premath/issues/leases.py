@@ -121,6 +121,21 @@ def lease_state(row: IssueRow, now_ns: int) -> LeaseState:
     return "active" if stored_nanos(lease["expires_at"]) > now_ns else "stale"
 
 
+def holder_warning(
+    issue_id: str, lease: LeaseRow | None, caller: str | None, now_ns: int
+) -> str | None:
+    """`issue update` of an issue someone else holds under an active lease: said, not refused
+    (the reference accepts it; issue 35). None when unleased, stale, or the caller holds it."""
+    if lease is None or lease["owner"] == caller or stored_nanos(lease["expires_at"]) <= now_ns:
+        return None
+    owner = lease["owner"]
+    return (
+        f"{issue_id} is held by {owner} (lease {lease['lease_id']} until {lease['expires_at']}): "
+        f"updated anyway; {owner} may still be working on it, so tell it or wait for the lease "
+        "to end"
+    )
+
+
 def loop_lease_state(row: IssueRow | None, now_ns: int) -> LeaseState:
     """The lease state a loop hands off on, in the reference's order (specs/harness-loop.md
     "Lease states"): a missing or closed issue first, then `lease_state`, an active lease that

@@ -280,9 +280,11 @@ def update_issue(
     assignee: str | None = None,
     owner: str | None = None,
     on_row: RowHook | None = None,
+    before: RowHook | None = None,
 ) -> IssueRow:
     """`issue update`: given fields only; a status change goes through set_status, so closing
-    releases the lease (the assignee stays)."""
+    releases the lease (the assignee stays). `before` sees the row under the lock before any
+    change (it is then changed in place: read what you need)."""
     texts = {"description": description, "notes": notes, "assignee": assignee, "owner": owner}
     nothing = title is None and status is None and priority is None
     nothing = nothing and all(value is None for value in texts.values())
@@ -294,6 +296,8 @@ def update_issue(
             raise NotFound(f"issue not found: {issue_id}")
         if nothing:
             raise InputInvalid("no update fields provided")
+        if before is not None:
+            before(row)
         if title is not None:
             row["title"] = title
         for field, value in texts.items():

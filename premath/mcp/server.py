@@ -27,7 +27,14 @@ from premath.errors import PremathError
 from premath.mcp.access_log import AccessLog, failure_class
 from premath.mcp.arguments import parse_arguments
 from premath.mcp.catalogue import TOOLS, TOOLS_BY_NAME
-from premath.mcp.tools import Rendered, ServerConfig, ToolRefused, ToolService, call_deadline
+from premath.mcp.tools import (
+    Rendered,
+    ServerConfig,
+    ToolRefused,
+    ToolService,
+    as_caller,
+    call_deadline,
+)
 from premath.models.serde import SchemaViolation
 from premath.store.canonical import stdout_bytes
 
@@ -167,8 +174,8 @@ def build_server(
     in_flight = in_flight or InFlight()
     workers = anyio.CapacityLimiter(WORKER_THREADS)
 
-    def work(tool: str, arguments: Any, deadline: float) -> types.CallToolResult:
-        with in_flight, call_deadline(deadline):
+    def work(tool: str, arguments: Any, deadline: float, caller: str) -> types.CallToolResult:
+        with in_flight, call_deadline(deadline), as_caller(caller):
             return call_tool(service, tool, arguments)
 
     async def on_call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -183,6 +190,7 @@ def build_server(
                     params.name,
                     params.arguments,
                     started + timeout_s,
+                    caller_of(ctx),
                     abandon_on_cancel=True,
                     limiter=workers,
                 )

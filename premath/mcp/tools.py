@@ -66,6 +66,20 @@ def call_deadline(deadline: float | None) -> Iterator[None]:
         _DEADLINE.reset(token)
 
 
+_CALLER: ContextVar[str | None] = ContextVar("premath_mcp_caller", default=None)
+
+
+@contextlib.contextmanager
+def as_caller(caller: str | None) -> Iterator[None]:
+    """Run the block as a call of `caller` (the HTTP token id, `stdio`): who an `issue_update`
+    warning about someone else's lease is not about."""
+    token = _CALLER.set(caller)
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
+
+
 @dataclass(frozen=True)
 class Rendered:
     """A result document already rendered as the server sends it (pretty sorted JSON)."""
@@ -414,15 +428,30 @@ class ToolService:
             for name in ("title", "description", "notes", "priority", "assignee", "owner")
         }
         fields["status"] = self._blank_none(args, "status")
-        return self._write(
+        held: list[str] = []
+
+        def before(row: IssueRow) -> None:
+            now_ns = epoch_nanos(self.clock.now())
+            said = leases.holder_warning(args["id"], row.get("lease"), _CALLER.get(), now_ns)
+            held.extend([said] if said else [])
+
+        document = self._write(
             "issue.update",
             args,
             lambda path, now, on_row: issue_memory.update_issue(
-                path, args["id"], now=now, timeout_s=self._timeout(), on_row=on_row, **fields
+                path,
+                args["id"],
+                now=now,
+                timeout_s=self._timeout(),
+                on_row=on_row,
+                before=before,
+                **fields,
             ),
             _issue_fields,
             targets=(args["id"],),
         )
+        # Ours (D35-4): the reply of an update of someone else's held issue says so.
+        return {**document, "warnings": held} if held else document
 
     def _dep_type(self, args: Document, name: str) -> str:
         value = self._blank_none(args, name) or "blocks"

@@ -14,12 +14,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from premath.issues.leases import natural_key
 from premath.models.vocabulary import is_escalation_title
 from premath.observe.coherence import BLOCKING_TYPES
 from premath.observe.facts import Document, Instant, IssueFacts, Lease
 
 Column = Literal["needs_person", "blocked", "ready", "in_progress", "closed"]
 COLUMNS: tuple[Column, ...] = ("needs_person", "blocked", "ready", "in_progress", "closed")
+
+
+def by_id(issue_id: str) -> tuple[object, ...]:
+    """Natural order, then byte order: `bd-5, bd-9, bd-11`."""
+    return (natural_key(issue_id), issue_id)
 
 
 def _blockers(row: IssueFacts) -> list[str]:
@@ -90,7 +96,8 @@ def issue_board(rows: Iterable[IssueFacts], now: Instant) -> Board:
     issues: dict[str, Document] = {}
     for row in rows:
         status = row.status or ""
-        blockers = sorted({t for t in _blockers(row) if statuses.get(t) != "closed"})
+        # natural order, as issue listings use (bd-5 before bd-11; D25-1)
+        blockers = sorted({t for t in _blockers(row) if statuses.get(t) != "closed"}, key=by_id)
         column: Column
         escalation = is_escalation_title(row.title)
         if status == "closed":
@@ -111,7 +118,9 @@ def issue_board(rows: Iterable[IssueFacts], now: Instant) -> Board:
             "priority": row.priority,
             "assignee": row.assignee,
             "blockers": blockers,
-            "dependsOn": sorted({d.target for d in row.dependencies if d.target is not None}),
+            "dependsOn": sorted(
+                {d.target for d in row.dependencies if d.target is not None}, key=by_id
+            ),
             "downstream": downstream.get(row.id, 0),
             "lease": _lease(row.lease, now),
             "updatedAt": row.updated_text,

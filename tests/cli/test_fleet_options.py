@@ -23,7 +23,21 @@ URL = ("--mcp-url", "http://127.0.0.1:9/mcp")
         ),
         (
             ("--executor", "ray", *URL, "--repo", "r", "--worktree", ".", "--rounds", "2"),
-            "--worktree, --rounds: not with --executor ray (its workers work in their own clones)",
+            "--worktree, --rounds: not with --executor ray (its workers work in their own "
+            "clones): --worktree: leave it out, each worker clones --repo on its node "
+            "(--checkout-dir says where); --rounds: leave it out, the workers claim until nothing "
+            "is ready or held (bound each one with --max-steps-per-worker)",
+        ),
+        (
+            ("--executor", "ray", *URL, "--repo", "r", "--max-parallel", "2"),
+            "--max-parallel: not with --executor ray (its workers work in their own clones): "
+            "--max-parallel: use --concurrency, the number of workers on the cluster",
+        ),
+        (
+            ("--executor", "ray", *URL, "--repo", "r", "--worker-timeout-seconds", "9"),
+            "--worker-timeout-seconds: not with --executor ray (its workers work in their own "
+            "clones): --worker-timeout-seconds: leave it out, Ctrl-C stops the fleet and a lost "
+            "worker's issue is claimed again once its lease is stale",
         ),
         (
             ("--worktree", ".", "--concurrency", "4", "--worker-cpus", "0.5"),

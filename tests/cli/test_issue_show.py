@@ -85,3 +85,28 @@ def test_adding_an_issue_issue_check_would_reject_warns_d25_3(
     assert [line.split(": ")[1] for line in discovered.stderr.splitlines()] == warned
     closed = cli_run("issue", "add", "Done", "--status", "closed")
     assert closed.stderr == ""  # not active: `issue check` does not look at it
+
+
+def test_an_unrecognised_verification_line_is_named_at_add_with_how_to_wrap_it(cli_run, workdir):
+    """Issue 35: the warning names the line the user wrote, not "add a line" they already did."""
+    description = "Acceptance:\n- x\nVerification:\n- kill -0 $PPID\n- `make check`"
+    added = cli_run("issue", "add", "T", "--description", description)
+    assert added.stderr == (
+        f"warning: {MISSING_VERIFICATION}: no verification command, so `premath issue check` "
+        "will reject this issue and the loop would verify it with `mise run ci-check`; "
+        "`kill -0 $PPID` under Verification: does not start with a command word premath "
+        "recognises (mise run, python3, cargo, premath, sh, nix develop -c, uv run, pytest); "
+        "wrap it: Verification: `sh -c 'kill -0 $PPID'`\n"
+    )
+
+
+def test_a_verification_line_the_loop_would_skip_beside_a_recognised_one_is_named(cli_run, workdir):
+    description = "Acceptance:\n- x\nVerification commands:\n- `pytest -q`\n- make lint"
+    added = cli_run("issue", "add", "T", "--description", description)
+    assert added.stderr == (
+        f"warning: {MISSING_VERIFICATION}: the loop would run only `pytest -q`; `make lint` "
+        "under Verification: does not start with a command word premath recognises (mise run, "
+        "python3, cargo, premath, sh, nix develop -c, uv run, pytest); wrap it: Verification: "
+        "`sh -c 'make lint'`\n"
+    )
+    assert cli_run("issue", "check", "--json").json["result"] == "accepted"

@@ -242,3 +242,35 @@ def test_coordinator_refuses_a_dependency_cycle_before_any_worker(tmp_path):
     report = orjson.loads(result.stdout)
     assert (report["stoppedReason"], report["rounds"]) == ("dependency_cycle", [])
     assert b"dependency cycle in the active scope: bd-1 -> bd-2 -> bd-1" in result.stderr
+
+
+def test_a_coordinator_whose_issues_fail_says_so_not_that_a_worker_failed(tmp_path):
+    """D35-3: both workers ran their steps; only the issues failed (escalated, blocked)."""
+    make_issues(tmp_path, ["bd-1", "bd-2", "bd-3"])
+    for name in ("w1", "w2"):
+        (tmp_path / name).mkdir()
+    result = run_premath(
+        "harness-loop", "coordinator", "--worktree", "w1", "--worktree", "w2", "--rounds", "3",
+        "--verify-cmd", "echo 'check_failed: 2 tests failed' >&2; exit 1", "--json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 1
+    report = orjson.loads(result.stdout)
+    assert (report["stoppedReason"], report["exitCode"]) == ("issues_failed", 1)
+    assert (report["roundCount"], report["failedCount"]) == (1, 2)
+    failed = sorted(i for w in report["rounds"][0]["workers"] for i in w["failedIssueIds"])
+    assert failed == ["bd-1", "bd-2"]
+    stopped = "[coordinator] stopped: 2 issues failed or escalated (bd-1, bd-2); every worker"
+    assert stopped.encode() in result.stderr
+    assert issue_rows(tmp_path)["bd-3"]["status"] == "open"
+
+
+def test_a_coordinator_whose_worker_cannot_run_says_a_worker_failed(tmp_path):
+    make_issues(tmp_path, ["bd-1"])
+    (tmp_path / "w1").mkdir()
+    (tmp_path / ".premath" / "harness_session.worker.1.json").write_text("{corrupt")
+    result = _one_worker_coordinator(tmp_path)
+    assert result.returncode == 1
+    report = orjson.loads(result.stdout)
+    assert (report["stoppedReason"], report["exitCode"]) == ("worker_failed", 1)
+    assert b"[coordinator] stopped: 1 worker failed (worker.1: " in result.stderr

@@ -216,6 +216,20 @@ def test_a_refused_push_gives_the_issue_back_with_its_failure_class(tmp_path):
     assert project.branches() == {}
 
 
+def test_a_bare_remote_whose_head_names_no_branch_uses_its_only_branch(tmp_path):
+    """Issue 35: `git init --bare` names `master`; someone pushed only `main`."""
+    project = one_issue(tmp_path)
+    git("symbolic-ref", "HEAD", "refs/heads/master", cwd=project.remote)
+    code, document, stderr = deliver_one(project, tmp_path)
+    assert code == 0, stderr
+    assert (
+        f"[worker:w1] the HEAD of {project.remote} names no branch; using its only branch main "
+        "(pass --base-ref BRANCH to choose)"
+    ) in stderr.splitlines()
+    assert document["closedIssueIds"] == ["bd-1"]
+    assert list(project.branches()) == ["premath/bd-1"]
+
+
 def test_an_existing_branch_is_never_overwritten(tmp_path):
     project = one_issue(tmp_path)
     other = tmp_path / "other"

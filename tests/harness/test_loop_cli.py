@@ -25,6 +25,18 @@ def test_worker_usage_errors_exit_2(cli_run, workdir, args, message):
 
 
 @pytest.mark.parametrize(
+    "command",
+    [("harness-loop", "worker"), ("harness-loop", "coordinator"), ("harness", "step")],
+)
+def test_the_lease_ttl_help_shows_its_bounds(cli_run, command):
+    """Issue 35: the 30 s minimum is in --help, not only in the refusal."""
+    from premath.issues.leases import MAX_TTL_SECONDS, MIN_TTL_SECONDS
+
+    shown = " ".join(cli_run(*command, "--help").stdout.split())
+    assert f"Lease TTL of each claim in seconds, {MIN_TTL_SECONDS}..{MAX_TTL_SECONDS}" in shown
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (("--worktree", "w", "--rounds", "0"), "Invalid value for '--rounds'"),

@@ -112,3 +112,54 @@ def test_a_program_that_cannot_be_executed_is_not_retried(cli_run, workdir):
         ["command_not_executable"],
     )
     assert "not installed or not executable" in result.json["nextStep"]
+
+
+UNRECOGNISED = (
+    "bd-1: `kill -0 $PPID` under Verification: does not start with a command word premath "
+    "recognises (mise run, python3, cargo, premath, sh, nix develop -c, uv run, pytest); wrap "
+    "it: Verification: `sh -c 'kill -0 $PPID'`, or pass --verify-cmd; until then the loop "
+    "verifies it with `mise run ci-check`"
+)
+
+
+def test_an_unrecognised_verification_line_is_named_with_the_words_and_the_wrap(
+    cli_run, workdir, monkeypatch
+):
+    """Issue 35: `Verification: kill -0 $PPID` is no command the loop recognises; the step says
+    which line, the words that are recognised and how to wrap it, and the wrap then works."""
+    _issue(workdir, "bd-1", "Acceptance:\n- x\nVerification: kill -0 $PPID")
+    _path_with_only_sh(workdir, monkeypatch)
+    result = cli_run("harness", "step", "--worker-id", "me", "--work-cmd", "true", "--json")
+    assert result.exit_code == 1
+    advice = f"mise is not installed: {UNRECOGNISED}"
+    assert result.stderr.splitlines()[1] == f"[worker:me] {advice}"
+    assert result.json["nextStep"] == advice
+    wrapped = "Acceptance:\n- x\nVerification: `sh -c 'kill -0 $PPID'`"
+    assert cli_run("issue", "update", "bd-1", "--description", wrapped).exit_code == 0
+    again = cli_run("harness", "step", "--worker-id", "me", "--work-cmd", "true", "--json")
+    assert (again.exit_code, again.json["outcome"]) == (0, "completed")
+    assert again.json["attempts"] == 1
+
+
+def test_with_mise_installed_the_unrecognised_line_is_still_named(cli_run, workdir, monkeypatch):
+    _issue(workdir, "bd-1", "Acceptance:\n- x\nVerification: kill -0 $PPID")
+    _path_with_only_sh(workdir, monkeypatch)
+    mise = workdir / "bin" / "mise"
+    mise.write_text("#!/bin/sh\necho 'no task ci-check' >&2\nexit 1\n")
+    mise.chmod(0o755)
+    result = cli_run("harness", "step", "--worker-id", "me", "--work-cmd", "true", "--json")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[1] == f"[worker:me] {UNRECOGNISED}"
+    assert result.json["nextStep"].startswith(f"{UNRECOGNISED}; ")
+
+
+def test_a_skipped_line_beside_a_recognised_command_is_named_and_the_rest_runs(cli_run, workdir):
+    _issue(workdir, "bd-1", "Acceptance:\n- x\nVerification commands:\n- `sh -c true`\n- make lint")
+    result = cli_run("harness", "step", "--worker-id", "me", "--work-cmd", "true", "--json")
+    assert result.stderr.splitlines()[1] == (
+        "[worker:me] bd-1: `make lint` under Verification: does not start with a command word "
+        "premath recognises (mise run, python3, cargo, premath, sh, nix develop -c, uv run, "
+        "pytest); wrap it: Verification: `sh -c 'make lint'`, or pass --verify-cmd; until then "
+        "the loop runs only `sh -c true`"
+    )
+    assert (result.exit_code, result.json["outcome"]) == (0, "completed")

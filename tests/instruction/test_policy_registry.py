@@ -56,7 +56,10 @@ def edit(path: Path, **changes):
 @pytest.mark.parametrize(
     ("breakage", "expected"),
     [
-        (lambda d: shutil.rmtree(d), "instruction_unknown_policy: policy registry not found at"),
+        (
+            lambda d: (shutil.rmtree(d), d.write_text("a file")),
+            "instruction_unknown_policy: policy registry not found at",
+        ),
         (lambda d: [p.unlink() for p in d.iterdir()], "no policy artifacts found under"),
         (
             lambda d: edit(d / "policy-test-v1.json", policyId="policy.other"),

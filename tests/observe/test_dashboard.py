@@ -63,6 +63,18 @@ def test_columns_leases_and_the_bottleneck():
     assert board.issues["c"]["blockers"] == ["b"]
 
 
+def test_blockers_and_dependencies_are_in_natural_order():
+    """Issue 35: `bd-5, bd-9, bd-11`, as issue listings order ids, not `bd-11, bd-5, bd-9`."""
+    ids = ["bd-11", "bd-5", "bd-9"]
+    rows = [
+        issue("bd-1", "waits", dependencies=[blocks("bd-1", target) for target in ids]),
+        *(issue(target, "open") for target in ids),
+    ]
+    board = issue_board([issue_facts(row["id"], row) for row in rows], NOW)
+    assert board.issues["bd-1"]["blockers"] == ["bd-5", "bd-9", "bd-11"]
+    assert board.issues["bd-1"]["dependsOn"] == ["bd-5", "bd-9", "bd-11"]
+
+
 def test_a_cycle_does_not_hang_the_downstream_count():
     rows = [
         issue("a", "x", dependencies=[blocks("a", "b")]),

@@ -235,3 +235,25 @@ def test_a_node_killed_mid_work_and_its_issue_completed_by_another_worker(
         first, *later = [c for c in document["claims"] if c["issueId"] == issue_id]
         # ...by a worker on the node that survived, once its lease went stale.
         assert all(claim["node"] != first["node"] for claim in later)
+
+
+def test_issues_that_fail_while_every_worker_drains_stop_the_fleet_as_issues_failed(
+    ray_cluster: RayCluster, tmp_path
+):
+    """Issue 35 (D35-3): the workers worked as designed; only the issues failed (escalated)."""
+    project = project_of(tmp_path, 2, "fail.1", "fail.2")
+    with mcp_server(project, "--mutation-policy", "open") as server:
+        process = coordinator(
+            ray_cluster, project, server.url,
+            "--concurrency", "2", "--worker-cpus", "0.5", "--worker-prefix", "fail",
+            "--continue-on-failure", "--verify-cmd", "echo 'check_failed: nope' >&2; exit 1",
+        )  # fmt: skip
+        code, document, stderr = finished(process)
+    assert (code, document.get("stoppedReason")) == (1, "issues_failed"), stderr
+    assert [worker["stoppedReason"] for worker in document["workers"]] == ["drained", "drained"]
+    failed = sorted(issue for worker in document["workers"] for issue in worker["failedIssueIds"])
+    assert failed == ["bd-1", "bd-2"]
+    assert (
+        "[coordinator] stopped: 2 issues failed or escalated (bd-1, bd-2); every worker ran to "
+        "its end"
+    ) in stderr.splitlines()

@@ -6,6 +6,8 @@ reload; it works from the keyboard and at phone width. Screenshots are kept as
 
 import io
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -236,3 +238,26 @@ def test_one_process_a_person_logs_in_through_the_printed_link(project, browser,
         out = page.goto(f"{server.base}/dashboard")
         assert out is not None
         assert out.status == 401
+
+
+def test_one_step_and_one_issue_read_as_such(tmp_path, browser):
+    """Issue 35: "1 step", "1 issue"; the worker-lane card spelled out, not "WIP (w/i/u)"."""
+    seed_project(tmp_path)
+    write_issues(tmp_path, [issue("bd-1", "Only one")])
+    appended = subprocess.run(
+        [sys.executable, "-m", "premath", "harness-trajectory", "append", "--step-id", "w1.bd-1.1",
+         "--issue-id", "bd-1", "--action", "harness.step", "--result-class", "completed"],
+        cwd=tmp_path, capture_output=True, check=False,
+    )  # fmt: skip
+    assert appended.returncode == 0, appended.stderr
+    with observe_serve(tmp_path, "--live") as server:
+        page, log = _open(browser, server.port, 1280)
+        page.wait_for_function(
+            "document.getElementById('trajectory-note').textContent.includes('shown')"
+        )
+        assert page.inner_text("#trajectory-note").startswith("1 step, 0 failed, ")
+        page.wait_for_function("document.getElementById('status').textContent.startsWith('Live')")
+        assert page.inner_text("#status").endswith(" · 1 issue")
+        label = page.inner_text("#card-wip .label")
+        assert label == "Workers / in progress / unassigned"
+        assert log.errors == []

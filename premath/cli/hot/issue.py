@@ -1,6 +1,7 @@
 """`issue ready|list|show|claim-next|update`: bodies and text (declared in `cli/issue.py`)."""
 
 import io
+import os
 import sys
 
 from premath.cli._reply import AppContext, Reply, usage_error
@@ -160,12 +161,29 @@ def issue_update(
         usage_error("the argument '--notes' cannot be used with '--notes-file'")
     if notes_file is not None:
         notes = read_notes_file(notes_file)
+    from premath.issues.leases import holder_warning
     from premath.issues.lifecycle import input_warnings
+    from premath.timefmt import epoch_nanos
+
+    now = app.clock.now()
+    held: list[str] = []
+
+    def before(row: Any) -> None:
+        # the caller is the loop's worker id when it runs us, else nobody in particular
+        caller = os.environ.get("PREMATH_WORKER_ID")
+        said = holder_warning(issue_id, row.get("lease"), caller, epoch_nanos(now))
+        held.extend([said] if said else [])
 
     row = update_issue(
-        issues, issue_id, now=app.clock.now(), timeout_s=app.lock_timeout(), notes=notes, **fields
+        issues,
+        issue_id,
+        now=now,
+        timeout_s=app.lock_timeout(),
+        notes=notes,
+        before=before,
+        **fields,
     )
-    warnings = input_warnings(title=fields["title"], status=fields["status"])
+    warnings = [*input_warnings(title=fields["title"], status=fields["status"]), *held]
     return Reply(issue_document("issue.update", issues, row), text=updated_text, warnings=warnings)
 
 

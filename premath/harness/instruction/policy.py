@@ -2,12 +2,16 @@
 
 Every artifact in the folder must be valid, even one the envelope does not name, and each
 declared `pol1_` digest must equal the digest recomputed from the artifact's canonical form.
+A repository without that folder uses the registry shipped with premath (divergence D35-1):
+the repository's own folder, when present, wins whole.
 """
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from premath.errors import IoFailure
 from premath.harness.instruction.digests import stable_hash
 from premath.harness.instruction.errors import InstructionError, rust_debug
 from premath.store.documents import (
@@ -21,6 +25,7 @@ from premath.text import rust_trim
 POLICY_KIND = "ci.instruction.policy.v1"
 POLICY_DIGEST_PREFIX = "pol1_"
 POLICY_DIR = ("policies", "instruction")
+BUILTIN_POLICY_DIR = Path(__file__).resolve().parents[2] / "data" / "policies" / "instruction"
 SHAPE = "instruction_policy_invalid_shape"
 MISMATCH = "instruction_policy_digest_mismatch"
 UNKNOWN = "instruction_unknown_policy"
@@ -103,9 +108,17 @@ def _canonical_policy(payload: Any, shown: str) -> InstructionPolicy:
     return InstructionPolicy(declared, policy_id, frozenset(checks), frozenset(normalizers))
 
 
+def registry_directory(repo_root: str) -> str:
+    """The repository's registry folder when it has one, else the one shipped with premath."""
+    directory = os.path.join(repo_root, *POLICY_DIR)
+    if os.path.lexists(directory) or not BUILTIN_POLICY_DIR.is_dir():
+        return directory
+    return str(BUILTIN_POLICY_DIR)
+
+
 def load_policy_registry(repo_root: str) -> dict[str, InstructionPolicy]:
     """Every policy artifact by digest; raises InstructionError for the first invalid one."""
-    directory = os.path.join(repo_root, *POLICY_DIR)
+    directory = registry_directory(repo_root)
     if not os.path.isdir(directory):
         raise InstructionError(UNKNOWN, f"policy registry not found at {directory}")
     try:
@@ -151,3 +164,22 @@ def resolve_policy(repo_root: str, digest: str) -> InstructionPolicy:
     if policy is None:
         raise InstructionError(UNKNOWN, f"policyDigest {rust_debug(digest)} is not registered")
     return policy
+
+
+def write_shipped_registry(repo_root: str) -> list[str]:
+    """`premath init --with-policies`: copy the shipped registry into the repository, for a
+    team that wants to edit it. A repository that already has the folder keeps it untouched
+    (its registry wins whole, D35-1); the paths written, relative to the repository root."""
+    from premath.store.atomic import write_atomic
+
+    if os.path.lexists(os.path.join(repo_root, *POLICY_DIR)):
+        return []
+    written = []
+    for source in sorted(BUILTIN_POLICY_DIR.glob("*.json")):
+        target = os.path.join(repo_root, *POLICY_DIR, source.name)
+        try:
+            write_atomic(target, source.read_bytes())
+        except OSError as exc:
+            raise IoFailure(f"failed to write {target}: {os_error_text(exc)}") from None
+        written.append("/".join((*POLICY_DIR, source.name)))
+    return written

@@ -80,6 +80,11 @@
 
   // --- surface: the reference page's cards and panes ------------------------------------------
 
+  function counted(count, noun) {
+    // "1 step", "2 steps": premath/terminal.py's counted(), for the page
+    return count + " " + (count === 1 ? noun : noun + "s");
+  }
+
   function setCard(id, value, tone) {
     const card = $(id);
     card.classList.remove("ok", "warn", "bad");
@@ -555,7 +560,7 @@
       note.textContent = "Trajectory unreadable: " + tail.error;
       return;
     }
-    note.textContent = tail.totalCount + " steps, " + tail.failedCount + " failed, " + tail.retryNeededCount + " needing a retry; the latest " + tail.latest.length + " shown.";
+    note.textContent = counted(tail.totalCount, "step") + ", " + tail.failedCount + " failed, " + tail.retryNeededCount + " needing a retry; the latest " + tail.latest.length + " shown.";
     const failed = new Set(tail.failed.map(stepKey));
     let rows = tail.latest;
     if (state.failuresFirst) {
@@ -689,7 +694,7 @@
     }
     const status = $("status");
     status.classList.remove("bad");
-    status.textContent = "Live · updated " + new Date(now()).toLocaleTimeString() + " · version " + state.version + " · " + state.issues.size + " issues";
+    status.textContent = "Live · updated " + new Date(now()).toLocaleTimeString() + " · version " + state.version + " · " + counted(state.issues.size, "issue");
   }
 
   // Who the page is logged in as, when the server asks for a login (a session cookie).
