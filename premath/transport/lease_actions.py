@@ -119,6 +119,8 @@ def _run(
         if changed and row is not None and call.on_change is not None:
             call.on_change(row)
         now_ns = epoch_nanos(call.now)
+        if row is not None and not changed:
+            row = copy.deepcopy(row)  # the store's row may change under a later writer
         outcome = LeaseOutcome(row, changed, leases.lease_projection(issues, now_ns), now_ns)
         return outcome, (row["id"],) if changed and row is not None else ()
 
