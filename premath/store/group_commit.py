@@ -33,10 +33,12 @@ from datetime import datetime
 
 from premath.errors import IoFailure, LockBusy
 from premath.lean_typing import Any, TypeVar
+from premath.models.issue_row import IssueRow
 from premath.store.issues_file import (
     Changes,
     IssueMap,
     LoadedStore,
+    ViewedIssues,
     WarmStores,
     encode_row,
     load_for_write,
@@ -179,9 +181,13 @@ class _Group:
             self.lines = loaded.stored_lines
         else:
             self.ids = sorted(issues)
-            issues = {issue_id: issues[issue_id] for issue_id in self.ids}
+            if list(issues) != self.ids:
+                issues = {issue_id: issues[issue_id] for issue_id in self.ids}
             self.lines = [encode_row(issues[issue_id])[:-1] for issue_id in self.ids]
-        self.issues = issues
+        if not isinstance(issues, ViewedIssues):
+            issues = ViewedIssues(issues)  # the store is new to us: no views yet
+        # else: the kept store, unchanged since we kept it (`take`): its views still hold
+        self.issues: ViewedIssues = issues
         self.changed_lines: dict[str, bytes] = {}
 
     @property
@@ -196,18 +202,32 @@ class _Group:
             pending.value, changes = pending.mutate(issues)
         except Exception as exc:  # noqa: BLE001 - any refusal fails this mutation alone
             pending.error = exc
+            issues.views.clear()  # a view built midway saw rows the undo puts back
             self.undo(count)
             return
         if changes is True:
+            issues.views.clear()
             changed: Iterator[str] = iter(list(issues))
         else:
             changed = itertools.chain(changes or (), self._added(count))
         for issue_id in changed:
             row = issues[issue_id]
             line = encode_row(row)[:-1]
-            if self.changed_lines.get(issue_id, self._line(issue_id)) != line:
+            before = self.changed_lines.get(issue_id, self._line(issue_id))
+            if before != line:
                 self.changed_lines[issue_id] = line
+                self._follow(issue_id, before, row)
             issues[issue_id] = copy.deepcopy(row)  # the caller keeps the row it was handed
+
+    def _follow(self, issue_id: str, before: bytes | None, row: IssueRow) -> None:
+        """Tell the map's views of one row's change; drop those that cannot follow it."""
+        views = self.issues.views
+        if not views:
+            return
+        old = None if before is None else loads(before)
+        for name, view in list(views.items()):
+            if not view.follow(issue_id, old, row, self.issues):
+                del views[name]
 
     def _added(self, count: int) -> list[str]:
         """Ids of rows added since the map held `count` (dicts keep insertion order)."""
@@ -259,7 +279,7 @@ class _Group:
         """The store as written, its rows in line order (what `WarmStores` keeps)."""
         issues = self.issues
         if list(issues) != self.ids:
-            issues = {issue_id: issues[issue_id] for issue_id in self.ids}
+            issues = ViewedIssues({issue_id: issues[issue_id] for issue_id in self.ids})
         return LoadedStore(issues, self.lines if self.in_file else None)
 
 

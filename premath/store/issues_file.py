@@ -142,6 +142,35 @@ def _split_file(
     return _SplitFile(lines, len(data), data.endswith(b"\n"), start(data))
 
 
+class StoreView:
+    """Something derived from a store's rows (claim-next's candidates, the leased ids) that a
+    writer changing many rows between rewrites keeps up to date instead of recomputing."""
+
+    def follow(
+        self, issue_id: str, before: IssueRow | None, after: IssueRow, issues: IssueMap
+    ) -> bool:
+        """Take in one row's change (`before`: None for a new row); False when the view can
+        no longer follow (its owner then drops it)."""
+        raise NotImplementedError
+
+
+class ViewedIssues(dict[str, IssueRow]):
+    """An issue map with the views derived from it (`views`, by name), kept by a writer that
+    tells them of every change (the authority's group commit): readers of the map find them
+    there, build a missing one, and use it instead of a pass over every row."""
+
+    def __init__(self, rows: IssueMap | None = None) -> None:
+        super().__init__(rows or {})
+        self.views: dict[str, StoreView] = {}
+
+    def touched(self, issue_id: str) -> None:
+        """A mutation changed this row and reads a view before it returns: the views take the
+        row as it is now (the writer tells them again, with the row as it was, afterwards)."""
+        for name, view in list(self.views.items()):
+            if not view.follow(issue_id, None, self[issue_id], self):
+                del self.views[name]
+
+
 class LoadedStore(NamedTuple):
     issues: IssueMap
     stored_lines: list[bytes] | None
