@@ -8,6 +8,7 @@ store) would otherwise slow every later fork and inflate every later child's pea
 import argparse
 import dataclasses
 import importlib
+import os
 import pkgutil
 import subprocess
 import sys
@@ -47,6 +48,17 @@ def main() -> int:
     print("|" + "---|" * len(HEADER))
     for row in table:
         print("| " + " | ".join(getattr(row, field) for field in HEADER) + " |")
+    reference = os.environ.get("PREMATH_REFERENCE_BIN")
+    if reference:
+        print(
+            f"\nReference: {reference}, run in this run by the rows whose baseline says "
+            '"reference ran"; no row divides by a recorded reference figure.'
+        )
+    else:
+        print(
+            "\nReference: not run (PREMATH_REFERENCE_BIN unset): rows comparing with it "
+            'say "reference not run" and give no ratio or verdict.'
+        )
     return 0
 
 

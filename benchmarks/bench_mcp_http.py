@@ -113,7 +113,15 @@ def _pair_rows(
     ]
     if ref is None:
         rows.append(
-            Row(measure, size, http.text("calls"), "-", "-", f">= {factor:.0f}x reference", "-")
+            Row(
+                measure,
+                size,
+                http.text("calls"),
+                "reference not run",
+                "-",
+                f">= {factor:.0f}x reference",
+                "-",
+            )
         )
     else:
         vs_ref = ref.wall_s / http.wall_s
@@ -122,7 +130,7 @@ def _pair_rows(
                 measure,
                 size,
                 http.text("calls"),
-                f"{ref.text('processes')} (reference)",
+                f"reference ran: {ref.text('processes')}",
                 f"{vs_ref:.1f}x",
                 f">= {factor:.0f}x reference",
                 verdict(vs_ref >= factor),

@@ -21,7 +21,7 @@ from premath.errors import InputInvalid
 from premath.issues.lifecycle import NewIssue, new_issue, put_field, set_status, set_text
 from premath.lean_typing import Any, Literal, NamedTuple
 from premath.models.issue_row import IssueRow, sort_metadata
-from premath.store.issues_file import Changes, IssueMap, mutate_store
+from premath.store.issues_file import Changes, IssueMap, WarmStores, mutate_store
 from premath.timefmt import epoch_nanos, format_autosi_z
 
 FinishStatus = Literal["closed", "blocked", "open"]
@@ -170,6 +170,7 @@ def finish_held(
     witness_refs: Sequence[str] = (),
     discover: Discovery | None = None,
     on_row: Callable[[IssueRow], None] | None = None,
+    warm: WarmStores | None = None,
 ) -> Finished:
     """`finish_in` under the store lock, saved when applied; `on_row` runs on each changed row
     before the save (the MCP write witness)."""
@@ -191,8 +192,6 @@ def finish_held(
         for row in rows:
             if on_row is not None:
                 on_row(row)
-        if discover is not None and rows:
-            return outcome, True
         return outcome, tuple(row["id"] for row in rows)
 
-    return mutate_store(path, mutate, now=now, timeout_s=timeout_s)
+    return mutate_store(path, mutate, now=now, timeout_s=timeout_s, warm=warm)

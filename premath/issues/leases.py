@@ -11,6 +11,7 @@ natural order (D3-2). The lease-renew and lease-release commands only let the ho
 active lease (D3-3).
 """
 
+import bisect
 import functools
 from collections.abc import Callable
 
@@ -20,7 +21,7 @@ from premath.issues.lifecycle import put_field, set_status
 from premath.lean_typing import Any, Literal, NamedTuple
 from premath.models.issue_row import IssueRow, LeaseRow
 from premath.models.vocabulary import LeaseState, is_escalation_title
-from premath.store.issues_file import IssueMap
+from premath.store.issues_file import IssueMap, StoreView, ViewedIssues
 from premath.text import id_token, rust_trim
 from premath.timefmt import (
     NANOS_PER_SECOND,
@@ -304,42 +305,178 @@ def _stale_test(now_ns: int) -> Callable[[LeaseRow], bool]:
     return stale
 
 
+def _open_to_claims(row: IssueRow, issues: IssueMap, stale: Callable[[LeaseRow], bool]) -> bool:
+    """Whether claim-next may take the row for someone: unblocked (every blocking target
+    closed) and either `open`, or `in_progress` with a stale lease (D3-1: a dead worker's issue)."""
+    status = row["status"]
+    if status == "in_progress":
+        lease = row.get("lease")
+        if lease is None or not stale(lease):
+            return False
+    elif status != "open":
+        return False
+    dependencies = row.get("dependencies")
+    return dependencies is None or is_unblocked(dependencies, issues)
+
+
+def _claimable_by(row: IssueRow, assignee: str, stale: Callable[[LeaseRow], bool]) -> bool:
+    """Not for `assignee` when another owner holds an active lease, or when nobody does but
+    another assignee is set."""
+    lease = row.get("lease")
+    if lease is not None:
+        return lease["owner"] == assignee or stale(lease)
+    current = row.get("assignee")
+    return not current or current == assignee
+
+
+_CLAIM_STATUSES = frozenset(("open", "in_progress"))
+
+
+def _for_workers(row: IssueRow, include_escalations: bool) -> bool:
+    """An escalation the loop filed is work for a person: skipped unless asked (D30a-1)."""
+    return include_escalations or not is_escalation_title(row.get("title"))
+
+
 def claim_candidates(
     issues: IssueMap, assignee: str, now_ns: int, *, include_escalations: bool = False
 ) -> list[IssueRow]:
-    """Issues claim-next may take for `assignee`, unordered.
-
-    Unblocked (every blocking target closed) and either `open`, or `in_progress` with a stale
-    lease (D3-1: a dead worker's issue); skipped when another owner holds an active lease, or
-    when nobody does but another assignee is set. An escalation the loop filed is work for a
-    person: skipped unless `include_escalations` (D30a-1).
-    """
+    """Issues claim-next may take for `assignee`, unordered (`_open_to_claims`, `_claimable_by`,
+    `_for_workers`)."""
     stale = _stale_test(now_ns)
-    found = []
-    for row in issues.values():
-        status = row["status"]
-        if not include_escalations and is_escalation_title(row.get("title")):
-            continue
-        if status == "open":
-            lease = row.get("lease")
-        elif status == "in_progress":
-            lease = row.get("lease")
-            if lease is None or not stale(lease):
+    return [
+        row
+        for row in issues.values()
+        if row["status"] in _CLAIM_STATUSES
+        and _for_workers(row, include_escalations)
+        and _open_to_claims(row, issues, stale)
+        and _claimable_by(row, assignee, stale)
+    ]
+
+
+class ClaimQueue(StoreView):
+    """Claim-next's candidates for anyone (`_open_to_claims`) in claim order, kept while a
+    writer claims many times between rewrites (the authority's group commit): a claim looks at
+    the head of the queue, not at every row. It holds until the first active lease of an
+    `in_progress` row expires (that row becomes a candidate then, D3-1)."""
+
+    def __init__(self, issues: IssueMap, now_ns: int) -> None:
+        self._stale = _stale_test(now_ns)
+        self._until_ns: int | None = None
+        keys = []
+        for row in issues.values():
+            status = row["status"]
+            if status not in _CLAIM_STATUSES:
                 continue
+            if _open_to_claims(row, issues, self._stale):
+                keys.append(claim_order(row))
+            else:
+                self._expires_later(row)
+        keys.sort()
+        self._keys = keys
+        self._key_of = {key[-1]: key for key in keys}
+
+    def _expires_later(self, row: IssueRow) -> None:
+        """Hold only until the row's active lease expires, if it is `in_progress` (a stale one
+        of a blocked row counts once the row is unblocked, which the queue cannot follow)."""
+        lease = row.get("lease")
+        if row["status"] == "in_progress" and lease is not None and not self._stale(lease):
+            expires = stored_nanos(lease["expires_at"])
+            if self._until_ns is None or expires < self._until_ns:
+                self._until_ns = expires
+
+    def holds_at(self, now_ns: int) -> bool:
+        return self._until_ns is None or now_ns < self._until_ns
+
+    def follow(
+        self, issue_id: str, before: IssueRow | None, after: IssueRow, issues: IssueMap
+    ) -> bool:
+        if before is not None and (before["status"] == "closed") != (after["status"] == "closed"):
+            return False  # the rows it blocks may have changed too
+        old = self._key_of.pop(issue_id, None)
+        if old is not None:
+            del self._keys[bisect.bisect_left(self._keys, old)]
+        if _open_to_claims(after, issues, self._stale):
+            key = claim_order(after)
+            bisect.insort(self._keys, key)
+            self._key_of[issue_id] = key
         else:
-            continue
-        dependencies = row.get("dependencies")
-        if dependencies is not None and not is_unblocked(dependencies, issues):
-            continue
-        if lease is not None:
-            if lease["owner"] != assignee and not stale(lease):
-                continue
-        else:
-            current = row.get("assignee")
-            if current and current != assignee:
-                continue
-        found.append(row)
-    return found
+            self._expires_later(after)
+        return True
+
+    def choose(
+        self,
+        issues: IssueMap,
+        assignee: str,
+        now_ns: int,
+        eligible: frozenset[str] | None,
+        include_escalations: bool,
+    ) -> IssueRow | None:
+        stale = _stale_test(now_ns)
+        for key in self._keys:
+            row = issues[key[-1]]
+            if (
+                (eligible is None or key[-1] in eligible)
+                and _for_workers(row, include_escalations)
+                and _open_to_claims(row, issues, stale)
+                and _claimable_by(row, assignee, stale)
+            ):
+                return row
+        return None
+
+
+class LeasedIds(StoreView):
+    """The rows holding a lease, kept as `ClaimQueue` is, so a lease projection reads no other
+    row: their ids sorted, their expiries in order (the stale ones are a prefix at any time),
+    and those held against their row (not `in_progress`, or assigned to another than the
+    owner: contended unless stale)."""
+
+    def __init__(self, issues: IssueMap) -> None:
+        self.ids: list[str] = []
+        self._by_expiry: list[tuple[int, str]] = []
+        self._expiry: dict[str, int] = {}
+        self._against: set[str] = set()
+        for issue_id, row in issues.items():
+            if "lease" in row:
+                self.ids.append(issue_id)
+                self._add(issue_id, row)
+        self.ids.sort()
+        self._by_expiry.sort()
+
+    def _add(self, issue_id: str, row: IssueRow) -> None:
+        lease = row["lease"]
+        if lease is None:
+            return
+        expires = stored_nanos(lease["expires_at"])
+        self._expiry[issue_id] = expires
+        self._by_expiry.append((expires, issue_id))
+        if row["status"] != "in_progress" or row.get("assignee", "") != lease["owner"]:
+            self._against.add(issue_id)
+
+    def follow(
+        self, issue_id: str, before: IssueRow | None, after: IssueRow, issues: IssueMap
+    ) -> bool:
+        position = bisect.bisect_left(self.ids, issue_id)
+        present = position < len(self.ids) and self.ids[position] == issue_id
+        if present:
+            del self.ids[position]
+            expires = self._expiry.pop(issue_id, None)
+            if expires is not None:
+                del self._by_expiry[bisect.bisect_left(self._by_expiry, (expires, issue_id))]
+            self._against.discard(issue_id)
+        if "lease" in after:
+            self.ids.insert(position, issue_id)
+            count = len(self._by_expiry)
+            self._add(issue_id, after)
+            if len(self._by_expiry) > count:
+                bisect.insort(self._by_expiry, self._by_expiry.pop())
+        return True
+
+    def projection(self, issues: IssueMap, now_ns: int) -> "LeaseProjection":
+        """`lease_projection` of the map at `now_ns`, from these rows only."""
+        ended = bisect.bisect_left(self._by_expiry, (now_ns + 1, ""))
+        stale = sorted(issue_id for _, issue_id in self._by_expiry[:ended])
+        contended = sorted(i for i in self._against if self._expiry[i] > now_ns)
+        return LeaseProjection(now_ns, stale, contended, [issues[i] for i in self.ids])
 
 
 def claim_next_issue(
@@ -370,7 +507,13 @@ def claim_choice(
 ) -> IssueRow | None:
     """The row claim-next takes: the best candidate by priority, then natural id order.
 
-    Reads only `stored_scan.SLIM_FIELDS` of claimable rows and the status of the others."""
+    Reads only `stored_scan.SLIM_FIELDS` of claimable rows and the status of the others; a
+    map with views (`ViewedIssues`) keeps its `ClaimQueue` there."""
+    if isinstance(issues, ViewedIssues):
+        queue = issues.views.get("claim-next")
+        if not isinstance(queue, ClaimQueue) or not queue.holds_at(now_ns):
+            queue = issues.views["claim-next"] = ClaimQueue(issues, now_ns)
+        return queue.choose(issues, assignee, now_ns, eligible, include_escalations)
     candidates = claim_candidates(issues, assignee, now_ns, include_escalations=include_escalations)
     if eligible is not None:
         candidates = [row for row in candidates if row["id"] in eligible]
@@ -490,7 +633,13 @@ class LeaseProjection(NamedTuple):
 
 def lease_projection(issues: IssueMap, now_ns: int) -> LeaseProjection:
     """`lease_state` and `is_contended` of every leased row, in one pass with the fast stale
-    test (a claim computes this under the store lock, over every row)."""
+    test (a claim computes this under the store lock: over every row, or over the leased ids
+    a map with views keeps)."""
+    if isinstance(issues, ViewedIssues):
+        kept = issues.views.get("leased")
+        if not isinstance(kept, LeasedIds):
+            kept = issues.views["leased"] = LeasedIds(issues)
+        return kept.projection(issues, now_ns)
     stale_at_now = _stale_test(now_ns)
     stale, contended, leased = [], [], []
     for issue_id, row in issues.items():

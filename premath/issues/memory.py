@@ -22,6 +22,7 @@ from premath.models.vocabulary import GraphScope, LeaseState
 from premath.store.issues_file import (
     Changes,
     IssueMap,
+    WarmStores,
     edit_chosen_row,
     load_issues,
     load_slim,
@@ -199,6 +200,7 @@ def _edit_row(
     now: datetime,
     timeout_s: float,
     on_row: RowHook | None = None,
+    warm: WarmStores | None = None,
 ) -> IssueRow | None:
     """Run `edit` under the store lock: it changes at most one existing row in place and
     returns it (None: nothing changed)."""
@@ -209,7 +211,7 @@ def _edit_row(
             on_row(row)
         return row, () if row is None else (row["id"],)
 
-    return mutate_store(path, mutate, now=now, timeout_s=timeout_s)
+    return mutate_store(path, mutate, now=now, timeout_s=timeout_s, warm=warm)
 
 
 def _edit_existing_row(
@@ -219,10 +221,11 @@ def _edit_existing_row(
     now: datetime,
     timeout_s: float,
     on_row: RowHook | None = None,
+    warm: WarmStores | None = None,
 ) -> IssueRow:
     """`_edit_row` on a store that must exist (checked before taking the lock)."""
     require_store_file(path)
-    row = _edit_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row)
+    row = _edit_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row, warm=warm)
     assert row is not None  # `edit` returns the row or raises
     return row
 
@@ -234,14 +237,15 @@ def _add_row(
     now: datetime,
     timeout_s: float,
     on_row: RowHook | None = None,
+    warm: WarmStores | None = None,
 ) -> IssueRow:
     def mutate(issues: IssueMap) -> tuple[IssueRow, Changes]:
         row = add(issues)
         if on_row is not None:
             on_row(row)
-        return row, True
+        return row, (row["id"],)
 
-    return mutate_store(path, mutate, now=now, timeout_s=timeout_s)
+    return mutate_store(path, mutate, now=now, timeout_s=timeout_s, warm=warm)
 
 
 def add_issue(
@@ -251,6 +255,7 @@ def add_issue(
     now: datetime,
     timeout_s: float,
     on_row: RowHook | None = None,
+    warm: WarmStores | None = None,
     **fields: Any,
 ) -> IssueRow:
     """`issue add`: creates the file (and its folders) when missing. `fields`: `NewIssue`'s."""
@@ -263,6 +268,7 @@ def add_issue(
         now=now,
         timeout_s=timeout_s,
         on_row=on_row,
+        warm=warm,
     )
 
 
@@ -281,6 +287,7 @@ def update_issue(
     owner: str | None = None,
     on_row: RowHook | None = None,
     before: RowHook | None = None,
+    warm: WarmStores | None = None,
 ) -> IssueRow:
     """`issue update`: given fields only; a status change goes through set_status, so closing
     releases the lease (the assignee stays). `before` sees the row under the lock before any
@@ -310,7 +317,7 @@ def update_issue(
         row["updated_at"] = now_text
         return row
 
-    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row)
+    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row, warm=warm)
 
 
 def discover_issue(
@@ -321,6 +328,7 @@ def discover_issue(
     now: datetime,
     timeout_s: float,
     on_row: RowHook | None = None,
+    warm: WarmStores | None = None,
     **fields: Any,
 ) -> IssueRow:
     """`issue discover`: a new open issue with a `discovered-from` edge to its parent.
@@ -338,7 +346,7 @@ def discover_issue(
         lifecycle.put_field(row, "dependencies", [edge])
         return row
 
-    return _add_row(path, add, now=now, timeout_s=timeout_s, on_row=on_row)
+    return _add_row(path, add, now=now, timeout_s=timeout_s, on_row=on_row, warm=warm)
 
 
 # --- leases ------------------------------------------------------------------------------------
@@ -460,6 +468,7 @@ def dep_add(
     now: datetime,
     timeout_s: float,
     on_row: RowHook | None = None,
+    warm: WarmStores | None = None,
 ) -> IssueRow:
     """`dep add`: the edge's issue after the change."""
     _, now_text = _now(now)
@@ -467,7 +476,7 @@ def dep_add(
     def edit(issues: IssueMap) -> IssueRow:
         return dependencies.add_dependency(issues, issue_id, target, kind, created_by, now_text)
 
-    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row)
+    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row, warm=warm)
 
 
 def dep_remove(
@@ -479,6 +488,7 @@ def dep_remove(
     now: datetime,
     timeout_s: float,
     on_row: RowHook | None = None,
+    warm: WarmStores | None = None,
 ) -> IssueRow:
     """`dep remove`: the edge's issue after the change."""
     _, now_text = _now(now)
@@ -486,7 +496,7 @@ def dep_remove(
     def edit(issues: IssueMap) -> IssueRow:
         return dependencies.remove_dependency(issues, issue_id, target, kind, now_text)
 
-    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row)
+    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row, warm=warm)
 
 
 def dep_replace(
@@ -500,6 +510,7 @@ def dep_replace(
     now: datetime,
     timeout_s: float,
     on_row: RowHook | None = None,
+    warm: WarmStores | None = None,
 ) -> IssueRow:
     """`dep replace`: the edge's issue after the change."""
     _, now_text = _now(now)
@@ -509,4 +520,4 @@ def dep_replace(
             issues, issue_id, target, from_kind, to_kind, created_by, now_text
         )
 
-    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row)
+    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row, warm=warm)

@@ -2,8 +2,10 @@
 document out, or ToolRefused with the tool error text.
 
 Calls run concurrently on worker threads (the server's handlers never block each other,
-D22-7): readers share a warm cache of their own, writers are serialised by one mutex in front
-of the store lock and keep theirs, so a reader never sees a store a writer is changing. Every
+D22-7): readers share a warm cache of their own; writers commit in groups (`GroupCommits`:
+mutations arriving while a write is in flight share the next rewrite and fsync, each reply
+waiting for the write holding its change) on a store of theirs, so a reader never sees a
+store a writer is changing. Every
 path a client names enters through `_client_path` (confinement, D22-1); each call's deadline
 bounds its lock waits (`call_deadline`).
 """
@@ -34,6 +36,7 @@ from premath.observe.views import (
 )
 from premath.store.confine import PathKind, PathRoots, confine
 from premath.store.files import STORE_CAP, read_bounded
+from premath.store.group_commit import GroupCommits
 from premath.store.issues_file import IssueMap, WarmStores, file_identity
 from premath.text import rust_trim
 from premath.timefmt import epoch_nanos
@@ -130,11 +133,10 @@ class ToolService:
             roots=self.roots,
             key_file=config.witness_key_file,
         )
-        self.warm = WarmStores()
-        """The writers' stores (one writer at a time: `_writing`)."""
+        self.warm = GroupCommits()
+        """The writers' stores, committed in groups."""
         self._read_warm = WarmStores()
         self._read_locks: dict[str, threading.Lock] = {}
-        self._writing = threading.Lock()
         self._projecting = threading.Lock()
         self._ready_views: dict[str, ReadyView] = {}
 
@@ -298,17 +300,6 @@ class ToolService:
         left = deadline - time.monotonic() - _LOCK_MARGIN_S
         return max(0.0, min(self.config.lock_timeout_s, left))
 
-    @contextlib.contextmanager
-    def _serialised(self, busy: str) -> Iterator[None]:
-        """One writer of this server at a time (the store lock then orders us with other
-        processes); `busy` is the refusal when the wait outlasts the call's time."""
-        if not self._writing.acquire(timeout=self._timeout()):
-            raise ToolRefused(busy)
-        try:
-            yield
-        finally:
-            self._writing.release()
-
     def _witness(
         self, action: str, path: str, link: Link, issue_id: str, jj: Document | None
     ) -> Document:
@@ -353,16 +344,13 @@ class ToolService:
             attach(row, witness)
             written.append((row, witness))
 
-        with self._serialised(
-            f"issue-memory lock busy: {path}.lock (a call of this server holds it)"
-        ):
-            now = self.clock.now()
-            try:
-                run(path, now, on_row)
-            except PremathError as exc:
-                raise ToolRefused(exc.message) from None
-            except GateRefused as refused:
-                raise ToolRefused(refused.message) from None
+        now = self.clock.now()
+        try:
+            run(path, now, on_row)
+        except PremathError as exc:
+            raise ToolRefused(exc.message) from None
+        except GateRefused as refused:
+            raise ToolRefused(refused.message) from None
         self._refresh_projection(path)
         row, witness = written[-1]
         return {
@@ -380,7 +368,13 @@ class ToolService:
             "issue.add",
             args,
             lambda path, now, on_row: issue_memory.add_issue(
-                path, args["title"], now=now, timeout_s=self._timeout(), on_row=on_row, **fields
+                path,
+                args["title"],
+                now=now,
+                timeout_s=self._timeout(),
+                on_row=on_row,
+                warm=self.warm,
+                **fields,
             ),
             _issue_fields,
             must_exist=False,
@@ -416,6 +410,7 @@ class ToolService:
                 now=now,
                 timeout_s=self._timeout(),
                 on_row=on_row,
+                warm=self.warm,
                 **fields,
             ),
             extra,
@@ -445,6 +440,7 @@ class ToolService:
                 timeout_s=self._timeout(),
                 on_row=on_row,
                 before=before,
+                warm=self.warm,
                 **fields,
             ),
             _issue_fields,
@@ -481,6 +477,7 @@ class ToolService:
                 now=now,
                 timeout_s=self._timeout(),
                 on_row=on_row,
+                warm=self.warm,
             ),
             self._edge(issueId=issue_id, dependsOnId=target, type=kind, createdBy=created_by),
             targets=(issue_id,),
@@ -493,7 +490,14 @@ class ToolService:
             "dep.remove",
             args,
             lambda path, now, on_row: issue_memory.dep_remove(
-                path, issue_id, target, kind=kind, now=now, timeout_s=self._timeout(), on_row=on_row
+                path,
+                issue_id,
+                target,
+                kind=kind,
+                now=now,
+                timeout_s=self._timeout(),
+                on_row=on_row,
+                warm=self.warm,
             ),
             self._edge(issueId=issue_id, dependsOnId=target, type=kind),
             targets=(issue_id,),
@@ -517,6 +521,7 @@ class ToolService:
                 now=now,
                 timeout_s=self._timeout(),
                 on_row=on_row,
+                warm=self.warm,
             ),
             self._edge(
                 issueId=issue_id,
@@ -543,20 +548,15 @@ class ToolService:
             written["witness"] = self._witness(action, path, link, row["id"], jj)
             attach(row, written["witness"])
 
-        busy = (
-            "[failureClass=lease_mutation_lock_busy] issue-memory lock busy: "
-            f"{path}.lock (a call of this server holds it)"
+        envelope = dispatch(
+            action,
+            payload,
+            now=self.clock.now(),
+            timeout_s=self._timeout(),
+            on_change=on_change,
+            warm=self.warm,
+            issue_scope=link.issue_scope,
         )
-        with self._serialised(busy):
-            envelope = dispatch(
-                action,
-                payload,
-                now=self.clock.now(),
-                timeout_s=self._timeout(),
-                on_change=on_change,
-                warm=self.warm,
-                issue_scope=link.issue_scope,
-            )
         if envelope.get("changed"):
             self._refresh_projection(path)
         if envelope["result"] != "accepted":
@@ -649,28 +649,24 @@ class ToolService:
             attach(row, witness)
             written.append(witness)
 
-        busy = (
-            "[failureClass=lease_mutation_lock_busy] issue-memory lock busy: "
-            f"{path}.lock (a call of this server holds it)"
-        )
-        with self._serialised(busy):
-            now = self.clock.now()
-            try:
-                finished = finish_held(
-                    path,
-                    issue_id,
-                    assignee,
-                    args["leaseId"],
-                    status=status,
-                    now=now,
-                    timeout_s=self._timeout(),
-                    note=self._blank_none(args, "notes"),
-                    witness_refs=args.get("witnessRefs", ()),
-                    discover=discover,
-                    on_row=on_row,
-                )
-            except PremathError as exc:
-                raise ToolRefused(exc.message) from None
+        now = self.clock.now()
+        try:
+            finished = finish_held(
+                path,
+                issue_id,
+                assignee,
+                args["leaseId"],
+                status=status,
+                now=now,
+                timeout_s=self._timeout(),
+                note=self._blank_none(args, "notes"),
+                witness_refs=args.get("witnessRefs", ()),
+                discover=discover,
+                on_row=on_row,
+                warm=self.warm,
+            )
+        except PremathError as exc:
+            raise ToolRefused(exc.message) from None
         if not finished.applied:
             raise ToolRefused(
                 f"[failureClass={finished.failure_class}] cannot finish {issue_id} for "

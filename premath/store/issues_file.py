@@ -142,7 +142,36 @@ def _split_file(
     return _SplitFile(lines, len(data), data.endswith(b"\n"), start(data))
 
 
-class _Loaded(NamedTuple):
+class StoreView:
+    """Something derived from a store's rows (claim-next's candidates, the leased ids) that a
+    writer changing many rows between rewrites keeps up to date instead of recomputing."""
+
+    def follow(
+        self, issue_id: str, before: IssueRow | None, after: IssueRow, issues: IssueMap
+    ) -> bool:
+        """Take in one row's change (`before`: None for a new row); False when the view can
+        no longer follow (its owner then drops it)."""
+        raise NotImplementedError
+
+
+class ViewedIssues(dict[str, IssueRow]):
+    """An issue map with the views derived from it (`views`, by name), kept by a writer that
+    tells them of every change (the authority's group commit): readers of the map find them
+    there, build a missing one, and use it instead of a pass over every row."""
+
+    def __init__(self, rows: IssueMap | None = None) -> None:
+        super().__init__(rows or {})
+        self.views: dict[str, StoreView] = {}
+
+    def touched(self, issue_id: str) -> None:
+        """A mutation changed this row and reads a view before it returns: the views take the
+        row as it is now (the writer tells them again, with the row as it was, afterwards)."""
+        for name, view in list(self.views.items()):
+            if not view.follow(issue_id, None, self[issue_id], self):
+                del self.views[name]
+
+
+class LoadedStore(NamedTuple):
     issues: IssueMap
     stored_lines: list[bytes] | None
     """The file's lines when the file is exactly `encode_store(issues)`, for `_spliced_lines`."""
@@ -160,7 +189,7 @@ def _parse_paused(
     tolerate_torn_tail: bool,
     *,
     keep_lines: bool = False,
-) -> _Loaded:
+) -> LoadedStore:
     """`_parse_split`, with the cyclic GC paused for big stores.
 
     The cyclic GC would rescan the growing heap of row dicts again and again while a big store
@@ -188,7 +217,7 @@ def _gc_paused() -> Iterator[None]:
 
 def _parse_split(
     split: _SplitFile, path: str, now_text: str, tolerate_torn_tail: bool, keep_lines: bool
-) -> _Loaded:
+) -> LoadedStore:
     """Every line decoded once; then lines exactly as our writers write them (checked in big
     stores only, where it saves a third of the time), else rows in stored form but perhaps
     for their times (`_stored_rows`), else the general rules (`_parse_lines`).
@@ -200,26 +229,26 @@ def _parse_split(
     try:
         rows = list(map(decoder_for(split.size), lines))
     except json_codec.JSONDecodeError:
-        return _Loaded(_parse_lines(split, path, now_text, tolerate_torn_tail), None)
+        return LoadedStore(_parse_lines(split, path, now_text, tolerate_torn_tail), None)
     if split.written is not _never:
         written = _by_id(rows)
         form = TEXT_UNKNOWN if written is None else split.written()
         if written is not None and form == TEXT_STORED:
             keep = keep_lines and split.terminated and len(written) == len(lines)
             if keep and _ascending(list(written)):
-                return _Loaded(written, lines)
+                return LoadedStore(written, lines)
             lines.clear()
-            return _Loaded(written, None)
+            return LoadedStore(written, None)
         if written is not None and form == TEXT_STORED_BUT_TIMES:
             lines.clear()
             store_row_times(rows)
-            return _Loaded(written, None)
+            return LoadedStore(written, None)
     stored = _stored_rows(rows)
     if stored is None:
         del rows
-        return _Loaded(_parse_lines(split, path, now_text, tolerate_torn_tail), None)
+        return LoadedStore(_parse_lines(split, path, now_text, tolerate_torn_tail), None)
     lines.clear()
-    return _Loaded(stored, None)
+    return LoadedStore(stored, None)
 
 
 def _by_id(rows: list[Any]) -> IssueMap | None:
@@ -384,7 +413,7 @@ def _read_bytes(path: str) -> bytes:
         raise IoFailure(f"failed to read issues file {path}: {exc.strerror or exc}") from None
 
 
-def _load(path: str, now: datetime, *, tolerate_torn_tail: bool, keep_lines: bool) -> _Loaded:
+def _load(path: str, now: datetime, *, tolerate_torn_tail: bool, keep_lines: bool) -> LoadedStore:
     now_text = format_autosi_z(epoch_nanos(now))
     data = _read_bytes(path)
     with contextlib.ExitStack() as checks:
@@ -421,8 +450,8 @@ def _write(path: str, data: bytes) -> None:
 
 
 Changes = bool | tuple[str, ...]
-"""What a mutation reports: False or `()` nothing; a tuple, the ids of existing rows it changed
-in place (no row added, removed or renamed); True, anything."""
+"""What a mutation reports: False or `()` nothing; a tuple, the ids of the rows it changed in
+place or added (no row removed or renamed); True, anything."""
 
 
 def _spliced_lines(
@@ -464,13 +493,14 @@ def mutate_store(
     store, the map is emptied as the new file is encoded (`_drained_lines`): `mutate` returns the
     rows it needs, never the map.
     """
-    on_turn = None if warm is None else functools.partial(warm.prefetch, path)
-    with _store_lock(path, timeout_s, on_turn):
-        return _mutate_locked(path, mutate, now=now, warm=warm)
+    if warm is not None:
+        return warm.mutate(path, mutate, now=now, timeout_s=timeout_s)
+    with store_lock(path, timeout_s):
+        return _mutate_locked(path, mutate, now=now, warm=None)
 
 
 @contextlib.contextmanager
-def _store_lock(
+def store_lock(
     path: str, timeout_s: float, on_turn: Callable[[], None] | None = None
 ) -> Iterator[None]:
     """Hold `<path>.lock` for the block (the reference's protocol)."""
@@ -494,6 +524,14 @@ def _store_lock(
         yield
 
 
+def load_for_write(path: str, now: datetime) -> LoadedStore:
+    """The store as a writer holding the lock loads it: strictly (a torn tail is refused), with
+    the file's lines when they are exactly `encode_store` of it; a missing file is empty."""
+    if not os.path.exists(path):
+        return LoadedStore({}, None)
+    return _load(path, now, tolerate_torn_tail=False, keep_lines=True)
+
+
 def _mutate_locked(
     path: str,
     mutate: Callable[[IssueMap], tuple[T, Changes]],
@@ -503,11 +541,7 @@ def _mutate_locked(
 ) -> T:
     loaded = warm.take(path) if warm is not None else None
     if loaded is None:
-        loaded = (
-            _load(path, now, tolerate_torn_tail=False, keep_lines=True)
-            if os.path.exists(path)
-            else _Loaded({}, None)
-        )
+        loaded = load_for_write(path, now)
     value, changed = mutate(loaded.issues)
     if changed:
         lines = None
@@ -523,12 +557,12 @@ def _mutate_locked(
             _write(path, data)
             lines = data.split(b"\n")
             # `_spliced_lines` needs the ids in line order.
-            loaded = _Loaded({key: loaded.issues[key] for key in sorted(loaded.issues)}, None)
+            loaded = LoadedStore({key: loaded.issues[key] for key in sorted(loaded.issues)}, None)
         else:
             _write(path, b"\n".join(lines))
         lines.pop()
         if warm is not None:
-            warm.keep(path, _Loaded(loaded.issues, lines))
+            warm.keep(path, LoadedStore(loaded.issues, lines))
     elif warm is not None and os.path.exists(path):
         warm.keep(path, loaded)
     return value
@@ -554,7 +588,7 @@ def edit_chosen_row(
     and the file is rewritten as a stream around the one new line; otherwise the full store,
     as `mutate_store` loads it. Either way the new file is `encode_store` of the edited store.
     """
-    with _store_lock(path, timeout_s):
+    with store_lock(path, timeout_s):
         edited = _edit_slim(path, choose, edit)
         if edited is not None:
             return edited[0]
@@ -644,9 +678,9 @@ class WarmStores:
     leave a half-changed store behind. Only strictly parsed stores (no torn tail) are kept."""
 
     def __init__(self) -> None:
-        self._stores: dict[str, tuple[FileIdentity, _Loaded]] = {}
+        self._stores: dict[str, tuple[FileIdentity, LoadedStore]] = {}
 
-    def take(self, path: str) -> _Loaded | None:
+    def take(self, path: str) -> LoadedStore | None:
         entry = self._stores.pop(path, None)
         if entry is None:
             return None
@@ -655,7 +689,19 @@ class WarmStores:
             return entry[1]
         return _refreshed(entry[1], path, identity)
 
-    def keep(self, path: str, loaded: _Loaded) -> None:
+    def mutate(
+        self,
+        path: str,
+        mutate: Callable[[IssueMap], tuple[T, Changes]],
+        *,
+        now: datetime,
+        timeout_s: float,
+    ) -> T:
+        """`mutate_store` on the kept store: one mutation, one rewrite (`GroupCommits` groups)."""
+        with store_lock(path, timeout_s, functools.partial(self.prefetch, path)):
+            return _mutate_locked(path, mutate, now=now, warm=self)
+
+    def keep(self, path: str, loaded: LoadedStore) -> None:
         identity = file_identity(path)
         if identity is not None:
             self._stores[path] = (identity, loaded)
@@ -695,7 +741,7 @@ class WarmStores:
         return loaded.issues
 
 
-def _with_stored_lines(loaded: _Loaded, path: str) -> _Loaded:
+def _with_stored_lines(loaded: LoadedStore, path: str) -> LoadedStore:
     """`loaded` with the file's lines when the file is exactly `encode_store` of it (a small
     store's load does not check that; a warm store pays it once to refresh cheaply later)."""
     if loaded.stored_lines is not None:
@@ -708,10 +754,10 @@ def _with_stored_lines(loaded: _Loaded, path: str) -> _Loaded:
         return loaded
     lines = data.split(b"\n")
     lines.pop()
-    return _Loaded(loaded.issues, lines)
+    return LoadedStore(loaded.issues, lines)
 
 
-def _refreshed(old: _Loaded, path: str, identity: FileIdentity | None) -> _Loaded | None:
+def _refreshed(old: LoadedStore, path: str, identity: FileIdentity | None) -> LoadedStore | None:
     """The store after another writer rewrote it, rows changed in place (a claim, an update):
     lines equal to the kept ones keep their rows; each other line must be a row in stored form,
     byte for byte as our writers write it, with the same id at the same place. None when the
@@ -742,7 +788,7 @@ def _refreshed(old: _Loaded, path: str, identity: FileIdentity | None) -> _Loade
             issues[issue_id] = row
     except (json_codec.JSONDecodeError, NotStored):
         return None
-    return _Loaded(issues, lines) if stamps_are_stored(stamps) else None
+    return LoadedStore(issues, lines) if stamps_are_stored(stamps) else None
 
 
 def require_store_file(path: str) -> None:

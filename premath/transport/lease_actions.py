@@ -17,7 +17,7 @@ from premath.errors import ArtifactInvalid, IoFailure, LockBusy, NotFound, Prema
 from premath.issues import leases
 from premath.issues.lifecycle import set_status
 from premath.models.issue_row import IssueRow, LeaseRow
-from premath.store.issues_file import Changes, IssueMap, WarmStores, mutate_store
+from premath.store.issues_file import Changes, IssueMap, ViewedIssues, WarmStores, mutate_store
 from premath.store.root import rebase
 from premath.text import rust_trim
 from premath.timefmt import NANOS_PER_SECOND, epoch_nanos, format_autosi_z
@@ -116,9 +116,14 @@ def _run(
         except _LEASE_ERRORS as exc:
             raise Rejected(exc.failure_class, _bare(exc)) from None
         changed = row is not None and (target is None or before != row)
-        if changed and row is not None and call.on_change is not None:
-            call.on_change(row)
+        if changed and row is not None:
+            if call.on_change is not None:
+                call.on_change(row)
+            if isinstance(issues, ViewedIssues):
+                issues.touched(row["id"])  # the projection below reads the views
         now_ns = epoch_nanos(call.now)
+        if row is not None and not changed:
+            row = copy.deepcopy(row)  # the store's row may change under a later writer
         outcome = LeaseOutcome(row, changed, leases.lease_projection(issues, now_ns), now_ns)
         return outcome, (row["id"],) if changed and row is not None else ()
 
