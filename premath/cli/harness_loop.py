@@ -571,6 +571,8 @@ FLEET_ONLY = (
     "mcp_retry_seconds",
     "repo",
     "base_ref",
+    "integration_branch",
+    "land",
     "checkout_dir",
     "concurrency",
     "worker_cpus",
