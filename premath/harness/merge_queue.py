@@ -38,7 +38,13 @@ MAX_RACES = 16
 """Merges redone after losing the push to another worker before giving the issue back; each
 lost race means another change landed, so a fleet of N workers needs at most N - 1 in a row."""
 OUTPUT_TAIL_CHARS = 2000
-_REFUSED_AS_STALE = ("non-fast-forward", "fetch first", "stale info")
+_REFUSED_AS_STALE = (
+    "non-fast-forward",
+    "fetch first",
+    "stale info",
+    "failed to update ref",
+    "cannot lock ref",
+)
 
 Verify = Callable[[str], "CommandRun"]
 """Runs the issue's verification with the given folder as its working directory."""
@@ -247,7 +253,7 @@ class MergeQueue:
             if pushed.ok:
                 return self._landed(branch, merged, head, race, report)
             why = _refusal(pushed)
-            if not any(marker in why for marker in _REFUSED_AS_STALE):
+            if not self._lost_race(why, head):
                 return Landing(
                     self.integration_branch,
                     branch,
@@ -267,6 +273,19 @@ class MergeQueue:
             f"{self.integration_branch} moved under every one of {MAX_RACES} merges",
             races=MAX_RACES,
         )
+
+    def _lost_race(self, why: str, head: str) -> bool:
+        """The push was refused because another change landed first: the remote said so (not a
+        fast-forward, or its ref lock held by a push in flight), or the head has moved."""
+        if any(marker in why for marker in _REFUSED_AS_STALE):
+            return True
+        listed = self._git(
+            "ls-remote",
+            "origin",
+            f"refs/heads/{self.integration_branch}",
+            where=self.delivery.worktree,
+        )
+        return listed.ok and listed.stdout.split()[:1] != [head]
 
     def _merge(self, branch: str, commit: str, head: str) -> str | Landing:
         """The merge commit in a clean checkout of `head`, or the conflict."""
