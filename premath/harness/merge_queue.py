@@ -188,10 +188,10 @@ class MergeQueue:
     def start_point(self) -> str:
         """Fetch the integration head (else, before the first landing, the base branch): the
         ref each issue's work starts from, so it holds every closed blocker's work."""
-        return self._fetch_head()[0]
+        return f"refs/remotes/origin/{self._fetch_head()[0]}"
 
     def _fetch_head(self) -> tuple[str, str]:
-        """(tracking ref, commit) of the integration head, or of the base branch while the
+        """(branch, commit) of the integration head, or of the base branch while the
         integration branch does not exist yet (it is created from the base on first use)."""
         base = self.delivery.base_ref
         assert base is not None  # settled by the delivery's prepare
@@ -221,15 +221,15 @@ class MergeQueue:
             f"+refs/heads/{name}:{tracking}",
             where=self.delivery.worktree,
         )
-        return tracking, found[name]
+        return name, found[name]
 
     def submit(self, branch: str, commit: str, verify: Verify, report: Report) -> Landing:
         """Merge `commit` onto the integration head, verify the result, move the branch; again
         on the new head while another change wins the push."""
         report(f"queued {branch}@{commit[:12]} for {self.integration_branch}")
         for race in range(MAX_RACES):
-            _, head = self._fetch_head()
-            report(f"merging {branch} onto {self.integration_branch}@{head[:12]}")
+            onto, head = self._fetch_head()
+            report(f"merging {branch} onto {onto}@{head[:12]}")
             merged = self._merge(branch, commit, head)
             if isinstance(merged, Landing):
                 return merged
