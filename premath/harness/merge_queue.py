@@ -253,7 +253,7 @@ class MergeQueue:
             if pushed.ok:
                 return self._landed(branch, merged, head, race, report)
             why = _refusal(pushed)
-            if not self._lost_race(why, head):
+            if not self._lost_race(why, head if onto == self.integration_branch else None):
                 return Landing(
                     self.integration_branch,
                     branch,
@@ -274,9 +274,10 @@ class MergeQueue:
             races=MAX_RACES,
         )
 
-    def _lost_race(self, why: str, head: str) -> bool:
+    def _lost_race(self, why: str, head: str | None) -> bool:
         """The push was refused because another change landed first: the remote said so (not a
-        fast-forward, or its ref lock held by a push in flight), or the head has moved."""
+        fast-forward, or its ref lock held by a push in flight), or the integration head is no
+        longer `head` (None: the branch did not exist)."""
         if any(marker in why for marker in _REFUSED_AS_STALE):
             return True
         listed = self._git(
@@ -285,7 +286,7 @@ class MergeQueue:
             f"refs/heads/{self.integration_branch}",
             where=self.delivery.worktree,
         )
-        return listed.ok and listed.stdout.split()[:1] != [head]
+        return listed.ok and listed.stdout.split()[:1] != ([head] if head else [])
 
     def _merge(self, branch: str, commit: str, head: str) -> str | Landing:
         """The merge commit in a clean checkout of `head`, or the conflict."""

@@ -238,3 +238,72 @@ def test_land_fast_forwards_main_and_its_absence_never_does(tmp_path):
     (step,) = document["steps"]
     assert step["mergeQueue"]["landedBranch"] == "main"
     assert "landed: main" in project.issues[step["issueId"]]["notes"]
+
+
+def one_worker(project: Project, tmp_path: Path, *extra: str) -> tuple[int, dict, str]:
+    with mcp_server(project, "--mutation-policy", "open") as server:
+        return run_worker(
+            server.url, project, "w1",
+            "--repo", str(project.remote), "--checkout-dir", str(tmp_path / "co"),
+            "--work-cmd", "mkdir -p out && touch out/$PREMATH_ISSUE_ID", *extra,
+        )  # fmt: skip
+
+
+def test_a_verification_hanging_on_the_merge_meets_the_deadline(tmp_path):
+    hangs_when_merged = "sh -c 'test -f out/bd-1 && case $PWD in */integration) sleep 600;; esac'"
+    project = make_project(
+        tmp_path, [issue_row("bd-1", hangs_when_merged)], tokens=fleet_tokens("w1")
+    )
+    code, document, stderr = one_worker(
+        project, tmp_path, "--max-steps", "1", "--command-timeout-seconds", "3"
+    )
+    assert code == 1, stderr
+    (step,) = document["steps"]
+    assert step["failureClasses"] == ["integration_verify_failed"]
+    assert "timed out" in step["mergeQueue"]["outputTail"]
+    assert project.issues["bd-1"]["status"] == "open"
+    assert project.integration() is None  # nothing landed: the branch was never created
+
+
+def test_a_remote_refusing_the_integration_push_gives_the_issue_back(tmp_path):
+    project = make_project(
+        tmp_path, [issue_row("bd-1", out_check("bd-1"))], tokens=fleet_tokens("w1")
+    )
+    hook = project.remote / "hooks" / "update"
+    hook.write_text(
+        '#!/bin/sh\ncase "$1" in refs/heads/premath/integration) '
+        "echo 'integration is frozen' >&2; exit 1;; esac\n"
+    )
+    hook.chmod(0o755)
+    code, document, stderr = one_worker(project, tmp_path, "--max-steps", "1")
+    assert code == 1, stderr
+    (step,) = document["steps"]
+    assert step["failureClasses"] == ["integration_push_refused"]
+    assert "hook declined" in step["mergeQueue"]["message"]
+    assert step["mergeQueue"]["races"] == 0
+    issue = project.issues["bd-1"]
+    assert (issue["status"], "lease" in issue) == ("open", False)
+    assert "failureClass: integration_push_refused" in issue["notes"]
+    assert sorted(project.branches()) == ["premath/bd-1"]  # its branch is kept
+    assert project.integration() is None
+
+
+def test_an_integration_branch_pushed_to_by_hand_is_built_on_never_rewritten(tmp_path):
+    project = make_project(
+        tmp_path, [issue_row("bd-1", out_check("bd-1"))], tokens=fleet_tokens("w1")
+    )
+    other = tmp_path / "other"
+    git("clone", "-q", str(project.remote), str(other), cwd=tmp_path)
+    (other / "hotfix").write_text("by hand\n")
+    git("add", "-A", cwd=other)
+    git("commit", "-qm", "hotfix", cwd=other)
+    git("push", "-q", "origin", f"HEAD:refs/heads/{INTEGRATION}", cwd=other)
+    by_hand = project.integration()
+    assert by_hand is not None
+    code, _, stderr = one_worker(project, tmp_path, "--max-steps", "1")
+    assert code == 0, stderr
+    head = project.integration()
+    assert head == project.landed_witness("bd-1")[0]
+    assert contains(project, by_hand, head)
+    # The issue's work started from the integration head: its branch holds the hotfix too.
+    assert contains(project, by_hand, project.branches()["premath/bd-1"])
