@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from premath.errors import InputInvalid
+from premath.models.merge_queue import QUEUE_NOTE_HEADER, QueueState
 from premath.runner.git import GitRun, run_git
 
 if TYPE_CHECKING:
@@ -28,7 +29,6 @@ DEFAULT_INTEGRATION_BRANCH = "premath/integration"
 IntegrationFailure = Literal[
     "merge_conflict", "integration_verify_failed", "integration_push_refused"
 ]
-QueueState = Literal["queued", "merging", "verifying", "landed", "failed"]
 INTEGRATION_FAILURES: tuple[IntegrationFailure, ...] = (
     "merge_conflict",
     "integration_verify_failed",
@@ -101,7 +101,7 @@ class Landing:
     def note(self, worker_id: str, step_id: str) -> str:
         """The `[harness-merge-queue]` note the issue keeps."""
         lines = [
-            "[harness-merge-queue]",
+            QUEUE_NOTE_HEADER,
             f"worker: {worker_id}",
             f"step: {step_id}",
             f"state: {self.state}",

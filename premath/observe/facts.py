@@ -11,6 +11,7 @@ the facts of each stored line, so a rewrite of one issue re-reads one row.
 from dataclasses import dataclass
 from typing import Any
 
+from premath.models.merge_queue import latest_queue_record
 from premath.text import rust_trim
 from premath.timefmt import parse_strict_rfc3339
 
@@ -62,6 +63,8 @@ class IssueFacts:
     updated: Instant | None
     updated_text: str | None
     dependencies: tuple[Dependency, ...]
+    merge_queue: Document | None = None
+    """The merge queue's last verdict from the issue's notes (specs/remote-workers.md)."""
 
 
 def _dependency(value: Document) -> Dependency:
@@ -96,4 +99,5 @@ def issue_facts(issue_id: str, row: Document) -> IssueFacts:
         dependencies=tuple(_dependency(item) for item in dependencies if isinstance(item, dict))
         if isinstance(dependencies, list)
         else (),
+        merge_queue=latest_queue_record(row.get("notes")),
     )

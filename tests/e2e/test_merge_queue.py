@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
+from premath.models.merge_queue import latest_queue_record
 from tests.support.remote import (
     INTEGRATION,
     Project,
@@ -152,6 +153,10 @@ def test_conflicting_changes_one_lands_the_other_is_given_back_then_lands_redone
     assert {issues[i]["status"] for i in ("bd-1", "bd-2")} == {"closed"}
     assert "failureClass: merge_conflict\n" in issues[loser]["notes"]
     assert "conflictPath: shared.txt" in issues[loser]["notes"]
+    # What the dashboard's issue detail shows: the last verdict, landed on the redo.
+    shown = latest_queue_record(issues[loser]["notes"])
+    assert shown is not None
+    assert (shown["state"], shown["integrationCommit"]) == ("landed", project.integration())
     # Its first branch is kept as it was; the redo went to a branch of its own, from the head
     # the winner left, and landed on top of it.
     branches = project.branches()
@@ -209,6 +214,9 @@ def test_changes_green_alone_and_red_together_land_only_the_first(tmp_path):
     issues = project.issues
     assert (issues[winner]["status"], issues[loser]["status"]) == ("closed", "open")
     assert "failureClass: integration_verify_failed" in issues[loser]["notes"]
+    shown = latest_queue_record(issues[loser]["notes"])
+    assert shown is not None
+    assert (shown["state"], shown["failureClass"]) == ("failed", "integration_verify_failed")
     branches = project.branches()
     head = project.integration()
     assert head is not None
