@@ -74,7 +74,8 @@ def delivery_options(function: F) -> F:
                 "--repo",
                 default=None,
                 help="Clone this repository (URL or path), work in the clone, push each "
-                "verified issue to its branch premath/<issue id> (needs --mcp-url)",
+                "verified issue to its branch premath/<issue id>, land it on the integration "
+                "branch through the merge queue (needs --mcp-url)",
             ),
             click.option(
                 "--base-ref",
