@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
+from premath.harness.retry import BUILTIN_POLICY_PATH, policy_digest
 from premath.models.merge_queue import latest_queue_record
 from tests.support.remote import (
     INTEGRATION,
@@ -315,3 +316,30 @@ def test_an_integration_branch_pushed_to_by_hand_is_built_on_never_rewritten(tmp
     assert contains(project, by_hand, head)
     # The issue's work started from the integration head: its branch holds the hotfix too.
     assert contains(project, by_hand, project.branches()["premath/bd-1"])
+
+
+def test_the_retry_policy_decides_a_refused_issue_blocks_under_mark_blocked(tmp_path):
+    policy = orjson.loads(BUILTIN_POLICY_PATH.read_bytes())
+    policy["rules"].append(
+        {
+            "ruleId": "merge_conflict_blocks",
+            "failureClasses": ["merge_conflict"],
+            "maxAttempts": 1,
+            "backoffClass": "none",
+            "escalationAction": "mark_blocked",
+        }
+    )
+    policy["policyDigest"] = policy_digest(policy)
+    policy_path = tmp_path / "policy.json"
+    policy_path.write_bytes(orjson.dumps(policy))
+    rows = [issue_row(issue_id, out_check(issue_id)) for issue_id in ("bd-1", "bd-2")]
+    project = make_project(tmp_path, rows, tokens=fleet_tokens("w1", "w2"))
+    work = "echo $PREMATH_ISSUE_ID > shared.txt && mkdir -p out && touch out/$PREMATH_ISSUE_ID"
+    with mcp_server(project, "--mutation-policy", "open") as server:
+        outcomes = race(project, server.url, work, "--max-steps", "1", "--policy", str(policy_path))
+    (refused,) = [step for step in steps_of(outcomes) if step["outcome"] == "failed"]
+    assert refused["failureClasses"] == ["merge_conflict"]
+    assert refused["leaseAction"] == "mark_blocked"
+    issue = project.issues[refused["issueId"]]
+    assert (issue["status"], "lease" in issue) == ("blocked", False)
+    assert "failureClass: merge_conflict" in issue["notes"]
