@@ -67,19 +67,33 @@ def authority_options(function: F) -> F:
 
 
 def delivery_options(function: F) -> F:
-    """`--repo`, `--base-ref`, `--checkout-dir`."""
+    """`--repo`, `--base-ref`, `--integration-branch`, `--land`, `--checkout-dir`."""
     for option in reversed(
         (
             click.option(
                 "--repo",
                 default=None,
                 help="Clone this repository (URL or path), work in the clone, push each "
-                "verified issue to its branch premath/<issue id> (needs --mcp-url)",
+                "verified issue to its branch premath/<issue id>, land it on the integration "
+                "branch through the merge queue (needs --mcp-url)",
             ),
             click.option(
                 "--base-ref",
                 default=None,
                 help="Branch each issue's work starts from [default: the remote's HEAD]",
+            ),
+            click.option(
+                "--integration-branch",
+                default=None,
+                help="Branch the merge queue lands verified work on, created from the base on "
+                "first use; each issue starts from it [default: premath/integration]",
+            ),
+            click.option(
+                "--land",
+                is_flag=True,
+                default=None,
+                help="After each verified merge, fast-forward the base branch to the "
+                "integration head (without it the base branch is never touched)",
             ),
             click.option(
                 "--checkout-dir",
@@ -103,6 +117,8 @@ class RemoteChoice:
     retry_s: float
     repo: str | None = None
     base_ref: str | None = None
+    integration_branch: str | None = None
+    land: bool | None = None
     checkout_dir: str | None = None
 
     def tokens(self) -> list[tuple[str, str]]:
@@ -133,13 +149,17 @@ class RemoteChoice:
         return os.path.join(os.path.abspath(self.checkout_dir or checkout_root()), worker_id)
 
     def delivery(self, worker_id: str, report: Callable[[str], None]) -> Any:
-        """The worker's `GitDelivery`, its clone prepared (None without `--repo`)."""
+        """The worker's `GitDelivery`, its clone and merge queue prepared (None without
+        `--repo`)."""
         if self.repo is None:
             return None
         from premath.harness.delivery import GitDelivery
+        from premath.harness.merge_queue import DEFAULT_INTEGRATION_BRANCH, MergeQueue
 
         delivery = GitDelivery(self.repo, self.home(worker_id), worker_id, self.base_ref)
         delivery.prepare(report)
+        queue = MergeQueue(delivery, self.integration_branch or DEFAULT_INTEGRATION_BRANCH)
+        queue.prepare(land=bool(self.land))
         return delivery
 
 
@@ -150,7 +170,8 @@ def pop_remote(options: dict[str, Any], *, delivers: bool) -> RemoteChoice | Non
     token_file = options.pop("token_file")
     instruction_id = options.pop("instruction_id")
     retry_s = options.pop("mcp_retry_seconds")
-    delivery = {name: options.pop(name, None) for name in ("repo", "base_ref", "checkout_dir")}
+    names = ("repo", "base_ref", "integration_branch", "land", "checkout_dir")
+    delivery = {name: options.pop(name, None) for name in names}
     if not delivers:
         delivery = {}
     if url is None:
@@ -161,7 +182,9 @@ def pop_remote(options: dict[str, Any], *, delivers: bool) -> RemoteChoice | Non
     if not url.startswith(("http://", "https://")):
         raise InvalidUsage(f"--mcp-url must be an http:// or https:// URL (got {url!r})")
     if delivery.get("repo") is None and any(delivery.values()):
-        raise InvalidUsage("--base-ref and --checkout-dir need --repo")
+        raise InvalidUsage(
+            "--base-ref, --integration-branch, --land and --checkout-dir need --repo"
+        )
     repo = delivery.get("repo")
     if repo is not None and "://" not in repo and os.path.exists(repo):
         delivery["repo"] = os.path.abspath(repo)  # the same folder wherever a worker runs

@@ -531,8 +531,9 @@ def harness_loop_coordinator(app: AppContext, /, **options: Any) -> Reply:
     """Run one worker per worktree, in parallel, round after round.
 
     Ctrl-C or SIGTERM stops every worker at once, gives their leases back and prints the report.
-    With --executor ray the workers run on a Ray cluster, claim through the MCP server and push
-    each verified issue to its branch premath/<issue id> of --repo.
+    With --executor ray the workers run on a Ray cluster, claim through the MCP server, push
+    each verified issue to its branch premath/<issue id> of --repo and land it through the
+    merge queue on the integration branch before closing it.
 
     \b
     premath harness-loop coordinator --worktree ../w1 --worktree ../w2 \\
@@ -576,6 +577,8 @@ FLEET_ONLY = (
     "mcp_retry_seconds",
     "repo",
     "base_ref",
+    "integration_branch",
+    "land",
     "checkout_dir",
     "concurrency",
     "worker_cpus",

@@ -15,18 +15,25 @@ answer); with other content it is `delivery_branch_exists`. A push the remote re
 it (specs/remote-workers.md "Delivery failures").
 """
 
+import itertools
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from premath.errors import InputInvalid
 from premath.runner.git import GitRun, run_git
 from premath.store.git_checkout import checkout_commit
 
+if TYPE_CHECKING:
+    from premath.harness.merge_queue import MergeQueue
+
 BRANCH_PREFIX = "premath/"
+REDO_SEPARATOR = "+"
+"""`premath/<issue>+<n>`: the n-th delivery of an issue whose earlier branch the merge queue
+refused; `+` never occurs in `branch_for`'s names, so no issue's branch can collide with it."""
 DeliveryFailure = Literal[
     "delivery_commit_failed", "delivery_branch_exists", "delivery_push_refused"
 ]
@@ -107,6 +114,9 @@ class GitDelivery:
         self.worker_id = worker_id
         self.base_ref = base_ref
         self.worktree = os.path.join(self.home, "repo")
+        self.queue: MergeQueue | None = None
+        """The merge queue (specs/remote-workers.md "Merge queue"): work starts from its
+        integration head, and an earlier refused branch of the issue is kept beside a new one."""
         self.identity = {
             "GIT_AUTHOR_NAME": f"premath {worker_id}",
             "GIT_AUTHOR_EMAIL": f"{worker_id}@premath.invalid",
@@ -180,11 +190,15 @@ class GitDelivery:
         )
 
     def reset(self) -> None:
-        """The worktree at the freshly fetched base branch, detached and clean."""
-        base = self.base_ref or self._remote_head()
-        tracking = f"refs/remotes/origin/{base}"
-        refspec = f"+refs/heads/{base}:{tracking}"
-        self._must("git fetch", "fetch", "--quiet", "--no-tags", "origin", refspec)
+        """The worktree at the freshly fetched start (the base branch, or the merge queue's
+        integration head), detached and clean."""
+        if self.queue is not None:
+            tracking = self.queue.start_point()
+        else:
+            base = self.base_ref or self._remote_head()
+            tracking = f"refs/remotes/origin/{base}"
+            refspec = f"+refs/heads/{base}:{tracking}"
+            self._must("git fetch", "fetch", "--quiet", "--no-tags", "origin", refspec)
         self._must("git checkout", "checkout", "--quiet", "--detach", "--force", tracking)
         self._must("git clean", "clean", "-ffdxq")
 
@@ -216,20 +230,35 @@ class GitDelivery:
         if commit is None:
             why = committed.why() if not committed.ok else "no commit at HEAD after `git commit`"
             return Delivered(branch, None, remote, "delivery_commit_failed", why)
-        existing = self._git("ls-remote", "origin", f"refs/heads/{branch}")
+        patterns = [f"refs/heads/{branch}"]
+        if self.queue is not None:
+            patterns.append(f"refs/heads/{branch}{REDO_SEPARATOR}*")
+        existing = self._git("ls-remote", "origin", *patterns)
         if not existing.ok:
             return Delivered(branch, commit, remote, "delivery_push_refused", existing.why())
-        there = existing.stdout.split()
-        if there and there[0] == commit:
-            return Delivered(branch, commit, remote, already=True)
-        if there:
-            return Delivered(
-                branch,
-                commit,
-                remote,
-                "delivery_branch_exists",
-                f"{branch} already exists on the remote at {there[0]}, with other content; "
-                "it is never overwritten: review it (merge or delete it), then reopen the issue",
+        taken = {
+            ref.removeprefix("refs/heads/"): sha
+            for sha, _, ref in (line.partition("\t") for line in existing.stdout.splitlines())
+        }
+        held = [name for name, sha in taken.items() if sha == commit]
+        if held:
+            return Delivered(held[0], commit, remote, already=True)
+        if branch in taken:
+            if self.queue is None or not self._delivered_before(issue_id, branch):
+                return Delivered(
+                    branch,
+                    commit,
+                    remote,
+                    "delivery_branch_exists",
+                    f"{branch} already exists on the remote at {taken[branch]}, with other "
+                    "content; it is never overwritten: review it (merge or delete it), then "
+                    "reopen the issue",
+                )
+            # A redo after the merge queue refused an earlier delivery: that branch is kept.
+            branch = next(
+                f"{branch}{REDO_SEPARATOR}{n}"
+                for n in itertools.count(2)
+                if f"{branch}{REDO_SEPARATOR}{n}" not in taken
             )
         pushed = self._git("push", "--porcelain", "origin", f"HEAD:refs/heads/{branch}")
         if not pushed.ok:
@@ -237,3 +266,12 @@ class GitDelivery:
             why = refused[0].strip() if refused else pushed.why()
             return Delivered(branch, commit, remote, "delivery_push_refused", why)
         return Delivered(branch, commit, remote)
+
+    def _delivered_before(self, issue_id: str, branch: str) -> bool:
+        """The remote's `branch` is an earlier delivery of this very issue (its tip carries our
+        `Premath-Issue` trailer), not someone else's work under that name."""
+        if not self._git("fetch", "--quiet", "--no-tags", "origin", f"refs/heads/{branch}").ok:
+            return False
+        trailer = "%(trailers:key=Premath-Issue,valueonly)"
+        shown = self._git("show", "--no-patch", f"--format={trailer}", "FETCH_HEAD")
+        return shown.ok and issue_id in shown.stdout.split("\n")

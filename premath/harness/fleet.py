@@ -160,8 +160,9 @@ def fleet_worker(
         report(f"[worker:{worker_id}] error: {error.message}")
         outcome["error"] = {"code": error.code, "message": error.message}
     finally:
-        if home is not None:  # the clone goes; the worker's records stay in its home
+        if home is not None:  # the clones go; the worker's records stay in its home
             shutil.rmtree(f"{home}/repo", ignore_errors=True)
+            shutil.rmtree(f"{home}/integration", ignore_errors=True)
     return outcome
 
 

@@ -15,6 +15,7 @@ from premath.models.vocabulary import LeaseState
 
 if TYPE_CHECKING:
     from premath.harness.delivery import Delivered
+    from premath.harness.merge_queue import Landing
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +214,35 @@ def undelivered_handoff(
                 "claim next ready issue"
                 if status == "open"
                 else "review the existing branch, then reopen the issue"
+            )
+        ),
+        lease_ref=_snapshot_lease_ref(snapshot, worker_id, claimed_lease_id, lease_action),
+    )
+
+
+def unlanded_handoff(
+    snapshot: LeaseSnapshot,
+    worker_id: str,
+    claimed_lease_id: str | None,
+    status: str,
+    landing: "Landing",
+) -> Handoff:
+    """The handoff after the merge queue refused a delivered branch (specs/remote-workers.md
+    "Merge queue"): class `failed_integration`, the issue given back (`open`) or blocked."""
+    lease_action = "issue_lease_release" if status == "open" else "mark_blocked"
+    left = "lease released, issue open again" if status == "open" else "issue blocked"
+    return Handoff(
+        lease_state=snapshot.lease_state,
+        lease_action=lease_action,
+        result_class="failed_integration",
+        summary=f"merge queue refused {landing.branch} ({landing.failure}): {left}",
+        next_step=(
+            f"{landing.branch} did not land on {landing.integration_branch} ({landing.failure}: "
+            f"{landing.message}); "
+            + (
+                "the next claim redoes the work on the new integration head"
+                if status == "open"
+                else "read the issue's merge-queue note, fix the cause, then reopen"
             )
         ),
         lease_ref=_snapshot_lease_ref(snapshot, worker_id, claimed_lease_id, lease_action),

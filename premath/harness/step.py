@@ -30,6 +30,7 @@ from premath.harness.authority import require_store
 from premath.harness.commands import (
     COMMAND_NOT_EXECUTABLE,
     COMMAND_NOT_FOUND,
+    CommandRun,
     command_env,
     missing_program,
     run_command,
@@ -44,6 +45,7 @@ from premath.harness.handoff import (
     escalated_handoff,
     success_handoff,
     undelivered_handoff,
+    unlanded_handoff,
 )
 from premath.harness.heartbeat import lease_heartbeat
 from premath.harness.join.check import evaluate_join_check
@@ -51,6 +53,7 @@ from premath.harness.join.mutation_ready import mutation_ready
 from premath.harness.join.step_evidence import join_check_input
 from premath.harness.join.witness import join_witness_path, write_join_witness
 from premath.harness.loop_config import DEFAULT_VERIFY_CMD, WorkerConfig
+from premath.harness.merge_queue import Landing
 from premath.harness.refs import lineage_refs, policy_ref, step_id, witness_ref
 from premath.harness.retry import (
     backoff_delay_s,
@@ -143,10 +146,17 @@ class StepReport:
     """`transport://dispatch/...` refs of a lease recovery through the transport."""
     delivered: Delivered | None = None
     """A remote worker's delivery of the step's commit (None: no clone, or not reached)."""
+    landing: Landing | None = None
+    """The merge queue's verdict on the delivered branch (None: no queue, or not reached)."""
 
     @property
     def delivery_refs(self) -> tuple[str, ...]:
-        return () if self.delivered is None else self.delivered.refs()
+        landed = () if self.landing is None else self.landing.refs()
+        return landed + (() if self.delivered is None else self.delivered.refs())
+
+    @property
+    def queue_refs(self) -> tuple[str, ...]:
+        return () if self.landing is None else (self.landing.state_ref(),)
 
     @property
     def exit_code(self) -> int:
@@ -171,6 +181,7 @@ class StepReport:
             "stepWitnessRef": self.step_witness_ref,
             "lineageRefs": list(self.claim.lineage_refs),
             "delivery": None if self.delivered is None else self.delivered.to_document(),
+            "mergeQueue": None if self.landing is None else self.landing.to_document(),
         }
 
 
@@ -334,17 +345,7 @@ def _run_commands(cfg: WorkerConfig, claim: Claim, attempt: int, clock: Clock) -
     """Work (a command or a program, harness/work.py) then verify, the lease kept alive
     meanwhile (a third of the TTL between renewals)."""
     log_dir = os.path.join(step_dir(cfg, claim), f"attempt-{attempt}")
-    context = {
-        "PREMATH_WORKER_ID": cfg.worker_id,
-        "PREMATH_ISSUE_ID": claim.issue_id,
-        "PREMATH_ACTIVE_ISSUE_ID": claim.issue_id,
-        "PREMATH_LEASE_ID": claim.lease_id or "",
-        "PREMATH_STEP_ID": claim.step_id,
-        "PREMATH_ATTEMPT": str(attempt),
-        "PREMATH_ISSUES_PATH": cfg.paths.issues,
-        "PREMATH_REPO_ROOT": cfg.paths.repo_root,
-    }
-    env = command_env(context, cfg.pass_env)
+    env = _command_env(cfg, claim, attempt)
     work = cfg.work
     with lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.lease_ttl_s / 3):
         runs: list[StepRun] = []
@@ -362,6 +363,21 @@ def _run_commands(cfg: WorkerConfig, claim: Claim, attempt: int, clock: Clock) -
             )
         )
         return runs
+
+
+def _command_env(cfg: WorkerConfig, claim: Claim, attempt: int) -> dict[str, str]:
+    """The step's commands' environment: the allowlist, `--pass-env`, and the step's ids."""
+    context = {
+        "PREMATH_WORKER_ID": cfg.worker_id,
+        "PREMATH_ISSUE_ID": claim.issue_id,
+        "PREMATH_ACTIVE_ISSUE_ID": claim.issue_id,
+        "PREMATH_LEASE_ID": claim.lease_id or "",
+        "PREMATH_STEP_ID": claim.step_id,
+        "PREMATH_ATTEMPT": str(attempt),
+        "PREMATH_ISSUES_PATH": cfg.paths.issues,
+        "PREMATH_REPO_ROOT": cfg.paths.repo_root,
+    }
+    return command_env(context, cfg.pass_env)
 
 
 def _work_context(
@@ -635,16 +651,23 @@ def _escalate(
 
 
 def finish_step(
-    cfg: WorkerConfig, claim: Claim, attempts: Sequence[Attempt], clock: Clock
+    cfg: WorkerConfig,
+    claim: Claim,
+    attempts: Sequence[Attempt],
+    clock: Clock,
+    report: Report = lambda _line: None,
 ) -> StepReport:
     """Close or escalate, then write the trajectory row, the feature row and the session."""
     last = attempts[-1] if attempts else None
-    now = clock.now()
     if last is not None and last.succeeded:
         delivered = _deliver(cfg, claim, last, clock)
         if delivered is not None and not delivered.ok:
             return _finish_undelivered(cfg, claim, attempts, clock, delivered)
-        closed = _close_held(cfg, claim, now, clock, delivered)
+        landing = _land(cfg, claim, len(attempts), delivered, clock, report)
+        if delivered is not None and landing is not None and not landing.ok:
+            return _finish_unlanded(cfg, claim, attempts, clock, delivered, landing)
+        now = clock.now()
+        closed = _close_held(cfg, claim, now, clock, delivered, landing)
         if isinstance(closed, Handoff):
             return _finish(
                 cfg,
@@ -656,9 +679,10 @@ def finish_step(
                 _step_classes(last),
                 None,
                 delivered=delivered,
+                landing=landing,
             )
-        return _finish_failed(cfg, claim, attempts, clock, now, (closed,), delivered)
-    return _finish_failed(cfg, claim, attempts, clock, now, _step_classes(last))
+        return _finish_failed(cfg, claim, attempts, clock, now, (closed,), delivered, landing)
+    return _finish_failed(cfg, claim, attempts, clock, clock.now(), _step_classes(last))
 
 
 def _deliver(cfg: WorkerConfig, claim: Claim, last: Attempt, clock: Clock) -> Delivered | None:
@@ -674,20 +698,67 @@ def _deliver(cfg: WorkerConfig, claim: Claim, last: Attempt, clock: Clock) -> De
         raise
 
 
+def _land(
+    cfg: WorkerConfig,
+    claim: Claim,
+    attempt: int,
+    delivered: Delivered | None,
+    clock: Clock,
+    report: Report,
+) -> Landing | None:
+    """The delivered branch through the merge queue, the lease kept alive meanwhile (None
+    without a queue); a runtime error gives the lease back before it propagates."""
+    queue = None if cfg.delivery is None else cfg.delivery.queue
+    if queue is None or delivered is None or delivered.commit is None:
+        return None
+    log_dir = os.path.join(step_dir(cfg, claim), "merge-queue")
+    env = _command_env(cfg, claim, attempt)
+
+    def verify(cwd: str) -> CommandRun:
+        return run_command(
+            "integration-verify",
+            claim.verify_cmd,
+            cwd=cwd,
+            env=env,
+            timeout_s=cfg.command_timeout_s,
+            output_cap=cfg.output_cap,
+            log_dir=log_dir,
+        )
+
+    def say(line: str) -> None:
+        report(f"[worker:{cfg.worker_id}] merge-queue {claim.issue_id}: {line}")
+
+    try:
+        with lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.lease_ttl_s / 3):
+            return queue.submit(delivered.branch, delivered.commit, verify, say)
+    except PremathError:
+        _give_back(cfg, claim, clock.now())
+        raise
+
+
 def _close_held(
-    cfg: WorkerConfig, claim: Claim, now: datetime, clock: Clock, delivered: Delivered | None
+    cfg: WorkerConfig,
+    claim: Claim,
+    now: datetime,
+    clock: Clock,
+    delivered: Delivered | None,
+    landing: Landing | None = None,
 ) -> Handoff | str:
-    """Close the issue while this worker holds it (a delivered commit as its witness ref and
-    note): the `completed` handoff, or the failure class when the close did not happen
-    (`lease_lost`) or left the lease in place."""
+    """Close the issue while this worker holds it (a delivered commit, and its integration
+    commit, as its witness refs and notes): the `completed` handoff, or the failure class when
+    the close did not happen (`lease_lost`) or left the lease in place."""
+    notes = [] if delivered is None else [delivered.note(cfg.worker_id, claim.step_id)]
+    if landing is not None:
+        notes.append(landing.note(cfg.worker_id, claim.step_id))
     finished = cfg.memory.finish(
         claim.issue_id,
         cfg.worker_id,
         claim.lease_id,
         status="closed",
         now=now,
-        note=None if delivered is None else delivered.note(cfg.worker_id, claim.step_id),
-        witness_refs=() if delivered is None else delivered.refs(),
+        note="\n\n".join(notes) or None,
+        witness_refs=(() if landing is None else landing.refs())
+        + (() if delivered is None else delivered.refs()),
     )
     if not finished.applied:
         return "lease_lost"
@@ -722,6 +793,48 @@ def _finish_undelivered(
     )
 
 
+def _finish_unlanded(
+    cfg: WorkerConfig,
+    claim: Claim,
+    attempts: Sequence[Attempt],
+    clock: Clock,
+    delivered: Delivered,
+    landing: Landing,
+) -> StepReport:
+    """The merge queue refused the branch (a conflict, a verification red on the combined
+    result, a push refused): the issue is not closed and its branch is kept. The retry policy's
+    rule for the class decides: retry or `stop` gives the issue back (its next claim starts
+    from the new integration head), another escalation blocks it with the note."""
+    assert landing.failure is not None
+    classes = (landing.failure,)
+    decision = resolve_retry_decision(cfg.policy, classes, 1)
+    status: FinishStatus = (
+        "open" if decision.retry or decision.escalation_action == "stop" else "blocked"
+    )
+    note = "\n\n".join(
+        (delivered.note(cfg.worker_id, claim.step_id), landing.note(cfg.worker_id, claim.step_id))
+    )
+    finished = cfg.memory.finish(
+        claim.issue_id, cfg.worker_id, claim.lease_id, status=status, now=clock.now(), note=note
+    )
+    if not finished.applied:
+        return _finish_failed(cfg, claim, attempts, clock, clock.now(), classes, delivered, landing)
+    snapshot = cfg.memory.snapshot(claim.issue_id, clock.now())
+    handoff = unlanded_handoff(snapshot, cfg.worker_id, claim.lease_id, status, landing)
+    return _finish(
+        cfg,
+        claim,
+        attempts,
+        clock,
+        "failed",
+        handoff,
+        classes,
+        None,
+        delivered=delivered,
+        landing=landing,
+    )
+
+
 def _finish_failed(
     cfg: WorkerConfig,
     claim: Claim,
@@ -730,6 +843,7 @@ def _finish_failed(
     now: datetime,
     classes: tuple[str, ...],
     delivered: Delivered | None = None,
+    landing: Landing | None = None,
 ) -> StepReport:
     """Hand off by the lease state found now; escalate while this worker still holds it."""
     last = attempts[-1] if attempts else None
@@ -770,6 +884,7 @@ def _finish_failed(
         escalation,
         transport_refs,
         delivered=delivered,
+        landing=landing,
     )
 
 
@@ -790,6 +905,7 @@ def _finish(
     transport_refs: tuple[str, ...] = (),
     *,
     delivered: Delivered | None = None,
+    landing: Landing | None = None,
 ) -> StepReport:
     """The step's report; a failed step also writes its witness; then the record."""
     last = attempts[-1] if attempts else None
@@ -807,6 +923,7 @@ def _finish(
         step_witness_ref=_step_witness_path(cfg, claim) if failed else None,
         transport_refs=transport_refs,
         delivered=delivered,
+        landing=landing,
     )
     if {COMMAND_NOT_FOUND, COMMAND_NOT_EXECUTABLE} & set(classes):
         report.next_step = "; ".join(step_advice(cfg, claim)) or (
@@ -871,6 +988,7 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         handoff.lease_ref,
         *report.transport_refs,
         *report.delivery_refs,
+        *report.queue_refs,
         *evidence,
         *failure_refs,
         *escalation_refs,
@@ -968,7 +1086,7 @@ def execute_claim(
     except PremathError:
         _give_back(cfg, claim, clock.now())
         raise
-    return finish_step(cfg, claim, attempts, clock)
+    return finish_step(cfg, claim, attempts, clock, report)
 
 
 def _give_back(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
@@ -997,4 +1115,4 @@ def complete_claim(
         )
     claim = held_claim(cfg, issue_id, step_index, clock.now())
     attempts = run_attempts(cfg, claim, clock, sleep=sleep, report=report)
-    return finish_step(cfg, claim, attempts, clock)
+    return finish_step(cfg, claim, attempts, clock, report)

@@ -125,6 +125,7 @@ def issue_board(rows: Iterable[IssueFacts], now: Instant) -> Board:
             "lease": _lease(row.lease, now),
             "updatedAt": row.updated_text,
             "escalation": escalation,
+            "mergeQueue": row.merge_queue,
         }
     ranked = sorted((-count, issue_id) for issue_id, count in downstream.items() if count > 0)
     return Board(issues, ranked[0][1] if ranked else None)

@@ -46,7 +46,15 @@ URL = ("--mcp-url", "http://127.0.0.1:9/mcp")
         (("--worktree", ".", *URL), "--mcp-url: only with --executor ray"),
         (
             ("--executor", "ray", *URL, "--base-ref", "main"),
-            "--base-ref and --checkout-dir need --repo",
+            "--base-ref, --integration-branch, --land and --checkout-dir need --repo",
+        ),
+        (
+            ("--executor", "ray", *URL, "--land"),
+            "--base-ref, --integration-branch, --land and --checkout-dir need --repo",
+        ),
+        (
+            ("--worktree", ".", "--integration-branch", "premath/x", "--land"),
+            "--integration-branch, --land: only with --executor ray",
         ),
         (
             ("--executor", "ray", "--mcp-url", "ftp://x"),

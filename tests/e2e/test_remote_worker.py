@@ -64,7 +64,7 @@ def test_a_remote_worker_drains_through_mcp_and_delivers_each_issue_as_a_branch(
         issue = issues[issue_id]
         commit = branches[f"premath/{issue_id}"]
         assert (issue["status"], issue["assignee"], "lease" in issue) == ("closed", "w1", False)
-        assert issue["metadata"]["premathWitnessRefs"] == [f"git://premath/{issue_id}@{commit}"]
+        assert project.landed_witness(issue_id)[1] == [f"git://premath/{issue_id}@{commit}"]
         assert issue["metadata"]["premathWriteWitness"]["action"] == "issue.lease_finish"
         assert f"branch: premath/{issue_id}\ncommit: {commit}" in issue["notes"]
         checked = project.verify_branch(issue_id, tmp_path / f"check-{issue_id}")

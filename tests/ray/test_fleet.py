@@ -84,7 +84,7 @@ def assert_delivered(project: Project, tmp_path: Path, issue_ids: list[str]) -> 
         issue = project.issues[issue_id]
         commit = branches[f"premath/{issue_id}"]
         assert issue["status"] == "closed", issue
-        assert issue["metadata"]["premathWitnessRefs"] == [f"git://premath/{issue_id}@{commit}"]
+        assert project.landed_witness(issue_id)[1] == [f"git://premath/{issue_id}@{commit}"]
         checked = project.verify_branch(issue_id, tmp_path / "checks" / issue_id)
         assert checked.returncode == 0, (issue_id, checked.stderr)
 

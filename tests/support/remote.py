@@ -25,6 +25,7 @@ FLEET_CLAIMS = [
     "capabilities.change_morphisms.issue_lease_release",
     "capabilities.change_morphisms.issue_lease_finish",
 ]
+INTEGRATION = "premath/integration"
 WRITE_OUT = "mkdir -p out && echo done > out/$PREMATH_ISSUE_ID"
 """Trivial work: the file each issue's verification looks for."""
 
@@ -80,10 +81,30 @@ class Project:
         lines = (self.root / ".premath" / "issues.jsonl").read_bytes().splitlines()
         return {row["id"]: row for row in map(orjson.loads, lines) if row}
 
-    def branches(self) -> dict[str, str]:
+    def refs(self) -> dict[str, str]:
+        """Every branch of the remote: name -> commit."""
         listed = git("for-each-ref", "--format=%(refname:short) %(objectname)", cwd=self.remote)
-        pairs = (line.split() for line in listed.stdout.splitlines())
-        return {name: sha for name, sha in pairs if name.startswith("premath/")}
+        return dict(line.split() for line in listed.stdout.splitlines())
+
+    def branches(self) -> dict[str, str]:
+        """The issues' delivered branches (the merge queue's integration branch left out)."""
+        return {
+            name: sha
+            for name, sha in self.refs().items()
+            if name.startswith("premath/") and name != INTEGRATION
+        }
+
+    def integration(self) -> str | None:
+        """The integration branch's head, None before anything landed."""
+        return self.refs().get(INTEGRATION)
+
+    def landed_witness(self, issue_id: str) -> tuple[str, list[str]]:
+        """A closed issue's witness refs as the queue leaves them: its integration commit, and
+        the rest (its delivered branch)."""
+        refs = self.issues[issue_id]["metadata"]["premathWitnessRefs"]
+        landed = [ref for ref in refs if ref.startswith(f"git://{INTEGRATION}@")]
+        assert len(landed) == 1, refs
+        return landed[0].rpartition("@")[2], [ref for ref in refs if ref != landed[0]]
 
     def verify_branch(self, issue_id: str, into: Path) -> subprocess.CompletedProcess[str]:
         """Clone the issue's delivered branch and run its verification there."""

@@ -313,6 +313,13 @@
     renderDetail();
   }
 
+  function queueState(queue) {
+    if (!queue) return null;
+    const failed = queue.failureClass ? " · " + queue.failureClass : "";
+    const paths = queue.conflictPaths && queue.conflictPaths.length ? " (" + queue.conflictPaths.join(", ") + ")" : "";
+    return show(queue.state) + failed + paths;
+  }
+
   function renderDetail() {
     const panel = $("detail");
     const issue = state.selected === null ? null : state.issues.get(state.selected);
@@ -335,6 +342,8 @@
       ["depends on", issue.dependsOn.join(", ")],
       ["waiting on it", issue.downstream],
       ["updated", issue.updatedAt],
+      ["merge queue", queueState(issue.mergeQueue)],
+      ["integration", issue.mergeQueue ? issue.mergeQueue.integrationCommit : null],
     ];
     for (const [name, value] of rows) fields.append(el("dt", { text: name }), el("dd", { text: show(value) }));
     if (issue.lease && issue.lease.expiresAtMs !== null) {

@@ -1,0 +1,48 @@
+"""The dashboard's issue detail in a real headless Chromium shows the merge queue's verdict on an
+issue (specs/remote-workers.md "Merge queue"): a refused branch's failure class and conflicting
+paths, a landed one's integration commit."""
+
+import pytest
+
+from premath.harness.merge_queue import Landing
+from tests.support.browser import chromium, require_browser
+from tests.support.observation import issue, sample_issues, seed_project, write_issues
+from tests.support.serve import observe_serve
+
+pytestmark = pytest.mark.timeout(180)
+
+REFUSED = Landing(
+    "premath/integration", "premath/bd-8", None, "a" * 40, "merge_conflict", "conflicts",
+    conflict_paths=("shared.txt",),
+)  # fmt: skip
+LANDED = Landing("premath/integration", "premath/bd-9", "c" * 40, "b" * 40)
+
+
+def _detail(page, issue_id: str) -> dict[str, str]:
+    page.click(f'.issue[data-id="{issue_id}"]')
+    page.wait_for_selector("#detail", state="visible")
+    names = page.locator("#detail-fields dt").all_inner_texts()
+    values = page.locator("#detail-fields dd").all_inner_texts()
+    return dict(zip(names, values, strict=True))
+
+
+def test_the_issue_detail_shows_the_queue_state_and_integration_commit(tmp_path):
+    binary = require_browser()
+    seed_project(tmp_path)
+    rows = sample_issues()
+    rows.append(issue("bd-8", "refused by the queue", notes=REFUSED.note("w1", "s1")))
+    rows.append(issue("bd-9", "landed", "closed", notes=LANDED.note("w2", "s2")))
+    write_issues(tmp_path, rows)
+    with observe_serve(tmp_path, "--live") as server, chromium(binary) as browser:
+        page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+        page.goto(f"http://127.0.0.1:{server.port}/dashboard")
+        page.wait_for_selector('.issue[data-id="bd-8"]', timeout=10_000)
+        refused = _detail(page, "bd-8")
+        landed = _detail(page, "bd-9")
+        plain = _detail(page, "bd-1")
+    assert (refused["merge queue"], refused["integration"]) == (
+        "failed · merge_conflict (shared.txt)",
+        "-",
+    )
+    assert (landed["merge queue"], landed["integration"]) == ("landed", "c" * 40)
+    assert (plain["merge queue"], plain["integration"]) == ("-", "-")
