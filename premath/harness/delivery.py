@@ -166,10 +166,14 @@ class GitDelivery:
             if found.ok and len(parts) >= 2 and parts[0] == "ref:" and parts[-1] == "HEAD":
                 return parts[1].removeprefix("refs/heads/")
         heads = self._git("ls-remote", "--heads", "origin")
-        branches = [
-            parts[1].removeprefix("refs/heads/")
-            for parts in (line.split() for line in heads.stdout.splitlines())
-            if heads.ok and len(parts) == 2
+        branches = [  # premath's own branches (deliveries, the merge queue's) are no base
+            name
+            for name in (
+                parts[1].removeprefix("refs/heads/")
+                for parts in (line.split() for line in heads.stdout.splitlines())
+                if heads.ok and len(parts) == 2
+            )
+            if not name.startswith(BRANCH_PREFIX)
         ]
         remote = shown_remote(self.remote)
         if len(branches) == 1:

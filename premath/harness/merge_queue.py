@@ -182,7 +182,12 @@ class MergeQueue:
         # Made afresh: a checkout left by an earlier run may belong to a clone since removed.
         shutil.rmtree(self.checkout, ignore_errors=True)
         self._must("git worktree prune", "worktree", "prune", where=clone)
-        self._must("git worktree add", "worktree", "add", "--detach", self.checkout, where=clone)
+        # At the fetched start, not the clone's HEAD: a remote whose HEAD names no branch
+        # leaves the clone without one.
+        start = self.start_point()
+        self._must(
+            "git worktree add", "worktree", "add", "--detach", self.checkout, start, where=clone
+        )
         self.delivery.queue = self
 
     def start_point(self) -> str:

@@ -230,6 +230,27 @@ def test_a_bare_remote_whose_head_names_no_branch_uses_its_only_branch(tmp_path)
     assert list(project.branches()) == ["premath/bd-1"]
 
 
+def test_premath_branches_on_a_headless_remote_leave_its_one_base_branch(tmp_path):
+    """The delivered and integration branches a first run pushed are no candidates for the base
+    of the next run (nor is the clone's missing HEAD a start for the merge worktree)."""
+    project = make_project(
+        tmp_path,
+        [issue_row("bd-1", out_check("bd-1")), issue_row("bd-2", out_check("bd-2"))],
+        tokens=fleet_tokens("w1"),
+    )
+    git("symbolic-ref", "HEAD", "refs/heads/master", cwd=project.remote)
+    with mcp_server(project, "--mutation-policy", "open") as server:
+        for run in ("first", "second"):
+            code, _document, stderr = run_worker(
+                server.url, project, "w1", "--repo", str(project.remote), "--max-steps", "1",
+                "--checkout-dir", str(tmp_path / run), "--work-cmd", WRITE_OUT,
+            )  # fmt: skip
+            assert code == 0, stderr
+            assert "using its only branch main" in stderr
+    assert sorted(project.branches()) == ["premath/bd-1", "premath/bd-2"]
+    assert project.issues["bd-1"]["status"] == project.issues["bd-2"]["status"] == "closed"
+
+
 def test_an_existing_branch_is_never_overwritten(tmp_path):
     project = one_issue(tmp_path)
     other = tmp_path / "other"
