@@ -103,3 +103,52 @@ def test_land_moves_main_to_the_integration_head(tmp_path):
     assert head is not None
     assert project.refs()["main"] == head
     assert "landed: main" in project.issues["bd-9"]["notes"]
+
+
+def snapshot_while_merged(project: Project, issue_id: str) -> str:
+    """A verification that, run on the merge (in the queue's checkout), copies the issues file
+    aside: what the authority holds while the queue verifies."""
+    seen = project.root.parent / "seen.jsonl"
+    issues = project.root / ".premath" / "issues.jsonl"
+    return (
+        f"sh -c 'test -f out/{issue_id} && case $PWD in */integration) cp {issues} {seen};; esac'"
+    )
+
+
+def queue_state_seen(project: Project, issue_id: str) -> dict[str, Any]:
+    lines = (project.root.parent / "seen.jsonl").read_bytes().splitlines()
+    row = next(row for row in map(orjson.loads, lines) if row and row["id"] == issue_id)
+    return {"record": row["metadata"]["premathMergeQueue"], "lease": row["lease"]["lease_id"]}
+
+
+def test_the_issue_shows_each_queue_state_while_the_queue_works(tmp_path):
+    project = make_project(tmp_path, [], tokens={})
+    row = issue_row("bd-9", snapshot_while_merged(project, "bd-9"))
+    (project.root / ".premath" / "issues.jsonl").write_bytes(orjson.dumps(row) + b"\n")
+    code, _, stderr = coordinator(project)
+    assert code == 0, stderr
+    seen = queue_state_seen(project, "bd-9")
+    head = project.integration()
+    assert head is not None
+    onto = git("rev-parse", f"{head}^1", cwd=project.remote).stdout.strip()
+    assert seen["record"] == {
+        "state": "verifying",
+        "branch": "premath/bd-9",
+        "integrationBranch": INTEGRATION,
+        "onto": onto,
+        "step": seen["record"]["step"],
+        "leaseId": seen["lease"],
+    }
+    closed = project.issues["bd-9"]
+    assert "premathMergeQueue" not in closed["metadata"]  # the verdict is the note now
+    lines = (project.root / ".premath" / "harness_trajectory.jsonl").read_bytes().splitlines()
+    (step,) = [orjson.loads(line) for line in lines if line]
+    commit = project.branches()["premath/bd-9"]
+    assert [ref for ref in step["witnessRefs"] if ref.startswith("merge-queue://")] == sorted(
+        [
+            f"merge-queue://queued/premath/bd-9@{commit}",
+            f"merge-queue://merging/main@{onto}",
+            f"merge-queue://verifying/{INTEGRATION}@{head}",
+            f"merge-queue://landed/{INTEGRATION}@{head}",
+        ]
+    )

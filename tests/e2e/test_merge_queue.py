@@ -343,3 +343,28 @@ def test_the_retry_policy_decides_a_refused_issue_blocks_under_mark_blocked(tmp_
     issue = project.issues[refused["issueId"]]
     assert (issue["status"], "lease" in issue) == ("blocked", False)
     assert "failureClass: merge_conflict" in issue["notes"]
+
+
+def test_the_authority_shows_the_queue_state_a_remote_worker_reports(tmp_path):
+    seen = tmp_path / "seen.jsonl"
+    issues = tmp_path / "project" / ".premath" / "issues.jsonl"
+    verification = (
+        f"sh -c 'test -f out/bd-1 && case $PWD in */integration) cp {issues} {seen};; esac'"
+    )
+    project = make_project(tmp_path, [issue_row("bd-1", verification)], tokens=fleet_tokens("w1"))
+    code, document, stderr = one_worker(project, tmp_path, "--max-steps", "1")
+    assert code == 0, stderr
+    row = next(row for row in map(orjson.loads, seen.read_bytes().splitlines()) if row)
+    head = project.integration()
+    assert head is not None
+    onto = git("rev-parse", f"{head}^1", cwd=project.remote).stdout.strip()
+    (step,) = document["steps"]
+    assert row["metadata"]["premathMergeQueue"] == {
+        "state": "verifying",
+        "branch": "premath/bd-1",
+        "integrationBranch": INTEGRATION,
+        "onto": onto,
+        "step": step["stepId"],
+        "leaseId": row["lease"]["lease_id"],
+    }
+    assert "premathMergeQueue" not in project.issues["bd-1"]["metadata"]

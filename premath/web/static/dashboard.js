@@ -317,7 +317,10 @@
     if (!queue) return null;
     const failed = queue.failureClass ? " · " + queue.failureClass : "";
     const paths = queue.conflictPaths && queue.conflictPaths.length ? " (" + queue.conflictPaths.join(", ") + ")" : "";
-    return show(queue.state) + failed + paths;
+    const deciding = queue.state !== "landed" && queue.state !== "failed";
+    const branch = deciding && queue.branch ? " " + queue.branch : "";
+    const onto = deciding && queue.onto ? " onto " + queue.onto.slice(0, 12) : "";
+    return show(queue.state) + branch + onto + failed + paths;
   }
 
   function renderDetail() {
