@@ -24,6 +24,7 @@ from premath.issues import documents, graph, leases
 from premath.issues import memory as issue_memory
 from premath.issues.check import check_issues
 from premath.mcp.ready_view import ReadyView, render_ready
+from premath.mcp.worker_tools import WorkerTools
 from premath.models.issue_row import DEPENDENCY_TYPES, IssueRow
 from premath.observe.surface import SurfaceUnavailable
 from premath.observe.views import (
@@ -97,13 +98,16 @@ class ServerConfig:
     witness_trust: WitnessTrust = "mac"
     witness_max_age_s: float | None = None
     witness_key_file: str | None = None
+    single_token: bool = True
+    """The HTTP server holds one token (one trust domain): any caller may act as any worker
+    (premath/mcp/worker_identity.py); stdio has no token at all."""
 
 
 def _issue_fields(row: IssueRow, now_ns: int) -> Document:
     return {"issue": documents.lease_summary(row, now_ns)}
 
 
-class ToolService:
+class ToolService(WorkerTools):
     """One server's tools over its configuration, clock and warm stores."""
 
     def __init__(self, config: ServerConfig, clock: Clock) -> None:
