@@ -322,9 +322,11 @@ def one_worker(
     agent_did_work: bool = False,
     memory: Any = None,
     delivery: Any = None,
+    presence: Any = None,
 ) -> Any:
     """The `WorkerConfig` of a single-worker command (consumes the loop and identity options);
-    `memory` is its issue authority when not the issues file (`--mcp-url`)."""
+    `memory` is its issue authority when not the issues file (`--mcp-url`), `presence` its
+    reports there."""
     from premath.harness.loop_config import worker_config
 
     return worker_config(
@@ -335,6 +337,7 @@ def one_worker(
         agent_did_work=agent_did_work,
         memory=memory,
         delivery=delivery,
+        presence=presence,
     )
 
 
@@ -355,16 +358,17 @@ def remote_authority(options: dict[str, Any], caller: str) -> Iterator[Any]:
 @contextmanager
 def worker_authority(
     options: dict[str, Any], *, delivers: bool = False
-) -> Iterator[tuple[Any, Any]]:
-    """(issue authority, git delivery) of a single-worker command: (None, None) for the issues
-    file, else the connected MCP authority and, with `--repo`, the prepared clone, whose home
-    becomes the worker's repository root and worktree (specs/remote-workers.md)."""
+) -> Iterator[tuple[Any, Any, Any]]:
+    """(issue authority, git delivery, presence) of a single-worker command: all None for the
+    issues file, else the connected MCP authority, with `--repo` the prepared clone, whose home
+    becomes the worker's repository root and worktree, and the worker's presence there
+    (specs/remote-workers.md)."""
     from premath.cli._remote import pop_remote
     from premath.harness.loop_config import WORKER_ID_ENV, checked_worker_id
 
     remote = pop_remote(options, delivers=delivers)
     if remote is None:
-        yield None, None
+        yield None, None, None
         return
     worker_id = checked_worker_id(options["worker_id"] or os.environ.get(WORKER_ID_ENV, ""))
     if remote.repo is not None and (
@@ -378,7 +382,7 @@ def worker_authority(
         delivery = remote.delivery(worker_id)
         if delivery is not None:
             options["repo_root"], options["worktree_root"] = delivery.home, delivery.worktree
-        yield memory, delivery
+        yield memory, delivery, remote.presence(memory, worker_id, "", report_progress)
 
 
 @harness_loop.command("worker")
@@ -420,8 +424,8 @@ def harness_loop_worker(app: AppContext, /, **options: Any) -> Reply:
     continue_on_failure = options.pop("continue_on_failure")
     verbose = options.pop("verbose")
     drain = options.pop("drain")
-    with worker_authority(options, delivers=True) as (memory, delivery):
-        cfg = one_worker(app, options, memory=memory, delivery=delivery)
+    with worker_authority(options, delivers=True) as (memory, delivery, presence):
+        cfg = one_worker(app, options, memory=memory, delivery=delivery, presence=presence)
         if verbose or cfg.authority.mode != DEFAULT_MODE:  # an override changes what may mutate
             report_progress(f"[worker:{cfg.worker_id}] override policy {cfg.authority.describe()}")
         outcome = run_worker(

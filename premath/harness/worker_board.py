@@ -130,8 +130,7 @@ def status_text(document: Document) -> str:
         f"silent={counts['silent']} gone={counts['gone']}"
     ]
     header = ("WORKER", "STATUS", "NODE", "PHASE", "ISSUE", "ATTEMPT", "BEAT", "STEPS", "CLOSED")
-    header += ("PASS",)
-    table = [header]
+    table: list[tuple[str, ...]] = [(*header, "PASS")]
     for worker in document["workers"]:
         since = worker.get("secondsSinceHeartbeat")
         attempt = worker.get("attempt")
@@ -149,7 +148,7 @@ def status_text(document: Document) -> str:
                 "-" if worker["passRate"] is None else f"{worker['passRate']:.0%}",
             )
         )
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
         lines.append(("  " + "  ".join(cells)).rstrip())
