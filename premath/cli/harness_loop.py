@@ -663,3 +663,39 @@ def fleet_text(document: dict[str, Any]) -> str:
         f"closed={document['closedCount']} failed={document['failedCount']} "
         f"stopped={document['stoppedReason']}"
     )
+
+
+STATUS_PATH_FLAGS = tuple(f for f in MEMORY_PATH_FLAGS if f.field not in ("session", "ledger"))
+"""Where `harness-loop status` finds the registry (beside the issues file) and trajectory."""
+
+
+def status_path_options(function: F) -> F:
+    return _decorate(function, STATUS_PATH_FLAGS)
+
+
+@harness_loop.command("status")
+@status_path_options
+@authority_options
+@json_option
+@pass_app
+def harness_loop_status(app: AppContext, /, **options: Any) -> Reply:
+    """Show the fleet's workers (node, phase, issue, last heartbeat, steps) and what needs a
+    person, from this project's registry or the authority at --mcp-url.
+
+    \b
+    premath harness-loop status
+    premath harness-loop status --mcp-url http://host:8765/mcp --token-file tokens --json
+    """
+    from premath.harness.worker_board import status_text, workers_document
+    from premath.harness.worker_registry import registry_path
+
+    paths = loop_paths({**options, "session": "", "ledger": ""})
+    with remote_authority(options, "status") as memory:
+        if memory is None:
+            now = app.clock.now()
+            document = workers_document(registry_path(paths.issues), paths.trajectory, now)
+        else:
+            from premath.mcp.presence import fleet_workers
+
+            document = fleet_workers(memory)
+    return Reply(document, text=status_text)

@@ -181,3 +181,14 @@ class McpPresence:
 
 def _text(exc: BaseException) -> str:
     return getattr(exc, "text", None) or getattr(exc, "message", None) or str(exc)
+
+
+def fleet_workers(authority: McpAuthority) -> dict[str, Any]:
+    """`harness_workers` at the authority (`harness-loop status --mcp-url`)."""
+    try:
+        document = authority.call_within("harness_workers", {}, patience_s=authority.retry_s)
+    except ToolError as error:
+        raise AuthorityRefused(f"the MCP server refused harness_workers: {error.text}") from None
+    if document is None:
+        raise AuthorityUnreachable(f"the MCP server at {authority.url} did not answer")
+    return document
