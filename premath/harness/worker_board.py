@@ -80,22 +80,16 @@ def attention_reasons(workers: list[Document]) -> list[str]:
     return reasons
 
 
-def workers_document(registry_path: str, trajectory_path: str | None, now: datetime) -> Document:
-    """The registry as a view at `now`; a trajectory that cannot be read leaves the stats out
-    and says why (`statsError`)."""
-    now_ns = epoch_nanos(now)
-    entries = read_registry(registry_path)
-    try:
-        stats, window = step_stats(trajectory_path)
-        stats_error = None
-    except PremathError as exc:
-        stats, window, stats_error = {}, None, exc.message
+def worker_rows(
+    entries: dict[str, Document], stats: dict[str, Document], now_ns: int
+) -> list[Document]:
+    """Each registry entry (by id) with its status, time since its last beat and its steps."""
     empty = {"steps": 0, "closes": 0, "passRate": None}
-    workers = []
+    rows = []
     for worker_id in sorted(entries):
         entry = entries[worker_id]
         status, since = worker_status(entry, now_ns)
-        workers.append(
+        rows.append(
             {
                 **entry,
                 "status": status,
@@ -103,7 +97,23 @@ def workers_document(registry_path: str, trajectory_path: str | None, now: datet
                 **stats.get(worker_id, empty),
             }
         )
-    counts = {name: sum(1 for w in workers if w["status"] == name) for name in _STATUSES}
+    return rows
+
+
+def status_counts(workers: list[Document]) -> dict[str, int]:
+    return {name: sum(1 for w in workers if w["status"] == name) for name in _STATUSES}
+
+
+def workers_document(registry_path: str, trajectory_path: str | None, now: datetime) -> Document:
+    """The registry as a view at `now`; a trajectory that cannot be read leaves the stats out
+    and says why (`statsError`)."""
+    entries = read_registry(registry_path)
+    try:
+        stats, window = step_stats(trajectory_path)
+        stats_error = None
+    except PremathError as exc:
+        stats, window, stats_error = {}, None, exc.message
+    workers = worker_rows(entries, stats, epoch_nanos(now))
     return {
         "action": "harness.workers",
         "viewKind": WORKERS_KIND,
@@ -113,7 +123,7 @@ def workers_document(registry_path: str, trajectory_path: str | None, now: datet
         "silentAfterBeats": SILENT_AFTER_BEATS,
         "window": window,
         "statsError": stats_error,
-        "counts": counts,
+        "counts": status_counts(workers),
         "workers": workers,
         "attentionReasons": attention_reasons(workers),
     }
