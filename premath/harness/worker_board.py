@@ -80,6 +80,15 @@ def attention_reasons(workers: list[Document]) -> list[str]:
     return reasons
 
 
+def silent_worker_reasons(issues_path: str, now: datetime) -> list[str]:
+    """The attention reasons of the project's silent workers now (none without a registry):
+    what the summary's live attention reasons take from the fleet (specs/observation.md)."""
+    from premath.harness.worker_registry import registry_path
+
+    rows = worker_rows(read_registry(registry_path(issues_path)), {}, epoch_nanos(now))
+    return attention_reasons(rows)
+
+
 def worker_rows(
     entries: dict[str, Document], stats: dict[str, Document], now_ns: int
 ) -> list[Document]:

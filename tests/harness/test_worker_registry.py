@@ -11,7 +11,7 @@ import pytest
 
 from premath.errors import InputInvalid
 from premath.harness.trajectory import append_step
-from premath.harness.worker_board import status_text, workers_document
+from premath.harness.worker_board import silent_worker_reasons, status_text, workers_document
 from premath.harness.worker_registry import (
     MAX_WORKERS,
     Beat,
@@ -93,6 +93,8 @@ def test_a_worker_whose_heartbeats_stop_for_three_intervals_is_silent(registry, 
     assert view["attentionReasons"] == [
         "worker fleet.1 is silent (no heartbeat for 16 s; last verifying on bd-9)"
     ]
+    issues = registry.path.replace("harness_workers.json", "issues.jsonl")
+    assert silent_worker_reasons(issues, clock.now()) == view["attentionReasons"]
 
 
 def test_registering_again_after_a_restart_counts_and_keeps_the_last_phase(registry, clock):
