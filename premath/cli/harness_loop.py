@@ -679,12 +679,15 @@ def status_path_options(function: F) -> F:
 @json_option
 @pass_app
 def harness_loop_status(app: AppContext, /, **options: Any) -> Reply:
-    """Show the fleet's workers (node, phase, issue, last heartbeat, steps) and what needs a
-    person, from this project's registry or the authority at --mcp-url.
+    """Show the fleet's workers and which of them need a person.
+
+    Each worker with its node, phase, issue, attempt, last heartbeat, steps, closes and pass
+    rate, from this project's worker registry or the authority at --mcp-url.
 
     \b
     premath harness-loop status
-    premath harness-loop status --mcp-url http://host:8765/mcp --token-file tokens --json
+    premath harness-loop status --json \\
+        --mcp-url http://host:8765/mcp --token-file tokens
     """
     from premath.harness.worker_board import status_text, workers_document
     from premath.harness.worker_registry import registry_path
