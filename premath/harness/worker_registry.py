@@ -8,7 +8,8 @@ written (store/locks.py, store/atomic.py); readers take no lock.
 
 A flood of heartbeats is not stored each: a token bucket per worker (in the server's memory)
 lets a short burst through, then one a second; the others are answered `stored: false` and
-counted into the next stored beat's `heartbeatsDropped`. The registry holds at most
+counted into the next stored beat's `heartbeatsDropped`. Registrations have a bucket of their
+own; one over it is refused (`worker.rate_limited`). The registry holds at most
 `MAX_WORKERS` entries: the longest-gone worker makes room, and a registry full of live
 workers refuses another.
 """
@@ -144,6 +145,9 @@ class WorkerRegistry:
         self.path = path
         self.lock_timeout_s = lock_timeout_s
         self.limiter = limiter or HeartbeatLimiter()
+        self.registrations = HeartbeatLimiter()
+        """Registrations have a bucket of their own: a worker the registry forgot registers
+        again at once, however fast it was beating."""
 
     def _update(self, change: Any) -> Document:
         """Read, change (`change(workers)` returns the entry it changed), write; under the lock."""
@@ -178,7 +182,7 @@ class WorkerRegistry:
             "startedAt": _text("startedAt", registration.started_at),
             "heartbeatSeconds": registration.heartbeat_s,
         }
-        if not self.limiter.admit(worker_id):
+        if not self.registrations.admit(worker_id):
             raise InputInvalid(
                 f"[failureClass=worker.rate_limited] worker {worker_id} registers too often: "
                 "register once per start, then heartbeat"

@@ -26,7 +26,8 @@ from premath.timefmt import format_seconds_z
 
 Report = Callable[[str], None]
 RESEND_S = 1.1
-"""After a beat the server did not store (its rate limit), the next one goes this much later."""
+"""After a beat the server did not store (its rate limit) or a refused one, the next one goes
+this much later."""
 DEREGISTER_PATIENCE_S = 5.0
 
 
@@ -128,7 +129,8 @@ class McpPresence:
                     "older premath): this worker is not shown there"
                 )
                 return False
-            self._report(f"[worker:{self.worker_id}] registration refused: {error.text}")
+            if not error.text.startswith("[failureClass=worker.rate_limited]"):
+                self._report(f"[worker:{self.worker_id}] registration refused: {error.text}")
             return first
         if done is None:
             self._lost = True
@@ -149,17 +151,18 @@ class McpPresence:
             if self._stopping.is_set():
                 return
             try:
-                stored = self._beat()
+                landed = self._beat()
             except AuthorityUnreachable:
                 return  # given up for good: the loop stops on its own next call
-            wait_s = RESEND_S if stored is False else self.heartbeat_s
+            wait_s = self.heartbeat_s if landed in ("stored", "unreached") else RESEND_S
 
-    def _beat(self) -> bool | None:
-        """One heartbeat with the state of now: stored or not (None: not reached)."""
+    def _beat(self) -> str:
+        """One heartbeat with the state of now: `stored`, `dropped` (the server's rate; sent
+        again soon), `refused` or `unreached` (the call waited its patience already)."""
         if self._lost:
             self._register(first=False)
             if self._lost:
-                return None
+                return "refused"
         with self._lock:
             args = {"workerId": self.worker_id, **self._state}
         args = {key: value for key, value in args.items() if value is not None}
@@ -170,13 +173,13 @@ class McpPresence:
         except ToolError as error:
             if error.text.startswith(f"[failureClass={NOT_REGISTERED}]"):
                 self._lost = True
-                return self._beat() if self._register(first=False) and not self._lost else None
+                return "refused"
             self._report(f"[worker:{self.worker_id}] heartbeat refused: {error.text}")
-            return None
+            return "refused"
         if answer is None:
             self._lost = True
-            return None
-        return bool(answer.get("stored"))
+            return "unreached"
+        return "stored" if answer.get("stored") else "dropped"
 
 
 def _text(exc: BaseException) -> str:

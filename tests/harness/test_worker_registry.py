@@ -111,11 +111,15 @@ def test_a_heartbeat_flood_is_not_stored_each(tmp_path, clock):
     registry = WorkerRegistry(str(tmp_path / "workers.json"), 2.0, limiter)
     registry.register(registration(), clock.now())
     answers = [registry.heartbeat(Beat("fleet.1", "working"), clock.now())[0] for _ in range(200)]
-    assert answers.count(True) == 3  # the burst of 4, one spent on registering
-    assert stored(registry)["workers"]["fleet.1"]["heartbeatCount"] == 3
+    assert answers.count(True) == 4  # the burst
+    assert stored(registry)["workers"]["fleet.1"]["heartbeatCount"] == 4
     limiter.burst, limiter.refill_s = 4, 1e-9  # the bucket refills: the next beat is stored
     assert registry.heartbeat(Beat("fleet.1", "idle"), clock.now())[0] is True
-    assert stored(registry)["workers"]["fleet.1"]["heartbeatsDropped"] == 197
+    assert stored(registry)["workers"]["fleet.1"]["heartbeatsDropped"] == 196
+    for _ in range(3):  # registrations have a bucket of their own
+        registry.register(registration(), clock.now())
+    with pytest.raises(InputInvalid, match=r"worker.rate_limited\] worker fleet.1 registers too"):
+        registry.register(registration(), clock.now())
 
 
 def test_bad_reports_are_refused_with_what_to_fix(registry, clock):
