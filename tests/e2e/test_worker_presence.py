@@ -175,11 +175,13 @@ def test_a_worker_registers_again_after_the_authority_is_killed_and_restarted(tm
             stdout=subprocess.DEVNULL, stderr=log,
         )  # fmt: skip
     try:
-        wait_for(
-            lambda: "[worker:w1] registered again with the authority" in worker.stderr(),
-            120,
-            "the worker to register again",
-        )
+
+        def registered_again() -> bool:
+            log = (tmp_path / "restarted.stderr").read_text()
+            assert restarted.poll() is None, f"the restarted server exited: {log}"
+            return "[worker:w1] registered again with the authority" in worker.stderr()
+
+        wait_for(registered_again, 120, "the worker to register again")
         url = f"http://127.0.0.1:{port}/mcp"
         again = worker_in(remote_status(project, url), "w1")
         marker.unlink()
