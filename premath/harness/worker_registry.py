@@ -39,6 +39,7 @@ MAX_TEXT = 256
 MAX_REASON = 1024
 HEARTBEAT_BURST = 4
 HEARTBEAT_REFILL_S = 1.0
+MAX_BUCKETS = 4096
 NOT_REGISTERED = "worker.not_registered"
 
 
@@ -106,6 +107,8 @@ class HeartbeatLimiter:
         """Whether this beat is stored; a refused one is counted for the next stored beat."""
         now = time.monotonic()
         with self._lock:
+            if len(self._buckets) > MAX_BUCKETS:
+                self._forget_full(now)
             tokens, at = self._buckets.get(worker_id, (float(self.burst), now))
             tokens = min(float(self.burst), tokens + (now - at) / self.refill_s)
             if tokens < 1.0:
@@ -114,6 +117,14 @@ class HeartbeatLimiter:
                 return False
             self._buckets[worker_id] = (tokens - 1.0, now)
             return True
+
+    def _forget_full(self, now: float) -> None:
+        """Drop the buckets that have refilled (nobody beat lately): memory stays bounded
+        however many ids a caller makes up."""
+        for key, (tokens, at) in list(self._buckets.items()):
+            if tokens + (now - at) / self.refill_s >= self.burst:
+                del self._buckets[key]
+                self._dropped.pop(key, None)
 
     def take_dropped(self, worker_id: str) -> int:
         with self._lock:
@@ -221,8 +232,8 @@ class WorkerRegistry:
         worker_id = checked_worker_id(beat.worker_id)
         phase = checked_phase(beat.phase)
         issue_id = _text("issueId", beat.issue_id) or None
+        self._running(read_registry(self.path), worker_id)  # a stranger costs no bucket
         if not self.limiter.admit(worker_id):
-            self._running(read_registry(self.path), worker_id)
             return False, None
         dropped = self.limiter.take_dropped(worker_id)
         stamp = format_autosi_z(epoch_nanos(now))

@@ -122,6 +122,14 @@ def test_a_heartbeat_flood_is_not_stored_each(tmp_path, clock):
         registry.register(registration(), clock.now())
 
 
+def test_made_up_ids_cost_no_memory_that_stays(monkeypatch):
+    monkeypatch.setattr("premath.harness.worker_registry.MAX_BUCKETS", 8)
+    limiter = HeartbeatLimiter(burst=2, refill_s=1e-9)
+    for n in range(100):
+        assert limiter.admit(f"made.up.{n}")
+    assert len(limiter._buckets) <= 9
+
+
 def test_bad_reports_are_refused_with_what_to_fix(registry, clock):
     with pytest.raises(InputInvalid, match="workerId must not be empty"):
         registry.register(registration(" "), clock.now())
