@@ -19,7 +19,9 @@ from premath.errors import InvalidUsage
 F = TypeVar("F", bound=Callable[..., Any])
 MCP_URL_ENV = "PREMATH_MCP_URL"
 INSTRUCTION_ENV = "PREMATH_INSTRUCTION_ID"
+HEARTBEAT_ENV = "PREMATH_WORKER_HEARTBEAT_SECONDS"
 DEFAULT_RETRY_S = 120.0
+DEFAULT_HEARTBEAT_S = 10.0
 
 
 def checkout_root() -> str:
@@ -120,6 +122,8 @@ class RemoteChoice:
     integration_branch: str | None = None
     land: bool | None = None
     checkout_dir: str | None = None
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S
+    """How often a worker heartbeats to the authority (specs/remote-workers.md "Workers")."""
 
     def tokens(self) -> list[tuple[str, str]]:
         from premath.web.tokens import client_tokens
@@ -143,6 +147,16 @@ class RemoteChoice:
         ) as memory:
             memory.connect()
             yield memory
+
+    def presence(
+        self, memory: Any, worker_id: str, node: str, report: Callable[[str], None]
+    ) -> Any:
+        """The worker's `McpPresence` at `memory` (registers when the loop starts)."""
+        from premath.mcp.presence import McpPresence
+
+        return McpPresence(
+            memory, worker_id, node=node, heartbeat_s=self.heartbeat_s, report=report
+        )
 
     def home(self, worker_id: str) -> str:
         """The worker's own folder: its clone (`repo/`) and its loop records (`.premath/`)."""
@@ -188,7 +202,23 @@ def pop_remote(options: dict[str, Any], *, delivers: bool) -> RemoteChoice | Non
     repo = delivery.get("repo")
     if repo is not None and "://" not in repo and os.path.exists(repo):
         delivery["repo"] = os.path.abspath(repo)  # the same folder wherever a worker runs
-    return RemoteChoice(url, token_file, instruction_id, retry_s, **delivery)
+    return RemoteChoice(
+        url, token_file, instruction_id, retry_s, **delivery, heartbeat_s=heartbeat_seconds()
+    )
+
+
+def heartbeat_seconds() -> float:
+    """PREMATH_WORKER_HEARTBEAT_SECONDS (at least 1), else every 10 s."""
+    raw = os.environ.get(HEARTBEAT_ENV, "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_HEARTBEAT_S
+    except ValueError:
+        value = 0.0
+    if not 1.0 <= value <= 3600.0:
+        raise InvalidUsage(
+            f"{HEARTBEAT_ENV} must be a number of seconds from 1 to 3600 (got {raw!r})"
+        )
+    return value
 
 
 def pick_token(tokens: list[tuple[str, str]], worker_id: str) -> str:
@@ -207,7 +237,8 @@ class FleetOpener:
     tokens: tuple[tuple[str, str], ...]
 
     @contextmanager
-    def __call__(self, worker_id: str, report: Callable[[str], None]) -> Iterator[Any]:
+    def __call__(self, worker_id: str, node: str, report: Callable[[str], None]) -> Iterator[Any]:
         token = pick_token(list(self.tokens), worker_id)
         with self.remote.authority(token, report) as memory:
-            yield memory, self.remote.delivery(worker_id, report)
+            presence = self.remote.presence(memory, worker_id, node, report)
+            yield memory, self.remote.delivery(worker_id, report), presence
