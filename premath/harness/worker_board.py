@@ -81,12 +81,29 @@ def attention_reasons(workers: list[Document]) -> list[str]:
 
 
 def silent_worker_reasons(issues_path: str, now: datetime) -> list[str]:
-    """The attention reasons of the project's silent workers now (none without a registry):
-    what the summary's live attention reasons take from the fleet (specs/observation.md)."""
+    """The attention reasons of the project's silent workers now (none without a registry)."""
     from premath.harness.worker_registry import registry_path
 
     rows = worker_rows(read_registry(registry_path(issues_path)), {}, epoch_nanos(now))
     return attention_reasons(rows)
+
+
+def silent_workers_at(issues_path: str, now: datetime) -> tuple[str, ...]:
+    """The project's silent workers now, by id (none without a registry)."""
+    from premath.harness.worker_registry import registry_path
+
+    return silent_worker_ids(read_registry(registry_path(issues_path)), now)
+
+
+def silent_worker_ids(entries: dict[str, Document], now: datetime) -> tuple[str, ...]:
+    """The registry's silent workers now, by id: what the summary's live attention counts
+    (specs/observation.md "Live attention")."""
+    now_ns = epoch_nanos(now)
+    return tuple(
+        worker_id
+        for worker_id in sorted(entries)
+        if worker_status(entries[worker_id], now_ns)[0] == "silent"
+    )
 
 
 def worker_rows(

@@ -100,7 +100,10 @@ class Dashboard:
     _trajectory_facts: TrajectoryFacts | None = None
     _attention: Document | None = None
     """The live attention of the surface last written (D30a-2)."""
-    _attention_key: tuple[FileIdentity | None, TrajectoryFacts | None] | None = None
+    _attention_registry: dict[str, Document] = field(default_factory=dict)
+    _attention_key: tuple[FileIdentity | None, TrajectoryFacts | None, tuple[str, ...]] | None = (
+        None
+    )
     _attention_until: tuple[int, int] | None = None
     """The next lease expiry after the last check: the clock alone changes nothing before."""
 
@@ -123,7 +126,8 @@ class Dashboard:
         live = self.sources.live
         assert live is not None
         assert self._watch is not None
-        inputs = LiveInputs(self.clock.now(), self._trajectory_facts)
+        now = self.clock.now()
+        inputs = LiveInputs(now, self._trajectory_facts, self._silent_workers(now))
         # The clock and the trajectory change what needs a person too, not only the inputs.
         stale = self._watch.changed()
         if not stale and not self._attention_moved(inputs):
@@ -145,13 +149,27 @@ class Dashboard:
         if outcome != self._state["live"]:
             self._state["live"] = changed["live"] = outcome
 
+    def _silent_workers(self, now: datetime) -> tuple[str, ...]:
+        """The fleet registry's silent workers now; the registry re-read only when it moved."""
+        from premath.harness.worker_board import silent_worker_ids
+        from premath.harness.worker_registry import read_registry, registry_path
+
+        assert self.sources.live is not None
+        path = registry_path(self.sources.live.issues_path)
+        try:
+            if self._moved("attention-registry", path):
+                self._attention_registry = read_registry(path)
+        except PremathError:
+            self._identities.pop("attention-registry", None)  # the worker panel says why
+        return silent_worker_ids(self._attention_registry, now)
+
     def _attention_moved(self, inputs: LiveInputs) -> bool:
         """Whether the live attention differs from the surface's. It can only change with the
         issues file, the trajectory's facts, or the clock passing a lease's expiry, so between
         those it is not computed again (the server's idle cost stays a stat per tick)."""
         assert self.sources.live is not None
         path = self.sources.live.issues_path
-        key = (file_identity(path), self._trajectory_facts)
+        key = (file_identity(path), self._trajectory_facts, inputs.silent_workers)
         now = _now_pair(inputs.now)
         until = self._attention_until
         if key == self._attention_key and (until is None or now < until):

@@ -129,6 +129,14 @@ def test_a_killed_worker_turns_silent_and_needs_attention(tmp_path):
     assert reason.startswith("worker w1 is silent (no heartbeat for ")
     assert reason.endswith(" s; last working on bd-1)")
     assert document["counts"] == {"running": 0, "silent": 1, "gone": 0}
+    built = subprocess.run(
+        [sys.executable, "-m", "premath", "observe-build", "--live-attention", "--json"],
+        cwd=project.root, capture_output=True, check=False, timeout=120,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr.decode()
+    live = orjson.loads(built.stdout)["summary"]["live"]
+    assert "workers_silent" in live["attentionReasons"]
+    assert live["silentWorkerIds"] == ["w1"]
 
 
 def test_a_worker_whose_token_may_not_act_as_its_id_is_refused_before_it_claims(tmp_path):
