@@ -146,7 +146,7 @@ def test_ctrl_c_cancels_the_cluster_tasks_and_resume_runs_only_what_is_missing(
     recorded = _rows(runs / "stop")
     assert 2 <= len(recorded) < 8
     # The cancelled tasks ended their harnesses and cleaned their node folders.
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120  # a hang guard: Ray's cancel crawls on a loaded machine
     while list(ray_cluster.scratch.glob("premath-ray-*")):
         assert time.monotonic() < deadline, "a cancelled Ray task left its attempt behind"
         time.sleep(0.2)

@@ -10,9 +10,12 @@ from pathlib import Path
 from typing import Any
 
 FORK = multiprocessing.get_context("fork")
+HANG_GUARD_S = 60.0
+"""How long to wait for a process to start or end before failing: only a hang guard, as a
+loaded machine may take seconds to schedule either."""
 
 
-def wait_dead(pid: int, within_s: float = 5.0) -> bool:
+def wait_dead(pid: int, within_s: float = HANG_GUARD_S) -> bool:
     """True once `pid` no longer exists (a zombie counts as gone: it runs nothing)."""
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
@@ -32,7 +35,7 @@ def wait_dead(pid: int, within_s: float = 5.0) -> bool:
     return False
 
 
-def read_pid(path: Path, within_s: float = 5.0) -> int:
+def read_pid(path: Path, within_s: float = HANG_GUARD_S) -> int:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
         text = path.read_text() if path.exists() else ""
