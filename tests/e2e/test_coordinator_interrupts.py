@@ -7,7 +7,6 @@ asserted (a loaded machine stretches them all): a coordinator that ignored the s
 close issues after it, and a hung one trips the hang guard.
 """
 
-import os
 import random
 import signal
 import subprocess
@@ -21,6 +20,7 @@ import pytest
 
 from premath.timefmt import epoch_nanos
 from tests.harness.loop_support import issue_rows, make_issues
+from tests.support.processes import processes_under
 
 pytestmark = pytest.mark.slow
 
@@ -33,32 +33,6 @@ def _stored_nanos(text: str) -> int:
     from premath.issues.leases import stored_nanos
 
     return stored_nanos(text)
-
-
-def _killed(status: str) -> bool:
-    """Whether a process's /proc status shows a SIGKILL pending: it runs no more code, it only
-    waits for a core to finish dying on (the coordinator kills orphaned groups and exits)."""
-    pending = 0
-    for line in status.splitlines():
-        if line.startswith(("SigPnd:", "ShdPnd:")):
-            pending |= int(line.split()[1], 16)
-    return bool(pending & (1 << (signal.SIGKILL - 1)))
-
-
-def _processes_under(folder: Path) -> list[int]:
-    """Live processes whose working folder is inside `folder` (orphaned commands)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cwd = os.readlink(entry / "cwd")
-            killed = _killed((entry / "status").read_text())
-        except OSError:
-            continue
-        if cwd.startswith(str(folder)) and not killed:
-            found.append(int(entry.name))
-    return found
 
 
 def _wait_for_first_round(root: Path, proc: subprocess.Popen[bytes]) -> None:
@@ -128,7 +102,7 @@ def _one_interrupted_run(root: Path, signum: int, delay_s: float) -> None:
     assert closed_late == [], stderr.decode()
     held = [issue_id for issue_id, row in rows.items() if "lease" in row]
     assert held == [], stderr.decode()
-    left = _processes_under(root)
+    left = processes_under(root)
     assert left == [], [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in left] + [stderr]
     assert b"[coordinator] interrupted: workers stopped, leases given back" in stderr, stderr
 

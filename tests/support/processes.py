@@ -71,3 +71,30 @@ def descendants(root: int) -> list[int]:
         found += children
         queue += children
     return found
+
+
+def _killed(status: str) -> bool:
+    """Whether a process's /proc status shows a SIGKILL pending: it runs no more code, it only
+    waits for a core to finish dying on (a caller that killed it need not have waited)."""
+    pending = 0
+    for line in status.splitlines():
+        if line.startswith(("SigPnd:", "ShdPnd:")):
+            pending |= int(line.split()[1], 16)
+    return bool(pending & (1 << (signal.SIGKILL - 1)))
+
+
+def processes_under(folder: Path) -> list[int]:
+    """Live processes whose working folder is inside `folder` (orphaned commands); one being
+    killed is gone already."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            killed = _killed((entry / "status").read_text())
+        except OSError:
+            continue
+        if cwd.startswith(str(folder)) and not killed:
+            found.append(int(entry.name))
+    return found
