@@ -516,14 +516,17 @@ def test_a_thousand_concurrent_connections_are_all_answered(workdir):
     assert ids == set(range(count))
 
 
-def _hold_store_lock(workdir, seconds: float) -> threading.Thread:
-    """Hold `<issues>.lock` for `seconds` from a thread of this process (a live writer)."""
+def _hold_store_lock(
+    workdir, seconds: float, release: threading.Event | None = None
+) -> threading.Thread:
+    """Hold `<issues>.lock` for `seconds` (or until `release` is set) from a thread of this
+    process (a live writer)."""
     ready = threading.Event()
 
     def hold() -> None:
         with hold_marker(str(workdir / ISSUES) + ".lock", timeout_s=5):
             ready.set()
-            time.sleep(seconds)
+            (release or threading.Event()).wait(seconds)
 
     holder = threading.Thread(target=hold)
     holder.start()
