@@ -6,7 +6,7 @@ import time
 from premath.harness.heartbeat import lease_heartbeat
 
 
-def _wait_until(predicate, timeout_s=5.0):
+def _wait_until(predicate, timeout_s=60.0):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if predicate():
