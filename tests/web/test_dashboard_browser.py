@@ -18,7 +18,10 @@ from tests.support.serve import observe_serve
 
 pytestmark = pytest.mark.timeout(180)
 
-PUSH_BOUND_MS = 2000
+PUSH_BOUND_MS = 15_000
+"""A push shows a fraction of a second after the change (D21-11; the benchmarks watch that
+speed); this bound is far above it, so a loaded machine passes and a push that never comes, or
+waits for a slow poll, fails."""
 HOSTILE = '<img src=x onerror="window.__pwned = 1"><script>window.__pwned = 2</script>'
 
 
@@ -228,7 +231,7 @@ def test_one_process_a_person_logs_in_through_the_printed_link(project, browser,
             f"{server.base}/logout", headers={"Cookie": f"{cookie['name']}={cookie['value']}"}
         )
         assert ended.status_code == 303
-        other.wait_for_selector('#status a[href="login"]', timeout=5_000)
+        other.wait_for_selector('#status a[href="login"]', timeout=PUSH_BOUND_MS)
         assert other.inner_text("#status").startswith("Logged out")
 
         page.click("#logout")
