@@ -37,14 +37,10 @@ from tests.mcp.client import (
 from tests.support.cli import run_premath
 from tests.support.observation import seed_project
 from tests.support.remote import wait_for
-from tests.support.serve import EventStream, observe_serve
+from tests.support.serve import PUSH_BOUND_S, EventStream, observe_serve
 
 pytestmark = pytest.mark.timeout(180)
 
-PUSH_BOUND_S = 15.0
-"""A push comes a fraction of a second after the change (D21-11; a speed the benchmarks
-watch); this bound is far above it, so a loaded machine passes and a push that never comes, or
-waits for a slow poll, fails."""
 HANG_GUARD_S = 60
 COMBINED = ("--observe", "--live", "--mutation-policy", "open")
 
