@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.processes import wait_dead
+from tests.support.processes import HANG_GUARD_S, wait_dead
 from tests.support.remote import wait_for
 
 SCRIPT = Path(__file__).resolve().parents[1] / "tools" / "loaded_run.py"
-HANG_GUARD_S = 120.0
 
 
 def _stat(pid: int) -> list[str]:

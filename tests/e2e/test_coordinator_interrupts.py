@@ -20,13 +20,12 @@ import pytest
 
 from premath.timefmt import epoch_nanos
 from tests.harness.loop_support import issue_rows, make_issues
-from tests.support.processes import processes_under
+from tests.support.processes import HANG_GUARD_S, processes_under
 
 pytestmark = pytest.mark.slow
 
 RUNS = 20
 WORK = "sleep 0.3"
-HANG_GUARD_S = 120
 
 
 def _stored_nanos(text: str) -> int:

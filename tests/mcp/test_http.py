@@ -37,9 +37,8 @@ from tests.mcp.client import (
     witness,
 )
 from tests.support.observation import minimal_surface
+from tests.support.processes import HANG_GUARD_S
 from tests.support.remote import wait_for
-
-HANG_GUARD_S = 60
 
 TOOLS_READ = [
     ("issue_ready", {}),

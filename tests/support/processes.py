@@ -11,8 +11,9 @@ from typing import Any
 
 FORK = multiprocessing.get_context("fork")
 HANG_GUARD_S = 60.0
-"""How long to wait for a process to start or end before failing: only a hang guard, as a
-loaded machine may take seconds to schedule either."""
+"""How long a test waits for what must happen (a process starting or ending, a thread ending, a
+file, a server's answer) before failing: only a hang guard, never a speed asserted, as a loaded
+machine may take seconds for any of them."""
 
 
 def wait_dead(pid: int, within_s: float = HANG_GUARD_S) -> bool:

@@ -3,11 +3,10 @@
 import threading
 import time
 
-LEFTOVER_THREADS_S = 60.0
-"""A hang guard: a thread another test stopped may take a while to end on a loaded machine."""
+from tests.support.processes import HANG_GUARD_S
 
 
-def wait_alone_in_process(within_s: float = LEFTOVER_THREADS_S) -> None:
+def wait_alone_in_process(within_s: float = HANG_GUARD_S) -> None:
     """Join every other thread of this process; fail naming those still running after
     `within_s` (a test that leaked a thread: `premath.store.forked_check` will not fork here)."""
     deadline = time.monotonic() + within_s

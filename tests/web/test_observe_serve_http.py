@@ -16,6 +16,7 @@ import pytest
 from premath.store.canonical import response_bytes
 from tests.support.cli import run_premath
 from tests.support.observation import ALIAS, TYPED, instruction_witness, seed_project
+from tests.support.processes import HANG_GUARD_S
 from tests.support.serve import body_of, observe_serve, status_of
 
 pytestmark = pytest.mark.timeout(120)
@@ -34,7 +35,6 @@ INDEX = {
 }
 UNICODE_ID = "20260222T030000Z-ünïcode-✓"
 HEADER_TIMEOUT_S = 3
-HANG_GUARD_S = 60
 
 
 @pytest.fixture(scope="module")

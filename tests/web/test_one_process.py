@@ -36,12 +36,12 @@ from tests.mcp.client import (
 )
 from tests.support.cli import run_premath
 from tests.support.observation import seed_project
+from tests.support.processes import HANG_GUARD_S
 from tests.support.remote import wait_for
 from tests.support.serve import PUSH_BOUND_S, EventStream, observe_serve
 
 pytestmark = pytest.mark.timeout(180)
 
-HANG_GUARD_S = 60
 COMBINED = ("--observe", "--live", "--mutation-policy", "open")
 
 
