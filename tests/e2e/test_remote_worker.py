@@ -18,6 +18,7 @@ import orjson
 import pytest
 
 from tests.mcp.client import server_env
+from tests.support.processes import HANG_GUARD_S
 from tests.support.remote import (
     WRITE_OUT,
     fleet_tokens,
@@ -383,7 +384,7 @@ class DroppingProxy:
         self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
         for thread in self.threads:
-            thread.join(60)
+            thread.join(HANG_GUARD_S)
         assert not any(thread.is_alive() for thread in self.threads), "a proxy thread hangs"
 
 
