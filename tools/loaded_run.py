@@ -25,6 +25,13 @@ _SPINS_PER_CHECK = 100_000
 """Busy-loop iterations between two looks at the clock and the parent (a few milliseconds)."""
 
 
+def _usable_cores() -> int:
+    """The cores this process may run on (all of them where the OS cannot say)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _spin(parent: int, deadline: float) -> None:
     """Burn this core until `deadline` or until `parent` is no longer our parent."""
     while time.monotonic() < deadline and os.getppid() == parent:
@@ -106,7 +113,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--hogs",
         type=int,
-        default=len(os.sched_getaffinity(0)),
+        default=_usable_cores(),
         help="busy loops to run (default: one per core this process may use)",
     )
     parser.add_argument(
