@@ -40,7 +40,8 @@ def _finals(run_dir: Path) -> dict[tuple[str, str, int], tuple[Any, ...]]:
 
 def _run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
     proc = run_premath(*args, "--json", cwd=cwd, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr.decode()[-3000:]
+    # stdout first: its document names the failed trials; stderr's tail is mostly Ray's logs
+    assert proc.returncode == 0, (proc.stdout.decode()[-3000:], proc.stderr.decode()[-2000:])
     document: dict[str, Any] = orjson.loads(proc.stdout)  # stdout holds the document only
     return document
 
