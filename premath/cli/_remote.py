@@ -21,7 +21,9 @@ from premath.errors import InvalidUsage
 F = TypeVar("F", bound=Callable[..., Any])
 MCP_URL_ENV = "PREMATH_MCP_URL"
 INSTRUCTION_ENV = "PREMATH_INSTRUCTION_ID"
+HEARTBEAT_ENV = "PREMATH_WORKER_HEARTBEAT_SECONDS"
 DEFAULT_RETRY_S = 120.0
+DEFAULT_HEARTBEAT_S = 10.0
 
 
 def checkout_root() -> str:
@@ -118,6 +120,8 @@ class RemoteChoice:
     token_file: str | None
     instruction_id: str | None
     retry_s: float
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S
+    """How often a worker heartbeats to the authority (specs/remote-workers.md "Workers")."""
 
     def tokens(self) -> list[tuple[str, str]]:
         from premath.web.tokens import client_tokens
@@ -141,6 +145,16 @@ class RemoteChoice:
         ) as memory:
             memory.connect()
             yield memory
+
+    def presence(
+        self, memory: Any, worker_id: str, node: str, report: Callable[[str], None]
+    ) -> Any:
+        """The worker's `McpPresence` at `memory` (registers when the loop starts)."""
+        from premath.mcp.presence import McpPresence
+
+        return McpPresence(
+            memory, worker_id, node=node, heartbeat_s=self.heartbeat_s, report=report
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +207,7 @@ def pop_remote(options: dict[str, Any]) -> RemoteChoice | None:
         return None
     if not url.startswith(("http://", "https://")):
         raise InvalidUsage(f"--mcp-url must be an http:// or https:// URL (got {url!r})")
-    return RemoteChoice(url, token_file, instruction_id, retry_s)
+    return RemoteChoice(url, token_file, instruction_id, retry_s, heartbeat_s=heartbeat_seconds())
 
 
 def pop_delivery(options: dict[str, Any]) -> DeliveryChoice | None:
@@ -213,6 +227,20 @@ def pop_delivery(options: dict[str, Any]) -> DeliveryChoice | None:
     return DeliveryChoice(repo, **given)
 
 
+def heartbeat_seconds() -> float:
+    """PREMATH_WORKER_HEARTBEAT_SECONDS (at least 1), else every 10 s."""
+    raw = os.environ.get(HEARTBEAT_ENV, "").strip()
+    try:
+        value = float(raw) if raw else DEFAULT_HEARTBEAT_S
+    except ValueError:
+        value = 0.0
+    if not 1.0 <= value <= 3600.0:
+        raise InvalidUsage(
+            f"{HEARTBEAT_ENV} must be a number of seconds from 1 to 3600 (got {raw!r})"
+        )
+    return value
+
+
 def pick_token(tokens: list[tuple[str, str]], worker_id: str) -> str:
     """The token of the line named after the worker, else of the first line."""
     return next((token for name, token in tokens if name == worker_id), tokens[0][1])
@@ -230,7 +258,9 @@ class FleetOpener:
     tokens: tuple[tuple[str, str], ...]
 
     @contextmanager
-    def __call__(self, worker_id: str, report: Callable[[str], None]) -> Iterator[Any]:
+    def __call__(self, worker_id: str, node: str, report: Callable[[str], None]) -> Iterator[Any]:
         token = pick_token(list(self.tokens), worker_id)
         with self.remote.authority(token, report) as memory:
-            yield memory, self.delivery.prepare(self.delivery.home(worker_id), worker_id, report)
+            presence = self.remote.presence(memory, worker_id, node, report)
+            delivery = self.delivery.prepare(self.delivery.home(worker_id), worker_id, report)
+            yield memory, delivery, presence

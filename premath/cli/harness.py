@@ -123,7 +123,7 @@ def harness_step(app: AppContext, /, **options: Any) -> Reply:
     from premath.harness.worker import run_one_step
 
     step_index = options.pop("step_index")
-    with worker_authority(options) as (memory, _):
+    with worker_authority(options) as (memory, _, _):
         cfg = one_worker(app, options, memory=memory)
         document, exit_code = run_one_step(cfg, step_index, app.clock, report=report_progress)
     return Reply(document, text=step_text, exit_code=exit_code)
@@ -143,7 +143,7 @@ def harness_claim(app: AppContext, /, **options: Any) -> Reply:
     from premath.harness.step import claim_for_agent
 
     step_index = options.pop("step_index")
-    with worker_authority(options) as (memory, _):
+    with worker_authority(options) as (memory, _, _):
         cfg = one_worker(app, options, memory=memory)
         document = claim_for_agent(cfg, step_index, app.clock)
     return Reply(document, text=lambda d: d.get("nextStep", "no ready issue to claim"))
@@ -165,7 +165,7 @@ def harness_complete(app: AppContext, /, **options: Any) -> Reply:
 
     step_index = options.pop("step_index")
     issue_id = options.pop("issue_id")
-    with worker_authority(options) as (memory, _):
+    with worker_authority(options) as (memory, _, _):
         cfg = one_worker(app, options, agent_did_work=True, memory=memory)
         report = complete_claim(cfg, issue_id, step_index, app.clock, report=report_progress)
     document = {"action": "harness.complete", **report.to_document()}

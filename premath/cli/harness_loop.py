@@ -333,9 +333,11 @@ def one_worker(
     agent_did_work: bool = False,
     memory: Any = None,
     delivery: Any = None,
+    presence: Any = None,
 ) -> Any:
     """The `WorkerConfig` of a single-worker command (consumes the loop and identity options);
-    `memory` is its issue authority when not the issues file (`--mcp-url`)."""
+    `memory` is its issue authority when not the issues file (`--mcp-url`), `presence` its
+    reports there."""
     from premath.harness.loop_config import worker_config
 
     return worker_config(
@@ -346,6 +348,7 @@ def one_worker(
         agent_did_work=agent_did_work,
         memory=memory,
         delivery=delivery,
+        presence=presence,
     )
 
 
@@ -366,18 +369,19 @@ def remote_authority(options: dict[str, Any], caller: str) -> Iterator[Any]:
 @contextmanager
 def worker_authority(
     options: dict[str, Any], *, delivers: bool = False
-) -> Iterator[tuple[Any, Any]]:
-    """(issue authority, git delivery) of a single-worker command: None for the issues file,
-    else the connected MCP authority; with `--repo`, the prepared clone. A remote worker's home
-    (`--checkout-dir/<worker id>`) becomes its repository root; a worker on the issues file
-    keeps its clone in `--worktree-root` (specs/remote-workers.md "Merge queue")."""
+) -> Iterator[tuple[Any, Any, Any]]:
+    """(issue authority, git delivery, presence) of a single-worker command: all None for the
+    issues file, else the connected MCP authority and the worker's presence there; with
+    `--repo`, the prepared clone. A remote worker's home (`--checkout-dir/<worker id>`) becomes
+    its repository root; a worker on the issues file keeps its clone in `--worktree-root`
+    (specs/remote-workers.md "Merge queue")."""
     from premath.cli._remote import pop_delivery, pop_remote
     from premath.harness.loop_config import WORKER_ID_ENV, checked_worker_id
 
     remote = pop_remote(options)
     choice = pop_delivery(options) if delivers else None
     if remote is None and choice is None:
-        yield None, None
+        yield None, None, None
         return
     worker_id = checked_worker_id(options["worker_id"] or os.environ.get(WORKER_ID_ENV, ""))
     home = None if choice is None else delivery_home(choice, options, worker_id, remote is not None)
@@ -391,7 +395,10 @@ def worker_authority(
         if choice is not None and home is not None:
             delivery = choice.prepare(home, worker_id, report_progress)
             options["worktree_root"] = delivery.worktree
-        yield memory, delivery
+        presence = None
+        if remote is not None:
+            presence = remote.presence(memory, worker_id, "", report_progress)
+        yield memory, delivery, presence
 
 
 def delivery_home(choice: Any, options: dict[str, Any], worker_id: str, remote: bool) -> str:
@@ -455,8 +462,8 @@ def harness_loop_worker(app: AppContext, /, **options: Any) -> Reply:
     continue_on_failure = options.pop("continue_on_failure")
     verbose = options.pop("verbose")
     drain = options.pop("drain")
-    with worker_authority(options, delivers=True) as (memory, delivery):
-        cfg = one_worker(app, options, memory=memory, delivery=delivery)
+    with worker_authority(options, delivers=True) as (memory, delivery, presence):
+        cfg = one_worker(app, options, memory=memory, delivery=delivery, presence=presence)
         if verbose or cfg.authority.mode != DEFAULT_MODE:  # an override changes what may mutate
             report_progress(f"[worker:{cfg.worker_id}] override policy {cfg.authority.describe()}")
         outcome = run_worker(
@@ -724,3 +731,42 @@ def fleet_text(document: dict[str, Any]) -> str:
         f"closed={document['closedCount']} failed={document['failedCount']} "
         f"stopped={document['stoppedReason']}"
     )
+
+
+STATUS_PATH_FLAGS = tuple(f for f in MEMORY_PATH_FLAGS if f.field not in ("session", "ledger"))
+"""Where `harness-loop status` finds the registry (beside the issues file) and trajectory."""
+
+
+def status_path_options(function: F) -> F:
+    return _decorate(function, STATUS_PATH_FLAGS)
+
+
+@harness_loop.command("status")
+@status_path_options
+@authority_options
+@json_option
+@pass_app
+def harness_loop_status(app: AppContext, /, **options: Any) -> Reply:
+    """Show the fleet's workers and which of them need a person.
+
+    Each worker with its node, phase, issue, attempt, last heartbeat, steps, closes and pass
+    rate, from this project's worker registry or the authority at --mcp-url.
+
+    \b
+    premath harness-loop status
+    premath harness-loop status --json \\
+        --mcp-url http://host:8765/mcp --token-file tokens
+    """
+    from premath.harness.worker_board import status_text, workers_document
+    from premath.harness.worker_registry import registry_path
+
+    paths = loop_paths({**options, "session": "", "ledger": ""})
+    with remote_authority(options, "status") as memory:
+        if memory is None:
+            now = app.clock.now()
+            document = workers_document(registry_path(paths.issues), paths.trajectory, now)
+        else:
+            from premath.mcp.presence import fleet_workers
+
+            document = fleet_workers(memory)
+    return Reply(document, text=status_text)

@@ -114,6 +114,7 @@ def observe_build(
     \b
     premath observe-build --json
     """
+    from premath.harness.worker_board import silent_workers_at
     from premath.observe.attention import LiveInputs, read_trajectory_facts
     from premath.observe.builder import BuildPaths, build_observation, rust_join
     from premath.observe.documents import build_line
@@ -123,7 +124,7 @@ def observe_build(
     if live_attention:
         now = app.clock.now()
         trajectory = read_trajectory_facts(rust_join(paths.repo_root, trajectory_path), now)
-        live = LiveInputs(now, trajectory)
+        live = LiveInputs(now, trajectory, silent_workers_at(paths.issues_path, now))
     result = build_observation(paths, live=live)
     return Reply(result.surface.document(), text=lambda _: build_line(result), sorted_keys=False)
 

@@ -38,9 +38,10 @@ from premath.runner.ray_cluster import RayConnection, ray
 
 FLEET_REPORT_KIND = "premath.harness.coordinator_loop.v1"
 Report = Callable[[str], None]
-WorkerOpener = Callable[[str, Report], AbstractContextManager[tuple[IssueAuthority, Any]]]
-"""Connects one worker (by id) to its authority and prepares its clone: (authority,
-GitDelivery). Pickled to the nodes, so a plain top-level class instance."""
+WorkerOpener = Callable[[str, str, Report], AbstractContextManager[tuple[IssueAuthority, Any, Any]]]
+"""Connects one worker (by id, on its node) to its authority and prepares its clone:
+(authority, GitDelivery, its Presence there). Pickled to the nodes, so a plain top-level class
+instance."""
 _CLAIMED = re.compile(r"^\[worker:[^\]]+\] claimed (?P<issue>\S+) \(lease (?P<lease>[^)\s]+)\)$")
 _WAIT_S = 0.2
 
@@ -136,7 +137,7 @@ def fleet_worker(
     outcome: dict[str, Any] = {"workerId": worker_id, "node": node, "exitCode": 1}
     home = None
     try:
-        with open_worker(worker_id, report) as (memory, delivery):
+        with open_worker(worker_id, node, report) as (memory, delivery, presence):
             home = delivery.home
             cfg = worker_config(
                 settings,
@@ -146,6 +147,7 @@ def fleet_worker(
                 memory=memory,
                 delivery=delivery,
                 paths=LoopPaths.resolve(delivery.home),
+                presence=presence,
             )
             done = run_worker(
                 cfg,

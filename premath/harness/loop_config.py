@@ -220,6 +220,8 @@ class WorkerConfig:
     """`mcp`: lease recovery after a failure goes through the transport dispatch (D5-12)."""
     work_program: Any = None
     """The loaded `ProgramWork` (harness/work.py) run instead of `work_cmd`."""
+    presence: Any = None
+    """A remote worker's `Presence` at the authority (harness/presence.py); None: nobody's."""
 
     @property
     def work(self) -> Any:
@@ -258,10 +260,12 @@ def worker_config(
     memory: "IssueAuthority | None" = None,
     delivery: "GitDelivery | None" = None,
     paths: LoopPaths | None = None,
+    presence: Any = None,
 ) -> WorkerConfig:
     """One worker's config from the loop's settings: its id and worktree checked (exit 2).
     Without `memory` the loop's authority is the issues file (`LocalAuthority`); `paths`
-    replace the settings' (a fleet worker's records live in its home on its node)."""
+    replace the settings' (a fleet worker's records live in its home on its node); `presence`
+    reports the worker to its remote authority (harness/presence.py)."""
     from premath.harness.authority import LocalAuthority
 
     cleaned = checked_worker_id(worker_id)
@@ -289,6 +293,7 @@ def worker_config(
         pass_env=settings.pass_env,
         host_action_transport=settings.host_action_transport,
         work_program=None if agent_did_work else settings.program,
+        presence=presence,
     )
 
 

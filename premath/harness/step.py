@@ -54,6 +54,7 @@ from premath.harness.join.step_evidence import join_check_input
 from premath.harness.join.witness import join_witness_path, write_join_witness
 from premath.harness.loop_config import DEFAULT_VERIFY_CMD, WorkerConfig
 from premath.harness.merge_queue import Landing
+from premath.harness.presence import presence_of
 from premath.harness.refs import lineage_refs, policy_ref, step_id, witness_ref
 from premath.harness.retry import (
     backoff_delay_s,
@@ -251,6 +252,7 @@ def claim_next_issue(cfg: WorkerConfig, step_index: int, clock: Clock) -> Claim 
     lock, another may have closed a blocker, and a start stamped before that close would put the
     dependent's step before its blocker's end.
     """
+    presence_of(cfg.presence).phase("claiming")
     claimed = cfg.memory.claim_next(cfg.worker_id, ttl_s=cfg.lease_ttl_s, now=clock.now())
     if claimed is None:
         return None
@@ -341,16 +343,22 @@ def step_dir(cfg: WorkerConfig, claim: Claim) -> str:
     return os.path.join(cfg.paths.steps_dir, name)
 
 
-def _run_commands(cfg: WorkerConfig, claim: Claim, attempt: int, clock: Clock) -> list[StepRun]:
+def _run_commands(
+    cfg: WorkerConfig, claim: Claim, attempt: int, clock: Clock, max_attempts: int | None = None
+) -> list[StepRun]:
     """Work (a command or a program, harness/work.py) then verify, the lease kept alive
-    meanwhile (a third of the TTL between renewals)."""
+    meanwhile (a third of the TTL between renewals); each phase reported to the authority
+    (`max_attempts`: the retry rule's, once a failure chose one)."""
+    presence = presence_of(cfg.presence)
     log_dir = os.path.join(step_dir(cfg, claim), f"attempt-{attempt}")
     env = _command_env(cfg, claim, attempt)
     work = cfg.work
     with lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.lease_ttl_s / 3):
         runs: list[StepRun] = []
         if work is not None:
+            presence.phase("working", claim.issue_id, attempt, max_attempts)
             runs.append(work.run(_work_context(cfg, claim, attempt, log_dir, env, clock)))
+        presence.phase("verifying", claim.issue_id, attempt, max_attempts)
         runs.append(
             run_command(
                 "verify",
@@ -566,7 +574,11 @@ def run_attempts(
         number = len(attempts) + 1
         # With `complete` the agent wrote its witness before: only the loop's own runs must.
         before = _witness_signature(cfg) if cfg.work is not None else None
-        attempt = _gate(cfg, claim, number, _run_commands(cfg, claim, number, clock), before)
+        decided = attempts[-1].decision if attempts else None
+        runs = _run_commands(
+            cfg, claim, number, clock, None if decided is None else decided.max_attempts
+        )
+        attempt = _gate(cfg, claim, number, runs, before)
         attempts.append(attempt)
         if attempt.succeeded or not attempt.mutation_ready:
             return attempts
@@ -663,6 +675,7 @@ def finish_step(
 ) -> StepReport:
     """Close or escalate, then write the trajectory row, the feature row and the session."""
     last = attempts[-1] if attempts else None
+    presence_of(cfg.presence).phase("closing", claim.issue_id, len(attempts) or None)
     if last is not None and last.succeeded:
         delivered = _deliver(cfg, claim, last, clock)
         if delivered is not None and not delivered.ok:

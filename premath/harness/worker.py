@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from premath.clock import Clock
-from premath.errors import PremathError
+from premath.errors import Interrupted, PremathError
 from premath.harness.authority import require_store
 from premath.harness.interrupts import interrupts_as_errors
 from premath.harness.loop_config import WorkerConfig
+from premath.harness.presence import presence_of
 from premath.harness.step import STEP_ACTION, Report, StepReport, claimed_issue, run_step
 from premath.timefmt import format_seconds_z
 
@@ -96,17 +97,28 @@ def run_worker(
 
     require_store(cfg.memory, cfg.paths)  # refused before anything is written
     ensure_gitignore(os.path.dirname(cfg.paths.steps_dir))
+    presence = presence_of(cfg.presence)
     with interrupts_as_errors():
-        return _steps(
-            cfg,
-            max_steps,
-            continue_on_failure,
-            clock,
-            sleep,
-            report,
-            first_step_index,
-            drain_poll_s,
-        )
+        presence.start()
+        reason = "interrupted"
+        try:
+            outcome = _steps(
+                cfg,
+                max_steps,
+                continue_on_failure,
+                clock,
+                sleep,
+                report,
+                first_step_index,
+                drain_poll_s,
+            )
+            reason = outcome.stopped_reason
+            return outcome
+        except PremathError as error:
+            reason = "interrupted" if isinstance(error, Interrupted) else f"error: {error.code}"
+            raise
+        finally:
+            presence.stop(reason)
 
 
 def run_one_step(
@@ -151,6 +163,7 @@ def _steps(
             record_runtime_error(cfg, step_index, error, clock)
             raise
         if step is None and held and drain_poll_s is not None:
+            presence_of(cfg.presence).phase("idle")
             if not waiting:
                 report(
                     f"[worker:{cfg.worker_id}] nothing ready; waiting while {len(held)} issue(s) "
@@ -166,6 +179,7 @@ def _steps(
             return outcome
         step_index += 1
         outcome.steps.append(step)
+        presence_of(cfg.presence).phase("idle")
         if step.outcome == "completed":
             report(f"[worker:{cfg.worker_id}] closed issue {step.claim.issue_id}")
             continue

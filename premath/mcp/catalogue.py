@@ -7,12 +7,15 @@ publish (D12-4). `instruction_run` also takes `instructionId`: it is gated like 
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Kind = Literal["string", "i32", "i64", "u64", "bool", "scope", "match", "finish", "strings"]
+Kind = Literal[
+    "string", "i32", "i64", "u64", "bool", "scope", "match", "finish", "strings", "phase"
+]
 
 ENUM_VALUES: dict[str, list[str]] = {
     "scope": ["active", "full"],
     "match": ["typed", "compatibility_alias"],
     "finish": ["closed", "blocked", "open"],
+    "phase": ["claiming", "working", "verifying", "closing", "idle"],
 }
 _SCHEMA_TYPES = {
     "string": "string",
@@ -24,6 +27,7 @@ _SCHEMA_TYPES = {
     "match": "string",
     "finish": "string",
     "strings": "array",
+    "phase": "string",
 }
 
 
@@ -315,4 +319,50 @@ TOOLS: tuple[Tool, ...] = (
         ),
     ),
 )
+WORKER_ID = _f("workerId", required=True)
+WORKER_TOOLS: tuple[Tool, ...] = (
+    Tool(
+        "harness_worker_register",
+        "Register a loop worker with the authority when it starts (worker id, host or node, "
+        "pid, premath version, start time, heartbeat interval); again after a restart",
+        False,
+        (
+            WORKER_ID,
+            _f("host"),
+            _f("node"),
+            _f("pid", "i64"),
+            _f("premathVersion"),
+            _f("startedAt"),
+            _f("heartbeatSeconds", "i64"),
+        ),
+    ),
+    Tool(
+        "harness_worker_heartbeat",
+        "Report a registered worker alive and what it does: phase (claiming|working|verifying|"
+        "closing|idle), issue, attempt n of m; beats over the rate are answered, not stored",
+        False,
+        (
+            WORKER_ID,
+            _f("phase", "phase", required=True),
+            _f("issueId"),
+            _f("attempt", "i64"),
+            _f("maxAttempts", "i64"),
+        ),
+    ),
+    Tool(
+        "harness_worker_deregister",
+        "Deregister a worker that exits, with its reason (it shows as gone)",
+        False,
+        (WORKER_ID, _f("reason")),
+    ),
+    Tool(
+        "harness_workers",
+        "List the fleet's workers: node, phase, issue, attempt, time since the last heartbeat, "
+        "running/silent/gone, steps, closes and pass rate in the KPI window, attention reasons",
+        True,
+        (),
+    ),
+)
+"""The fleet's worker registry (specs/remote-workers.md "Workers"), after the catalogue."""
+TOOLS = (*TOOLS, *WORKER_TOOLS)
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}

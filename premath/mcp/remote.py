@@ -279,6 +279,17 @@ class McpAuthority:
     def _gated(self, args: dict[str, Any]) -> dict[str, Any]:
         return {**args, "instructionId": self.instruction_id} if self.instruction_id else args
 
+    def call_within(
+        self, tool: str, args: dict[str, Any], *, patience_s: float
+    ) -> dict[str, Any] | None:
+        """One call of `tool`, retried for at most `patience_s` while the server is down (None
+        then, not given up); a tool error raises ToolError. The worker's presence reports use
+        it (premath/mcp/presence.py): a report must not outlive its beat."""
+        try:
+            return self._call(tool, args, patience_s=patience_s)
+        except _Down:
+            return None
+
     def _show(self, issue_id: str) -> dict[str, Any] | None:
         try:
             return self._call("issue_show", {"id": issue_id})

@@ -26,13 +26,13 @@ from premath.clock import SystemClock
 from premath.errors import PremathError
 from premath.mcp.access_log import AccessLog, failure_class
 from premath.mcp.arguments import parse_arguments
+from premath.mcp.caller import calling_as
 from premath.mcp.catalogue import TOOLS, TOOLS_BY_NAME
 from premath.mcp.tools import (
     Rendered,
     ServerConfig,
     ToolRefused,
     ToolService,
-    as_caller,
     call_deadline,
 )
 from premath.models.serde import SchemaViolation
@@ -125,14 +125,19 @@ class InFlight:
             return self._idle.wait_for(lambda: self._count == 0, timeout=timeout_s)
 
 
-def caller_of(ctx: Any) -> str:
-    """The token id of the HTTP request behind a call (`stdio` for the stdio transport)."""
+def token_id_of(ctx: Any) -> str | None:
+    """The token id of the HTTP request behind a call (None for the stdio transport)."""
     request = getattr(ctx, "request", None)
     scope = getattr(request, "scope", None)
     user = scope.get("user") if isinstance(scope, dict) else None
     token = getattr(user, "access_token", None)
     client_id = getattr(token, "client_id", None)
-    return client_id if isinstance(client_id, str) else "stdio"
+    return client_id if isinstance(client_id, str) else None
+
+
+def caller_of(ctx: Any) -> str:
+    """The caller the access log names: the token id, or `stdio`."""
+    return token_id_of(ctx) or "stdio"
 
 
 def _deadline_result(name: str, timeout_s: float) -> types.CallToolResult:
@@ -174,8 +179,10 @@ def build_server(
     in_flight = in_flight or InFlight()
     workers = anyio.CapacityLimiter(WORKER_THREADS)
 
-    def work(tool: str, arguments: Any, deadline: float, caller: str) -> types.CallToolResult:
-        with in_flight, call_deadline(deadline), as_caller(caller):
+    def work(
+        tool: str, arguments: Any, deadline: float, caller: str | None
+    ) -> types.CallToolResult:
+        with in_flight, call_deadline(deadline), calling_as(caller):
             return call_tool(service, tool, arguments)
 
     async def on_call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -190,7 +197,7 @@ def build_server(
                     params.name,
                     params.arguments,
                     started + timeout_s,
-                    caller_of(ctx),
+                    token_id_of(ctx),
                     abandon_on_cancel=True,
                     limiter=workers,
                 )

@@ -25,7 +25,9 @@ from premath.errors import InputInvalid, PremathError
 from premath.issues import documents, graph, leases
 from premath.issues import memory as issue_memory
 from premath.issues.check import check_issues
+from premath.mcp.caller import current_caller
 from premath.mcp.ready_view import ReadyView, render_ready
+from premath.mcp.worker_tools import WorkerTools
 from premath.models.issue_row import DEPENDENCY_TYPES, IssueRow
 from premath.observe.surface import SurfaceUnavailable
 from premath.observe.views import (
@@ -69,20 +71,6 @@ def call_deadline(deadline: float | None) -> Iterator[None]:
         _DEADLINE.reset(token)
 
 
-_CALLER: ContextVar[str | None] = ContextVar("premath_mcp_caller", default=None)
-
-
-@contextlib.contextmanager
-def as_caller(caller: str | None) -> Iterator[None]:
-    """Run the block as a call of `caller` (the HTTP token id, `stdio`): who an `issue_update`
-    warning about someone else's lease is not about."""
-    token = _CALLER.set(caller)
-    try:
-        yield
-    finally:
-        _CALLER.reset(token)
-
-
 @dataclass(frozen=True)
 class Rendered:
     """A result document already rendered as the server sends it (pretty sorted JSON)."""
@@ -114,13 +102,16 @@ class ServerConfig:
     witness_trust: WitnessTrust = "mac"
     witness_max_age_s: float | None = None
     witness_key_file: str | None = None
+    single_token: bool = True
+    """The HTTP server holds one token (one trust domain): any caller may act as any worker
+    (premath/mcp/worker_identity.py); stdio has no token at all."""
 
 
 def _issue_fields(row: IssueRow, now_ns: int) -> Document:
     return {"issue": documents.lease_summary(row, now_ns)}
 
 
-class ToolService:
+class ToolService(WorkerTools):
     """One server's tools over its configuration, clock and warm stores."""
 
     def __init__(self, config: ServerConfig, clock: Clock) -> None:
@@ -427,7 +418,7 @@ class ToolService:
 
         def before(row: IssueRow) -> None:
             now_ns = epoch_nanos(self.clock.now())
-            said = leases.holder_warning(args["id"], row.get("lease"), _CALLER.get(), now_ns)
+            said = leases.holder_warning(args["id"], row.get("lease"), current_caller(), now_ns)
             held.extend([said] if said else [])
 
         document = self._write(

@@ -4,8 +4,8 @@ The reference's summary judges leases at its reference time (the latest issue or
 quirk 21) and never reads the trajectory, so a fleet with a dead worker's lease, open
 escalations and a run of failures read "needs attention: false". A live build (the authority's
 `--live` server, `observe-build --live-attention`) adds `summary.live` from the state at the
-current clock: leases expired by now, open escalations, the failure share of the latest steps
-and the KPI's decision. Its reasons turn `needsAttention` on and, unless the state is
+current clock: leases expired by now, open escalations, silent workers, the failure share of the
+latest steps and the KPI's decision. Its reasons turn `needsAttention` on and, unless the state is
 `rejected` or `error`, set `topFailureClass` (the recent window's most frequent failed class,
 else the first reason); `coherence` keeps the reference's meaning (D30a-2).
 """
@@ -44,6 +44,8 @@ class LiveInputs:
 
     now: datetime
     trajectory: TrajectoryFacts | None
+    silent_workers: tuple[str, ...] = ()
+    """The fleet registry's workers whose heartbeats stopped (premath/harness/worker_board.py)."""
 
 
 def trajectory_facts(items: Sequence[Document], kpi: Document | None) -> TrajectoryFacts:
@@ -113,6 +115,7 @@ def live_attention(rows: Iterable[IssueFacts], live: LiveInputs) -> Document:
         for reason, holds in (
             ("stale_leases_now", bool(stale)),
             ("escalations_open", bool(escalations)),
+            ("workers_silent", bool(live.silent_workers)),
             ("recent_failure_share_high", failing),
             (KPI_ATTENTION.get(kpi_decision or ""), kpi_decision in KPI_ATTENTION),
         )
@@ -123,6 +126,7 @@ def live_attention(rows: Iterable[IssueFacts], live: LiveInputs) -> Document:
         "attentionReasons": reasons,
         "staleLeaseIssueIds": sorted(stale),
         "escalationIssueIds": sorted(escalations),
+        "silentWorkerIds": sorted(live.silent_workers),
         "recentWindow": window,
         "kpiDecision": kpi_decision,
     }

@@ -6,8 +6,10 @@ whose identity changed; with `--live` it first rebuilds the surface when a build
 the last call, ready to be pushed to every page; `snapshot` is the whole state for a new page.
 Sections: `surface` (the latest view, or the loader's error), `issues` (the board, sent as
 upserts and removals), `bottleneck`, `trajectory` (latest steps and latest failures), `kpi`,
-`issueSteps` (each issue's latest step among those, with its retry state), `runs`, and `live`
-(the last rebuild's outcome).
+`issueSteps` (each issue's latest step among those, with its retry state), `runs`, `live`
+(the last rebuild's outcome) and `workers` (the fleet's registry beside the
+issues file, premath/harness/worker_board.py: statuses judged at every refresh, so a worker
+that falls silent is shown within one poll).
 """
 
 import os
@@ -92,11 +94,16 @@ class Dashboard:
     _state: Document = field(default_factory=dict)
     _issues: dict[str, Document] = field(default_factory=dict)
     _runs: RunsCatalogue | None = None
+    _registry: dict[str, Document] = field(default_factory=dict)
+    _worker_stats: dict[str, Document] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _trajectory_facts: TrajectoryFacts | None = None
     _attention: Document | None = None
     """The live attention of the surface last written (D30a-2)."""
-    _attention_key: tuple[FileIdentity | None, TrajectoryFacts | None] | None = None
+    _attention_registry: dict[str, Document] = field(default_factory=dict)
+    _attention_key: tuple[FileIdentity | None, TrajectoryFacts | None, tuple[str, ...]] | None = (
+        None
+    )
     _attention_until: tuple[int, int] | None = None
     """The next lease expiry after the last check: the clock alone changes nothing before."""
 
@@ -119,7 +126,8 @@ class Dashboard:
         live = self.sources.live
         assert live is not None
         assert self._watch is not None
-        inputs = LiveInputs(self.clock.now(), self._trajectory_facts)
+        now = self.clock.now()
+        inputs = LiveInputs(now, self._trajectory_facts, self._silent_workers(now))
         # The clock and the trajectory change what needs a person too, not only the inputs.
         stale = self._watch.changed()
         if not stale and not self._attention_moved(inputs):
@@ -141,13 +149,27 @@ class Dashboard:
         if outcome != self._state["live"]:
             self._state["live"] = changed["live"] = outcome
 
+    def _silent_workers(self, now: datetime) -> tuple[str, ...]:
+        """The fleet registry's silent workers now; the registry re-read only when it moved."""
+        from premath.harness.worker_board import silent_worker_ids
+        from premath.harness.worker_registry import read_registry, registry_path
+
+        assert self.sources.live is not None
+        path = registry_path(self.sources.live.issues_path)
+        try:
+            if self._moved("attention-registry", path):
+                self._attention_registry = read_registry(path)
+        except PremathError:
+            self._identities.pop("attention-registry", None)  # the worker panel says why
+        return silent_worker_ids(self._attention_registry, now)
+
     def _attention_moved(self, inputs: LiveInputs) -> bool:
         """Whether the live attention differs from the surface's. It can only change with the
         issues file, the trajectory's facts, or the clock passing a lease's expiry, so between
         those it is not computed again (the server's idle cost stays a stat per tick)."""
         assert self.sources.live is not None
         path = self.sources.live.issues_path
-        key = (file_identity(path), self._trajectory_facts)
+        key = (file_identity(path), self._trajectory_facts, inputs.silent_workers)
         now = _now_pair(inputs.now)
         until = self._attention_until
         if key == self._attention_key and (until is None or now < until):
@@ -227,6 +249,33 @@ class Dashboard:
             self.clock.now(),
         )
 
+    def _workers(self, changed: Document) -> None:
+        """The worker panel: the registry re-read when it changed, steps when the trajectory
+        did, each worker's status judged now. Times since the last beat are the page's to count
+        (from `lastHeartbeatAt` and the server's clock), so an idle fleet sends nothing."""
+        from premath.harness.worker_board import status_counts, step_stats, worker_rows
+        from premath.harness.worker_registry import read_registry, registry_path
+
+        live = self.sources.live
+        if live is None:
+            return
+        path = registry_path(live.issues_path)
+        try:
+            if self._moved("workers", path):
+                self._registry = read_registry(path)
+            trajectory = self.sources.trajectory_path
+            if trajectory is not None and self._moved("workers-trajectory", trajectory):
+                self._worker_stats = step_stats(trajectory)[0]
+            rows = worker_rows(self._registry, self._worker_stats, epoch_nanos(self.clock.now()))
+            for row in rows:
+                del row["secondsSinceHeartbeat"]
+            section: Document = {"workers": rows, "counts": status_counts(rows)}
+        except PremathError as exc:
+            self._identities.pop("workers", None)  # read it again next time
+            section = {"error": exc.message}
+        if section != self._state.get("workers"):
+            self._state["workers"] = changed["workers"] = section
+
     def _run_list(self, changed: Document) -> None:
         if self._runs is None:
             return
@@ -243,6 +292,7 @@ class Dashboard:
                 self._rebuild(changed)
             self._surface(changed)
             self._board(changed)
+            self._workers(changed)
             self._run_list(changed)
             if not changed:
                 return None

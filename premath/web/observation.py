@@ -6,7 +6,8 @@
 loopback bind the dashboard routes check the Host header (DNS rebinding). Routes:
 
 - the reference's API (observation.md §7): `/`, `/healthz`, `/latest`, `/needs-attention`
-  (`/needs_attention`), `/instruction?id=`, `/projection?digest=&match=`; pretty JSON with sorted
+  (`/needs_attention`), `/instruction?id=`, `/projection?digest=&match=`, and ours: `/workers`
+  (the fleet's worker registry, specs/remote-workers.md "Workers"); pretty JSON with sorted
   keys, `{"error": ...}` bodies, `Access-Control-Allow-Origin: *`; OPTIONS answers a CORS
   preflight (D21-7); `/` and `/healthz` never read the surface (D21-4);
 - `/dashboard` (the page and its two assets), `/events` (server-sent events: a `snapshot`, then
@@ -210,6 +211,21 @@ class ObservationService:
         except ObservationNotFound as exc:
             return _error(404, exc.key)
 
+    def _workers(self, _: Request) -> Response:
+        """`/workers`: the fleet's workers now (premath/harness/worker_board.py); only where
+        the issues are watched (`--live`), whose folder holds the registry."""
+        from premath.harness.worker_board import workers_document
+        from premath.harness.worker_registry import registry_path
+
+        live = self.config.sources.live
+        if live is None:
+            return _error(404, "no worker registry: start the server with --live")
+        path, trajectory = registry_path(live.issues_path), self.config.sources.trajectory_path
+        try:
+            return api_json(200, workers_document(path, trajectory, self.config.clock.now()))
+        except PremathError as exc:
+            return _error(500, f"internal server error: {exc.message}")
+
     def api_routes(self) -> list[BaseRoute]:
         def index(_: Request) -> Response:
             return api_json(200, {"routes": list(ROUTES), "service": SERVICE})
@@ -225,6 +241,7 @@ class ObservationService:
             ("/needs_attention", lambda _: self._viewed(needs_attention_view)),
             ("/instruction", self._instruction),
             ("/projection", self._projection),
+            ("/workers", self._workers),
         ]
         return [Route(path, _api(answer), methods=ALL_METHODS) for path, answer in answers]
 

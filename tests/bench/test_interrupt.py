@@ -9,6 +9,8 @@ import time
 import orjson
 import pytest
 
+from tests.support.processes import wait_dead
+
 HARNESS = """
 import os, sys, time
 open(os.path.join(os.path.dirname(sys.argv[2]), "pid"), "w").write(str(os.getpid()))
@@ -22,14 +24,6 @@ def wait_for(path, timeout_s=30.0):
         assert time.monotonic() < deadline, f"{path} never appeared"
         time.sleep(0.05)
     return path.read_text()
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
@@ -70,10 +64,7 @@ def test_signal_stops_the_harness_and_writes_the_summary(tmp_path, signum):
         f"premath received {signal.Signals(signum).name}; the harness was stopped"
     )
     assert (tmp_path / "run" / "atif" / "trajectory.json").exists()
-    deadline = time.monotonic() + 10
-    while alive(harness_pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(harness_pid)
+    assert wait_dead(harness_pid)
 
 
 RECORDING_HARNESS = """

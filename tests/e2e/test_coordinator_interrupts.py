@@ -2,10 +2,11 @@
 
 Each run: twenty issues, slow work, the signal at a random moment once the workers started.
 After it: no issue closed later than the signal, no lease left held, no command process left,
-the report printed (one JSON document, `stoppedReason: "interrupted"`), exit 1 within 5 s.
+the report printed (one JSON document, `stoppedReason: "interrupted"`), exit 1. No duration is
+asserted (a loaded machine stretches them all): a coordinator that ignored the signal would
+close issues after it, and a hung one trips the hang guard.
 """
 
-import os
 import random
 import signal
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 
 from premath.timefmt import epoch_nanos
 from tests.harness.loop_support import issue_rows, make_issues
+from tests.support.processes import HANG_GUARD_S, processes_under
 
 pytestmark = pytest.mark.slow
 
@@ -32,24 +34,9 @@ def _stored_nanos(text: str) -> int:
     return stored_nanos(text)
 
 
-def _processes_under(folder: Path) -> list[int]:
-    """Live processes whose working folder is inside `folder` (orphaned commands)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cwd = os.readlink(entry / "cwd")
-        except OSError:
-            continue
-        if cwd.startswith(str(folder)):
-            found.append(int(entry.name))
-    return found
-
-
 def _wait_for_first_round(root: Path, proc: subprocess.Popen[bytes]) -> None:
     """Until the coordinator has started its workers (its round folder exists)."""
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG_GUARD_S
     while not list(root.glob(".premath/harness_steps/coordinator/*/round-1")):
         assert proc.poll() is None, "coordinator ended before its first round"
         assert time.monotonic() < deadline, "coordinator did not start its first round"
@@ -87,23 +74,24 @@ def _one_interrupted_run(root: Path, signum: int, delay_s: float) -> None:
     )
     _wait_for_first_round(root, proc)
     time.sleep(delay_s)
-    signalled_ns = epoch_nanos(datetime.now(UTC))
-    sent = time.monotonic()
     proc.send_signal(signum)
+    # Read after sending: had this process been descheduled between reading the clock and
+    # sending, a worker's close in that gap would look later than the signal.
+    signalled_ns = epoch_nanos(datetime.now(UTC))
     try:
-        stdout, stderr = proc.communicate(timeout=5)
+        stdout, stderr = proc.communicate(timeout=HANG_GUARD_S)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
-        pytest.fail(f"coordinator still running 5 s after {signal.Signals(signum).name}")
-    took = time.monotonic() - sent
+        pytest.fail(
+            f"coordinator still running {HANG_GUARD_S} s after {signal.Signals(signum).name}"
+        )
     report = orjson.loads(stdout)
     assert (proc.returncode, report["stoppedReason"], report["exitCode"]) == (
         1,
         "interrupted",
         1,
     ), stderr.decode()
-    assert took < 5, f"took {took:.2f} s"
     rows = issue_rows(root)
     closed_late = [
         issue_id
@@ -113,7 +101,7 @@ def _one_interrupted_run(root: Path, signum: int, delay_s: float) -> None:
     assert closed_late == [], stderr.decode()
     held = [issue_id for issue_id, row in rows.items() if "lease" in row]
     assert held == [], stderr.decode()
-    left = _processes_under(root)
+    left = processes_under(root)
     assert left == [], [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in left] + [stderr]
     assert b"[coordinator] interrupted: workers stopped, leases given back" in stderr, stderr
 

@@ -13,6 +13,8 @@ from premath.harness.trajectory import append_step, query_trajectory
 from premath.store.jsonl import iter_lines
 
 FORK = multiprocessing.get_context("fork")
+READS = 20
+ROWS = 300
 
 
 def _append_wide_rows(path: str, stop) -> None:
@@ -32,11 +34,14 @@ def test_readers_never_fail_while_rows_land(tmp_path):
     writer = FORK.Process(target=_append_wide_rows, args=(path, stop))
     writer.start()
     try:
-        deadline, reads = time.monotonic() + 2, 0
-        while time.monotonic() < deadline:
+        # counts of reads and rows, not a time window: a loaded machine may give this process
+        # or the writer little time
+        deadline, reads, seen = time.monotonic() + 120, 0, 0  # a hang guard
+        while reads < READS or seen < ROWS:
+            assert time.monotonic() < deadline, f"{reads} reads ({READS} wanted), {seen} rows"
             if (tmp_path / "t.jsonl").exists():
                 projection = query_trajectory(path, "latest", 1)
-                assert projection["totalCount"] >= 0
+                seen = projection["totalCount"]
                 assert all(line.text.startswith(b"{") for line in iter_lines(path))
                 assert all(row.step_id.startswith("w.") for row in load_kpi_rows(path))
                 reads += 1
@@ -44,7 +49,6 @@ def test_readers_never_fail_while_rows_land(tmp_path):
         stop.set()
         writer.join(30)
     assert writer.exitcode == 0
-    assert reads > 10
     assert query_trajectory(path, "latest", 1)["totalCount"] == sum(1 for _ in iter_lines(path))
 
 

@@ -18,6 +18,7 @@ import orjson
 import pytest
 
 from tests.mcp.client import server_env
+from tests.support.processes import HANG_GUARD_S
 from tests.support.remote import (
     WRITE_OUT,
     fleet_tokens,
@@ -358,7 +359,8 @@ class DroppingProxy:
         self.dropped = 0
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.threads = [threading.Thread(target=self._serve, daemon=True)]
+        self.threads[0].start()
 
     def _serve(self) -> None:
         while True:
@@ -366,7 +368,9 @@ class DroppingProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
-            threading.Thread(target=self._relay, args=(client,), daemon=True).start()
+            relay = threading.Thread(target=self._relay, args=(client,), daemon=True)
+            self.threads.append(relay)
+            relay.start()
 
     @staticmethod
     def _message(conn: socket.socket, buffer: bytes) -> tuple[bytes, bytes] | None:
@@ -408,7 +412,15 @@ class DroppingProxy:
                 client.sendall(answer)
 
     def close(self) -> None:
+        """Stop accepting and wait for every thread to end (the client is gone, so each relay
+        sees its connection close): none may outlive the test, as a leaked thread keeps later
+        tests' forked helpers from forking."""
+        # Closing alone does not wake a thread blocked in accept(); shutting the socket down does.
+        self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
+        for thread in self.threads:
+            thread.join(HANG_GUARD_S)
+        assert not any(thread.is_alive() for thread in self.threads), "a proxy thread hangs"
 
 
 @pytest.mark.parametrize("tool", ["issue_claim_next", "issue_lease_finish"])

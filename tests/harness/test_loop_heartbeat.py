@@ -4,9 +4,10 @@ import threading
 import time
 
 from premath.harness.heartbeat import lease_heartbeat
+from tests.support.processes import HANG_GUARD_S
 
 
-def _wait_until(predicate, timeout_s=5.0):
+def _wait_until(predicate, timeout_s=HANG_GUARD_S):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if predicate():

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from premath.errors import PremathError
 from premath.harness import trajectory_scan
 from premath.harness.trajectory_scan import select_rows
+from tests.support.threads import wait_alone_in_process
 
 
 def row(step: int, second: int, result_class: str = "ok") -> bytes:
@@ -47,7 +48,9 @@ def outcome(path: str, mode: str, limit: int) -> object:
 
 @pytest.fixture
 def forks(monkeypatch):
-    """Force the two-process pass on any file and count the forks this process makes."""
+    """Force the two-process pass on any file and count the forks this process makes (the scan
+    forks only while this process runs its main thread alone: wait for any other to end)."""
+    wait_alone_in_process()
     calls = []
     real_fork = os.fork
 

@@ -111,7 +111,9 @@ def installed(tmp_path_factory) -> Path:
     build = [*pip, "wheel", "--no-deps", "--wheel-dir", str(wheels), str(source)]
     subprocess.run(build, check=True, capture_output=True, timeout=300)
     (wheel,) = wheels.glob("premath-*.whl")
-    install = [*pip, "--python", str(python), "install", "--no-deps", str(wheel)]
+    # --ignore-installed: the .pth shows pip this checkout's own install, "already satisfied"
+    install = [*pip, "--python", str(python), "install", "--no-deps", "--ignore-installed"]
+    install.append(str(wheel))
     subprocess.run(install, check=True, capture_output=True, timeout=300)
     return venv
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import anyio
 import httpx2
@@ -25,6 +26,7 @@ from premath.store.locks import hold_marker
 from tests.cli.test_issue import ISSUES, row, seed, stored
 from tests.mcp.client import (
     REPO_ROOT,
+    HttpServer,
     call,
     http_server,
     http_session,
@@ -35,6 +37,8 @@ from tests.mcp.client import (
     witness,
 )
 from tests.support.observation import minimal_surface
+from tests.support.processes import HANG_GUARD_S
+from tests.support.remote import wait_for
 
 TOOLS_READ = [
     ("issue_ready", {}),
@@ -112,7 +116,7 @@ def test_every_tool_gated_and_ungated_over_http(workdir):
         outcomes = {}
         async with http_session(url, token) as client:
             listed = [tool.name for tool in (await client.list_tools()).tools]
-            assert len(listed) == 26
+            assert len(listed) == 30
             for name, arguments in [*TOOLS_READ, *mutations(gate)]:
                 error, document = await call(client, name, arguments)
                 outcomes[name] = (error, document)
@@ -451,13 +455,13 @@ def test_slow_and_idle_clients_are_cut_off_and_never_block_others(workdir):
             assert post(server.url, token, rpc("issue_ready", {}), timeout=5).status_code == 200
         too_slow = b"request line and headers too slow"
         for sock in (idle, trickle):  # the one server guard's answer (observe-serve's too)
-            answer = _closed_within(sock, 5)
+            answer = _closed_within(sock, HANG_GUARD_S)
             assert answer.startswith(b"HTTP/1.1 408 "), answer
             assert orjson.loads(answer.partition(b"\r\n\r\n")[2]) == {"error": too_slow.decode()}
         idle.sendall(b"late")  # the server lingers, dropping late bytes: no reset
         time.sleep(0.2)
         idle.sendall(b"later")
-        body_late = _closed_within(slow_body, 5)
+        body_late = _closed_within(slow_body, HANG_GUARD_S)
         assert body_late.startswith(b"HTTP/1.1 408 ")
         assert orjson.loads(body_late.partition(b"\r\n\r\n")[2]) == {
             "error": "request body not received in time"
@@ -516,19 +520,50 @@ def test_a_thousand_concurrent_connections_are_all_answered(workdir):
     assert ids == set(range(count))
 
 
-def _hold_store_lock(workdir, seconds: float) -> threading.Thread:
-    """Hold `<issues>.lock` for `seconds` from a thread of this process (a live writer)."""
+def _hold_store_lock(
+    workdir, seconds: float, release: threading.Event | None = None
+) -> threading.Thread:
+    """Hold `<issues>.lock` for `seconds` (or until `release` is set) from a thread of this
+    process (a live writer)."""
     ready = threading.Event()
 
     def hold() -> None:
         with hold_marker(str(workdir / ISSUES) + ".lock", timeout_s=5):
             ready.set()
-            time.sleep(seconds)
+            (release or threading.Event()).wait(seconds)
 
     holder = threading.Thread(target=hold)
     holder.start()
-    ready.wait(10)
+    ready.wait(HANG_GUARD_S)
     return holder
+
+
+def _wait_for_lock_waiter(workdir, server: HttpServer) -> None:
+    """Until one of the server's calls queues for the issues lock (it publishes a ticket naming
+    the server's pid beside the lock): a write in flight, whatever the machine's load."""
+    ticket = f".{server.process.pid}.wait"
+    wait_for(
+        lambda: any(name.endswith(ticket) for name in os.listdir(workdir / ".premath")),
+        HANG_GUARD_S,
+        "a call to wait for the issues lock",
+    )
+
+
+def _accepted_connections(server: HttpServer) -> int:
+    """Established connections the server process has accepted on its port (Linux /proc)."""
+    pid, port = server.process.pid, int(server.base.rsplit(":", 1)[1])
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    count = 0
+    for line in Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local_port, state, inode = int(fields[1].split(":")[1], 16), fields[3], fields[9]
+        count += local_port == port and state == "01" and inode in inodes
+    return count
 
 
 def test_a_slow_write_delays_only_itself_and_gives_up_by_its_deadline(workdir):
@@ -536,7 +571,8 @@ def test_a_slow_write_delays_only_itself_and_gives_up_by_its_deadline(workdir):
     token, path = tokens(workdir)
     options = ("--token-file", path, "--call-timeout", "1", "--mutation-policy", "open")
     with http_server(workdir, *options) as server:
-        holder = _hold_store_lock(workdir, 3)
+        release = threading.Event()
+        holder = _hold_store_lock(workdir, HANG_GUARD_S, release)
         results: dict[str, httpx2.Response] = {}
         claim = threading.Thread(
             target=lambda: results.update(
@@ -544,7 +580,7 @@ def test_a_slow_write_delays_only_itself_and_gives_up_by_its_deadline(workdir):
             )
         )
         claim.start()
-        time.sleep(0.2)
+        _wait_for_lock_waiter(workdir, server)
         for _ in range(3):  # reads are answered while the write waits for the lock
             read = post(server.url, token, rpc("issue_ready", {}), timeout=5)
             assert tool_text(read)[0] is False
@@ -557,6 +593,7 @@ def test_a_slow_write_delays_only_itself_and_gives_up_by_its_deadline(workdir):
             "[failureClass=lease_mutation_lock_busy] issue-memory lock busy: "
             ".premath/issues.jsonl.lock"
         )
+        release.set()
         holder.join()
         time.sleep(0.5)
         assert (workdir / ISSUES).read_bytes() == before
@@ -635,7 +672,8 @@ def test_a_client_that_disconnects_mid_call_leaves_the_store_whole(workdir):
     token, path = tokens(workdir)
     with http_server(workdir, "--token-file", path, "--mutation-policy", "open") as server:
         port = int(server.base.rsplit(":", 1)[1])
-        holder = _hold_store_lock(workdir, 1.5)
+        release = threading.Event()
+        holder = _hold_store_lock(workdir, HANG_GUARD_S, release)
         body = rpc("issue_claim_next", {"assignee": "gone"})
         sock = _raw(port)
         sock.sendall(
@@ -645,16 +683,17 @@ def test_a_client_that_disconnects_mid_call_leaves_the_store_whole(workdir):
             + f"Content-Length: {len(body)}\r\n\r\n".encode()
             + body
         )
-        time.sleep(0.3)
+        _wait_for_lock_waiter(workdir, server)
         sock.close()  # gone while its claim waits for the store
+        release.set()
         holder.join()
         assert tool_text(post(server.url, token, rpc("issue_ready", {})))[0] is False
-        time.sleep(0.5)
+        lock = workdir / ".premath" / "issues.jsonl.lock"
+        wait_for(lambda: not lock.exists(), HANG_GUARD_S, "the claim to give the lock back")
         data = (workdir / ISSUES).read_bytes()
         rows = stored(workdir)
         assert encode_store(rows) == data
         assert rows["bd-1"].get("assignee") in (None, "gone")
-        assert not (workdir / ".premath" / "issues.jsonl.lock").exists()
 
 
 def test_sigterm_finishes_in_flight_writes_then_exits(workdir):
@@ -662,7 +701,8 @@ def test_sigterm_finishes_in_flight_writes_then_exits(workdir):
     token, path = tokens(workdir)
     server = start_http_server(workdir, "--token-file", path, "--mutation-policy", "open")
     try:
-        holder = _hold_store_lock(workdir, 1.0)
+        release = threading.Event()
+        holder = _hold_store_lock(workdir, HANG_GUARD_S, release)
         results: list[httpx2.Response] = []
         calls = [
             threading.Thread(
@@ -678,8 +718,12 @@ def test_sigterm_finishes_in_flight_writes_then_exits(workdir):
         ]
         for thread in calls:
             thread.start()
-        time.sleep(0.3)
+        # every call in flight: one queued for the lock, the others taken in (one writer of a
+        # server at a time waits for the first in the server itself, unseen from here)
+        _wait_for_lock_waiter(workdir, server)
+        wait_for(lambda: _accepted_connections(server) >= 3, HANG_GUARD_S, "3 calls taken in")
         server.process.send_signal(signal.SIGTERM)
+        release.set()
         holder.join()
         for thread in calls:
             thread.join()

@@ -16,6 +16,8 @@ EXPECTED_TOOLS = [
     "issue_lease_projection", "observe_latest", "observe_needs_attention", "observe_instruction",
     "observe_projection", "instruction_check", "instruction_run", "issue_claim_next",
     "issue_show", "issue_lease_finish",
+    "harness_worker_register", "harness_worker_heartbeat", "harness_worker_deregister",
+    "harness_workers",
 ]  # fmt: skip
 
 

@@ -52,12 +52,12 @@ def _fleet(root, classes: list[str]) -> None:
     )
 
 
-def _build(root, live: bool):
+def _build(root, live: bool, silent_workers: tuple[str, ...] = ()):
     paths = BuildPaths.resolve(str(root))
     inputs = None
     if live:
         facts = read_trajectory_facts(str(root / ".premath" / "harness_trajectory.jsonl"), NOW)
-        inputs = LiveInputs(NOW, facts)
+        inputs = LiveInputs(NOW, facts, silent_workers)
     return build_surface(paths, live=inputs).summary
 
 
@@ -87,6 +87,7 @@ def test_a_live_build_says_what_needs_a_person_now(tmp_path):
             "steps": 5,
             "topFailureClass": "gate_timeout",
         },
+        "silentWorkerIds": [],
         "staleLeaseIssueIds": ["bd-1"],
     }
     assert summary["coherence"] == reference["coherence"]  # the reference's fields keep meaning
@@ -101,6 +102,15 @@ def test_a_healthy_fleet_needs_nobody(tmp_path):
     assert (summary["needsAttention"], summary["topFailureClass"]) == (False, "verified_accept")
     assert summary["live"]["attentionReasons"] == []
     assert summary["live"]["kpiDecision"] == "pass"
+
+
+def test_a_silent_worker_needs_a_person(tmp_path):
+    _fleet(tmp_path, ["completed"] * 6)
+    write_issues(tmp_path, [issue("bd-1", "work")])
+    summary = _build(tmp_path, live=True, silent_workers=("fleet.2",))
+    assert summary["needsAttention"] is True
+    assert summary["live"]["attentionReasons"] == ["workers_silent"]
+    assert summary["live"]["silentWorkerIds"] == ["fleet.2"]
 
 
 def test_observe_build_and_observe_on_the_command_line(cli_run, workdir):

@@ -1,8 +1,10 @@
 """A real local Ray cluster: a head and one extra worker node, loopback only, token auth.
 
 Both nodes are small (one CPU each, 100 MB object stores, no dashboard) and live in a temp
-folder; the worker node is our child in its own process group, so a test can kill it like a
-lost machine. Teardown kills the worker's group and runs `ray stop --force` whatever happened.
+folder; each node is our child (`ray start --block`) in its own process group, so a test can
+kill the worker like a lost machine. Teardown kills exactly this cluster, whatever happened:
+both groups, every process below them, and any Ray process that names this cluster's temp
+folder; never `ray stop`, which would stop every Ray cluster on the machine (other people's).
 """
 
 import contextlib
@@ -98,46 +100,58 @@ def ray_cluster() -> Iterator[RayCluster]:
     }
     env.pop("RAY_ADDRESS", None)
     address = f"127.0.0.1:{_free_port()}"
-    worker: subprocess.Popen[bytes] | None = None
+    nodes: list[subprocess.Popen[bytes]] = []
     try:
-        head = subprocess.run(
-            [
-                RAY,
-                "start",
-                "--head",
-                "--port",
-                address.split(":")[1],
-                *NODE_FLAGS,
-                *HEAD_FLAGS,
-                "--temp-dir",
-                os.fspath(scratch / "r"),
-            ],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
-        assert head.returncode == 0, head.stderr[-2000:]
+        head = [RAY, "start", "--head", "--port", address.split(":")[1], *NODE_FLAGS]
+        head += [*HEAD_FLAGS, "--temp-dir", os.fspath(scratch / "r"), "--block"]
+        with (scratch / "head.log").open("wb") as log:
+            nodes.append(
+                subprocess.Popen(
+                    head,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=log,
+                    start_new_session=True,
+                )
+            )
         with (scratch / "worker.log").open("wb") as log:
-            worker = subprocess.Popen(
-                [RAY, "start", "--address", address, *NODE_FLAGS, "--block"],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-                start_new_session=True,
+            nodes.append(
+                subprocess.Popen(
+                    [RAY, "start", "--address", address, *NODE_FLAGS, "--block"],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=log,
+                    start_new_session=True,
+                )
             )
         deadline = time.monotonic() + 180
         while _alive_nodes(address, env) < 2:
-            assert worker.poll() is None, (scratch / "worker.log").read_text()[-2000:]
-            assert time.monotonic() < deadline, "the worker node never joined"
+            for node, name in zip(nodes, ("head", "worker"), strict=True):
+                assert node.poll() is None, (scratch / f"{name}.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "the cluster never had its two nodes"
             time.sleep(1)
-        yield RayCluster(address, {**env, "RAY_ADDRESS": address}, worker, scratch)
+        yield RayCluster(address, {**env, "RAY_ADDRESS": address}, nodes[1], scratch)
     finally:
-        if worker is not None and worker.poll() is None:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait()
-        subprocess.run(
-            [RAY, "stop", "--force"], env=env, capture_output=True, timeout=120, check=False
-        )
+        _kill_cluster(nodes, scratch)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _kill_cluster(nodes: list[subprocess.Popen[bytes]], scratch: Path) -> None:
+    """SIGKILL this cluster's processes only: the nodes' groups, what runs below them, and any
+    process whose command line names the cluster's own temp folder (Ray's daemons do)."""
+    doomed = {pid for node in nodes for pid in (node.pid, *descendants(node.pid))}
+    for node in nodes:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(node.pid, signal.SIGKILL)
+    for _ in range(3):
+        doomed |= {pid for pid in _all_pids() if os.fspath(scratch) in _command_line(pid)}
+        for pid in doomed:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.2)
+    for node in nodes:
+        node.wait()
+
+
+def _all_pids() -> list[int]:
+    return [int(entry.name) for entry in Path("/proc").iterdir() if entry.name.isdigit()]

@@ -84,6 +84,10 @@ elif mode == "allocate":
 elif mode == "slow":
     time.sleep(task.get("seconds", 0.2))
     write({"outcome": "success", "metrics": seen})
+elif mode == "until":
+    while not os.path.exists(task["release"]):
+        time.sleep(0.01)
+    write({"outcome": "success", "metrics": seen})
 """
 
 

@@ -14,7 +14,8 @@ import pytest
 
 from tests.runner.conftest import make_experiment
 from tests.support.cli import run_premath
-from tests.support.processes import read_pid, wait_dead
+from tests.support.processes import HANG_GUARD_S, processes_under, read_pid, wait_dead
+from tests.support.remote import wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +38,7 @@ def _start_run(
 
 def _kill_when_some_rows_exist(argv: list[str], cwd: Path, trials: Path, rng: random.Random):
     proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG_GUARD_S
     wanted = len(_rows(trials)) + rng.randint(1, 4)
     while time.monotonic() < deadline and proc.poll() is None:
         if len(_rows(trials)) >= wanted:
@@ -69,7 +70,8 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path):
         _kill_when_some_rows_exist([*PREMATH, "experiment", "resume", "r1"], tmp_path, trials, rng)
     interrupted = len(_rows(trials))
     assert 0 < interrupted < 24
-    time.sleep(0.3)  # harnesses orphaned by the kills finish their 50 ms of work
+    # harnesses orphaned by the kills finish their 50 ms of work
+    wait_for(lambda: not processes_under(tmp_path), HANG_GUARD_S, "orphaned harnesses to end")
     done = run_premath("experiment", "resume", "r1", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     summary = orjson.loads(done.stdout)
@@ -84,12 +86,13 @@ def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path):
 
 
 def test_two_processes_cannot_run_one_folder(tmp_path):
-    tasks = [{"id": f"t{i}", "mode": "slow", "seconds": 0.5} for i in range(4)]
-    experiment = make_experiment(tmp_path / "exp", tasks)
+    release = tmp_path / "release"  # the trials run until the second process was refused
+    tasks = [{"id": f"t{i}", "mode": "until", "release": os.fspath(release)} for i in range(4)]
+    experiment = make_experiment(tmp_path / "exp", tasks, runtime={"timeout_ms": 600_000})
     first = _start_run(experiment, tmp_path)
     try:
         lock = tmp_path / ".premath/runs/r1/run.lock"
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + HANG_GUARD_S
         while not lock.exists() and time.monotonic() < deadline:
             time.sleep(0.01)
         second = run_premath("experiment", "resume", "r1", "--json", cwd=tmp_path)
@@ -97,7 +100,8 @@ def test_two_processes_cannot_run_one_folder(tmp_path):
         assert orjson.loads(second.stdout)["error"]["code"] == "lock_busy"
         assert b"is being run by another process" in second.stderr
     finally:
-        first.wait(timeout=60)
+        release.touch()
+        first.wait(timeout=HANG_GUARD_S)
     assert first.returncode == 0
     assert len(_rows(tmp_path / ".premath/runs/r1/trials.jsonl")) == 4
 

@@ -7,8 +7,16 @@ from pathlib import Path
 import pytest
 
 from premath.store.forked_check import check_in_parallel, may_fork
+from tests.support.threads import wait_alone_in_process
 
 needs_fork = pytest.mark.skipif(not may_fork(), reason="needs fork and two CPUs")
+
+
+@pytest.fixture(autouse=True)
+def alone_in_process() -> None:
+    """A check forks only while this process runs its main thread alone (threads another test
+    stopped may still be ending): wait for that."""
+    wait_alone_in_process()
 
 
 def _children_of_this_process() -> set[str]:

@@ -17,6 +17,7 @@ from premath.store.owners import owner_state, this_process
 from tests.support import optional_tools
 from tests.support.cli import run_premath
 from tests.support.markers import REFERENCE_MARKER, marker_of
+from tests.support.processes import HANG_GUARD_S
 
 ISSUES = ".premath/issues.jsonl"
 ROW = {
@@ -114,7 +115,7 @@ def test_a_zombie_owner_counts_as_dead(tmp_path):
     lock = tmp_path / f"{ISSUES}.lock"
     lock.write_text(marker_of(owner.pid))
     owner.kill()  # killed, not reaped: `kill(pid, 0)` still succeeds on a zombie
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + HANG_GUARD_S
     while Path(f"/proc/{owner.pid}/stat").read_text().split(") ")[1][0] != "Z":
         assert time.monotonic() < deadline
         time.sleep(0.01)

@@ -10,6 +10,7 @@ import pytest
 from premath.errors import LockBusy
 from premath.store.locks import hold_marker
 from tests.support.markers import marker_of
+from tests.support.processes import HANG_GUARD_S
 
 FORK = multiprocessing.get_context("fork")
 
@@ -34,7 +35,7 @@ def test_marker_is_removed_after_an_error(tmp_path):
 def _hold(marker: str, held, release) -> None:
     with hold_marker(marker, timeout_s=5):
         held.set()
-        release.wait(10)
+        release.wait(HANG_GUARD_S)
 
 
 def test_live_owner_makes_others_time_out_with_a_clear_error(tmp_path):
@@ -42,7 +43,7 @@ def test_live_owner_makes_others_time_out_with_a_clear_error(tmp_path):
     held, release = FORK.Event(), FORK.Event()
     owner = FORK.Process(target=_hold, args=(marker, held, release))
     owner.start()
-    held.wait(5)
+    assert held.wait(HANG_GUARD_S), "the owner never took the marker"
     try:
         start = time.monotonic()
         with (

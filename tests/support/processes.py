@@ -10,9 +10,13 @@ from pathlib import Path
 from typing import Any
 
 FORK = multiprocessing.get_context("fork")
+HANG_GUARD_S = 60.0
+"""How long a test waits for what must happen (a process starting or ending, a thread ending, a
+file, a server's answer) before failing: only a hang guard, never a speed asserted, as a loaded
+machine may take seconds for any of them."""
 
 
-def wait_dead(pid: int, within_s: float = 5.0) -> bool:
+def wait_dead(pid: int, within_s: float = HANG_GUARD_S) -> bool:
     """True once `pid` no longer exists (a zombie counts as gone: it runs nothing)."""
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
@@ -32,7 +36,7 @@ def wait_dead(pid: int, within_s: float = 5.0) -> bool:
     return False
 
 
-def read_pid(path: Path, within_s: float = 5.0) -> int:
+def read_pid(path: Path, within_s: float = HANG_GUARD_S) -> int:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
         text = path.read_text() if path.exists() else ""
@@ -67,4 +71,31 @@ def descendants(root: int) -> list[int]:
         children = parents.get(queue.pop(0), [])
         found += children
         queue += children
+    return found
+
+
+def _killed(status: str) -> bool:
+    """Whether a process's /proc status shows a SIGKILL pending: it runs no more code, it only
+    waits for a core to finish dying on (a caller that killed it need not have waited)."""
+    pending = 0
+    for line in status.splitlines():
+        if line.startswith(("SigPnd:", "ShdPnd:")):
+            pending |= int(line.split()[1], 16)
+    return bool(pending & (1 << (signal.SIGKILL - 1)))
+
+
+def processes_under(folder: Path) -> list[int]:
+    """Live processes whose working folder is inside `folder` (orphaned commands); one being
+    killed is gone already."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+            killed = _killed((entry / "status").read_text())
+        except OSError:
+            continue
+        if cwd.startswith(str(folder)) and not killed:
+            found.append(int(entry.name))
     return found

@@ -18,6 +18,7 @@
     runs: null,
     issueSteps: {},
     why: null,
+    workers: null,
     live: null,
     issuesError: null,
     sources: null,
@@ -655,6 +656,59 @@
     }
   }
 
+  // --- the fleet's workers (specs/remote-workers.md "Workers") ---------------------------------
+
+  function heartbeatMs(stamp) {
+    // Issue-row stamps carry up to 9 fraction digits; Date.parse wants at most 3.
+    return stamp ? Date.parse(stamp.replace(/(\.\d{3})\d+/, "$1")) : NaN;
+  }
+
+  function tickWorkers() {
+    for (const cell of document.querySelectorAll("#workers td.beat")) {
+      const at = Number(cell.dataset.at);
+      cell.textContent = Number.isNaN(at) ? "-" : duration(Math.max(0, Math.round((now() - at) / 1000))) + " ago";
+    }
+  }
+
+  function renderWorkers() {
+    const body = document.querySelector("#workers tbody");
+    clear(body);
+    const section = state.workers;
+    const note = $("workers-note");
+    if (!section) {
+      note.textContent = liveNote("the fleet's workers");
+      return;
+    }
+    if (section.error) {
+      note.textContent = "Worker registry unreadable: " + section.error;
+      return;
+    }
+    const c = section.counts;
+    note.textContent = section.workers.length ? c.running + " running · " + c.silent + " silent · " + c.gone + " gone" : "No worker has registered yet.";
+    for (const worker of section.workers) {
+      const status = worker.status === "gone" && worker.goneReason ? "gone (" + worker.goneReason + ")" : worker.status;
+      const attempt = worker.attempt == null ? "-" : worker.attempt + (worker.maxAttempts ? " of " + worker.maxAttempts : "");
+      const rate = worker.passRate == null ? "-" : Math.round(worker.passRate * 100) + "%";
+      body.append(
+        el(
+          "tr",
+          { className: "worker-" + worker.status, "data-worker": worker.workerId },
+          el("td", { className: "mono", text: worker.workerId }),
+          el("td", { text: show(worker.node || worker.host) }),
+          el("td", { className: "worker-status", text: status }),
+          el("td", { className: "mono", text: show(worker.issueId) }),
+          el("td", { text: show(worker.phase) }),
+          el("td", { text: attempt }),
+          el("td", { className: "beat", "data-at": String(heartbeatMs(worker.lastHeartbeatAt)) }),
+          el("td", { text: String(worker.steps) }),
+          el("td", { text: String(worker.closes) }),
+          el("td", { text: rate }),
+        ),
+      );
+    }
+    tickWorkers();
+  }
+
   function liveNote(what) {
     return state.sources && !state.sources.live ? "Start observe-serve with --live to see " + what + "." : "Waiting for " + what + "…";
   }
@@ -672,7 +726,7 @@
       for (const id of update.issues.remove) state.issues.delete(id);
       for (const issue of update.issues.upsert) state.issues.set(issue.id, issue);
     }
-    for (const key of ["surface", "bottleneck", "trajectory", "kpi", "runs", "live", "issuesError", "issueSteps"]) {
+    for (const key of ["surface", "bottleneck", "trajectory", "kpi", "runs", "workers", "live", "issuesError", "issueSteps"]) {
       if (key in update) state[key] = update[key];
     }
     const selected = state.selected;
@@ -692,6 +746,7 @@
     if (touched("trajectory")) renderTrajectory();
     if (touched("kpi")) renderKpi();
     if (touched("runs")) renderRuns();
+    if (touched("workers")) renderWorkers();
     const liveError = $("live-error");
     const failed = state.live && state.live.ok === false;
     liveError.hidden = !failed;
@@ -779,6 +834,7 @@
     $("logout").addEventListener("click", logout);
     document.addEventListener("keydown", onKey);
     setInterval(tickLeases, 1000);
+    setInterval(tickWorkers, 1000);
     connect();
   }
 
