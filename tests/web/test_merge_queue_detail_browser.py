@@ -1,7 +1,7 @@
 """The dashboard's issue detail in a real headless Chromium shows the merge queue's state of an
 issue (specs/remote-workers.md "Merge queue"): a refused branch's failure class and conflicting
 paths, a landed one's integration commit, and the state a queue still working on one reported
-under the lease that holds it."""
+under the lease that holds it; the worker panel shows the queue in flight."""
 
 import pytest
 
@@ -63,6 +63,16 @@ def test_the_issue_detail_shows_the_queue_state_and_integration_commit(tmp_path)
         refused = _detail(page, "bd-8")
         landed = _detail(page, "bd-9")
         plain = _detail(page, "bd-1")
+        # The worker panel shows the queue in flight, with the worker holding each issue...
+        queue = page.wait_for_selector("#workers-queue", state="visible", timeout=10_000)
+        in_flight = queue.inner_text()
+        # ...and, pushed without a reload, nothing once the queue has decided.
+        page.evaluate("window.__sameDocument = true")
+        rows[-1] = issue("bd-7", "landed now", "closed", notes=LANDED.note("w3", "s3"))
+        write_issues(tmp_path, rows)
+        page.wait_for_selector("#workers-queue", state="hidden", timeout=20_000)
+        assert page.evaluate("window.__sameDocument") is True
+    assert in_flight == "Merge queue: bd-7 verifying premath/bd-7 onto dddddddddddd (w3)"
     assert (refused["merge queue"], refused["integration"]) == (
         "failed · merge_conflict (shared.txt)",
         "-",
