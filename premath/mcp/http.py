@@ -14,6 +14,7 @@ never on `/mcp`) and the request guard (premath/web/app.py).
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -143,7 +144,8 @@ def serve_http(
     running (its write completes) before exiting."""
     in_flight = InFlight()
     clock = SystemClock()
-    service = ToolService(config, clock)
+    # One token is one trust domain: its caller may act as any worker (worker_identity.py).
+    service = ToolService(replace(config, single_token=len(tokens.entries) == 1), clock)
     server = build_server(service, name, version, limits=limits, log=log, in_flight=in_flight)
     try:
         sock = bind_socket(bind, backlog=min(server_limits.max_connections, 4096))

@@ -27,7 +27,14 @@ from premath.errors import PremathError
 from premath.mcp.access_log import AccessLog, failure_class
 from premath.mcp.arguments import parse_arguments
 from premath.mcp.catalogue import TOOLS, TOOLS_BY_NAME
-from premath.mcp.tools import Rendered, ServerConfig, ToolRefused, ToolService, call_deadline
+from premath.mcp.tools import (
+    Rendered,
+    ServerConfig,
+    ToolRefused,
+    ToolService,
+    call_caller,
+    call_deadline,
+)
 from premath.models.serde import SchemaViolation
 from premath.store.canonical import stdout_bytes
 
@@ -118,14 +125,19 @@ class InFlight:
             return self._idle.wait_for(lambda: self._count == 0, timeout=timeout_s)
 
 
-def caller_of(ctx: Any) -> str:
-    """The token id of the HTTP request behind a call (`stdio` for the stdio transport)."""
+def token_id_of(ctx: Any) -> str | None:
+    """The token id of the HTTP request behind a call (None for the stdio transport)."""
     request = getattr(ctx, "request", None)
     scope = getattr(request, "scope", None)
     user = scope.get("user") if isinstance(scope, dict) else None
     token = getattr(user, "access_token", None)
     client_id = getattr(token, "client_id", None)
-    return client_id if isinstance(client_id, str) else "stdio"
+    return client_id if isinstance(client_id, str) else None
+
+
+def caller_of(ctx: Any) -> str:
+    """The token id of the HTTP request behind a call (`stdio` for the stdio transport)."""
+    return token_id_of(ctx) or "stdio"
 
 
 def _deadline_result(name: str, timeout_s: float) -> types.CallToolResult:
@@ -167,8 +179,10 @@ def build_server(
     in_flight = in_flight or InFlight()
     workers = anyio.CapacityLimiter(WORKER_THREADS)
 
-    def work(tool: str, arguments: Any, deadline: float) -> types.CallToolResult:
-        with in_flight, call_deadline(deadline):
+    def work(
+        tool: str, arguments: Any, deadline: float, caller: str | None
+    ) -> types.CallToolResult:
+        with in_flight, call_deadline(deadline), call_caller(caller):
             return call_tool(service, tool, arguments)
 
     async def on_call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -183,6 +197,7 @@ def build_server(
                     params.name,
                     params.arguments,
                     started + timeout_s,
+                    token_id_of(ctx),
                     abandon_on_cancel=True,
                     limiter=workers,
                 )

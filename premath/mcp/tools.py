@@ -52,6 +52,7 @@ from premath.transport.write_witness import attach, jj_snapshot, write_witness
 Document = dict[str, Any]
 
 _DEADLINE: ContextVar[float | None] = ContextVar("premath_mcp_call_deadline", default=None)
+_CALLER: ContextVar[str | None] = ContextVar("premath_mcp_caller", default=None)
 _LOCK_MARGIN_S = 0.1
 """Lock waits end this long before the call's deadline, so a lock refusal reaches the caller."""
 
@@ -64,6 +65,16 @@ def call_deadline(deadline: float | None) -> Iterator[None]:
         yield
     finally:
         _DEADLINE.reset(token)
+
+
+@contextlib.contextmanager
+def call_caller(token_id: str | None) -> Iterator[None]:
+    """Run the block as a call of the caller holding token `token_id` (None: stdio)."""
+    token = _CALLER.set(token_id)
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
 
 
 @dataclass(frozen=True)
@@ -97,6 +108,10 @@ class ServerConfig:
     witness_trust: WitnessTrust = "mac"
     witness_max_age_s: float | None = None
     witness_key_file: str | None = None
+    trajectory_path: str = ".premath/harness_trajectory.jsonl"
+    """The fleet's trajectory (relative to `repo_root`): remote workers' rows land there."""
+    single_token: bool = True
+    """One bearer token (one trust domain): any caller may act as any worker id."""
 
 
 def _issue_fields(row: IssueRow, now_ns: int) -> Document:
@@ -123,6 +138,7 @@ class ToolService:
         self._writing = threading.Lock()
         self._projecting = threading.Lock()
         self._ready_views: dict[str, ReadyView] = {}
+        self._record: Any = None
 
     def _read(self, path: str, now: datetime) -> IssueMap:
         """The store at `path`, warm while the file is unchanged; a refusal names the file. The
@@ -513,6 +529,10 @@ class ToolService:
         def on_change(row: IssueRow) -> None:
             written["witness"] = self._witness(action, path, link, row["id"], jj)
             attach(row, written["witness"])
+            if action in _CLAIMS and (lease := row.get("lease")) is not None:
+                self._fleet_record(path).note_grant(
+                    row["id"], lease["owner"], lease["lease_id"], timeout_s=self._timeout()
+                )
 
         busy = (
             "[failureClass=lease_mutation_lock_busy] issue-memory lock busy: "
@@ -802,6 +822,82 @@ class ToolService:
             "stdout": truncated(stdout),
             "stderr": truncated(stderr),
         }
+
+    # --- the fleet's record (specs/remote-workers.md "The fleet's record") ----------------------
+
+    def _fleet_record(self, issues_path: str) -> Any:
+        from premath.harness.fleet_record import FleetRecord
+
+        if self._record is None or self._record.issues_path != issues_path:
+            trajectory = os.path.join(self.config.repo_root, self.config.trajectory_path)
+            self._record = FleetRecord(trajectory, issues_path, self.config.lock_timeout_s)
+        return self._record
+
+    def _act_as(self, worker_id: str) -> None:
+        """Refuse a caller whose token may not act as `worker_id` (worker_identity.py)."""
+        from premath.mcp.worker_identity import token_may_act_as
+
+        caller = _CALLER.get()
+        if not token_may_act_as(caller, worker_id, single_token=self.config.single_token):
+            raise ToolRefused(
+                f"[failureClass=worker.identity_refused] token `{caller}` may not act as worker "
+                f"{worker_id}: a token acts as its own id and the ids under it (`{caller}.1`)"
+            )
+
+    def harness_trajectory_append(self, args: Document) -> Document:
+        """Append a remote worker's step row, with its step record, to the fleet's trajectory:
+        gated as `harness.trajectory_append` on the row's issue, idempotent by step id."""
+        worker_id = rust_trim(args["workerId"])
+        self._act_as(worker_id)
+        fields = args["row"]
+        issue_id = fields.get("issueId") if isinstance(fields, dict) else None
+        scoped = (issue_id,) if isinstance(issue_id, str) and rust_trim(issue_id) else ()
+        link = self._gate("harness.trajectory_append", args, *scoped)
+        files = [_step_file(item) for item in args.get("stepFiles", ())]
+        path = self._issues_path(args)
+        record = self._fleet_record(path)
+
+        def holds_now(issue: str, worker: str, lease_id: str) -> bool:
+            row = self._read(path, self.clock.now()).get(issue) if os.path.exists(path) else None
+            lease = None if row is None else row.get("lease")
+            return lease is not None and (lease["owner"], lease["lease_id"]) == (worker, lease_id)
+
+        try:
+            done = record.append(
+                worker_id,
+                args.get("leaseId"),
+                fields,
+                files,
+                timeout_s=self._timeout(),
+                holds_now=holds_now,
+            )
+        except PremathError as exc:
+            raise ToolRefused(exc.message) from None
+        return {
+            "action": "harness.trajectory_append",
+            "path": record.trajectory_path,
+            "appended": done.appended,
+            "row": done.row,
+            "stepRecordPath": done.record_path,
+            "stepRecordBytes": done.record_bytes,
+            "instruction": link.document,
+        }
+
+
+_CLAIMS = frozenset({"issue.claim", "issue.claim_next"})
+
+
+def _step_file(item: Any) -> Any:
+    from premath.harness.fleet_record import StepFile
+
+    if not isinstance(item, dict) or not all(
+        isinstance(item.get(key), str) for key in ("path", "text")
+    ):
+        raise ToolRefused(
+            "[failureClass=trajectory.step_record_invalid] each stepFiles item is an object "
+            "with string `path` and `text`"
+        )
+    return StepFile(item["path"], item["text"])
 
 
 PAYLOAD_LIMIT_BYTES = 16_000

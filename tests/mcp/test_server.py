@@ -15,7 +15,7 @@ EXPECTED_TOOLS = [
     "issue_update", "dep_add", "dep_remove", "dep_replace", "dep_diagnostics", "init_tool",
     "issue_lease_projection", "observe_latest", "observe_needs_attention", "observe_instruction",
     "observe_projection", "instruction_check", "instruction_run", "issue_claim_next",
-    "issue_show", "issue_lease_finish",
+    "issue_show", "issue_lease_finish", "harness_trajectory_append",
 ]  # fmt: skip
 
 
