@@ -256,7 +256,9 @@ class FleetRecord:
                 replaced = os.path.getsize(target)
             except OSError:
                 replaced = 0
-            write_atomic(target, data)
+            # Not fsynced on its own: the row's fsynced append follows (a power cut may lose a
+            # record's tail, never a row; a killed server loses neither).
+            write_atomic(target, data, durable=False)
             self._records_bytes = used = used + len(data) - replaced
         return size
 

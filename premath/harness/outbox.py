@@ -93,11 +93,18 @@ class Outbox:
         return f"{self.path}.refused"
 
     def add(
-        self, worker_id: str, lease_id: str | None, row: dict[str, Any], step_folder: str | None
+        self,
+        worker_id: str,
+        lease_id: str | None,
+        row: dict[str, Any],
+        step_folder: str | None,
+        *,
+        sync: bool = True,
     ) -> None:
-        """Keep one row (durably) until it is delivered."""
+        """Keep one row until it is delivered; durably unless `sync` is False (then the caller
+        calls `sync_file(path)` before it relies on it)."""
         entry = {"workerId": worker_id, "leaseId": lease_id, "stepFolder": step_folder, "row": row}
-        append_line(self.path, row_bytes(entry), timeout_s=self.lock_timeout_s)
+        append_line(self.path, row_bytes(entry), timeout_s=self.lock_timeout_s, sync=sync)
 
     def entries(self) -> list[dict[str, Any]]:
         """Every entry in order; a torn last line (a crash mid-append) is not one."""
@@ -167,7 +174,9 @@ class Outbox:
                     f"{refused.message} (kept in {self.refused_path})"
                 )
             done += 1
-            write_atomic(self.cursor_path, f"{done}\n".encode())
+            # A cursor that lags after a power cut only sends entries again: the authority
+            # keeps each step id once, so it needs no fsync of its own.
+            write_atomic(self.cursor_path, f"{done}\n".encode(), durable=False)
         return len(entries) - done
 
     def _record(self, step_folder: str | None) -> list[tuple[str, str]]:
@@ -223,9 +232,32 @@ def record_step(
         return append_step(cfg.paths.trajectory, now=now, lock_timeout=cfg.lock_timeout_s, **fields)
     row = step_row(cfg.paths.trajectory, now=now, **fields)
     outbox = worker_outbox(cfg)
-    outbox.add(cfg.worker_id, lease_id, row, step_folder)
-    outbox.deliver(cfg.memory, patience_s=STEP_PATIENCE_S, report=lambda _line: None)
+    ship_kept(outbox, cfg.memory, cfg.worker_id, lease_id, row, step_folder)
     return row
+
+
+def ship_kept(
+    outbox: Outbox,
+    authority: StepShipping,
+    worker_id: str,
+    lease_id: str | None,
+    row: dict[str, Any],
+    step_folder: str | None,
+) -> int:
+    """Keep the row in the outbox and deliver what is pending (within `STEP_PATIENCE_S`); the
+    outbox's fsync runs while the delivery waits for the authority, and is done before this
+    returns: the row is then at the authority or durably kept. How many rows are left."""
+    import threading
+
+    from premath.store.jsonl import sync_file
+
+    outbox.add(worker_id, lease_id, row, step_folder, sync=False)
+    syncing = threading.Thread(target=sync_file, args=(outbox.path,), daemon=True)
+    syncing.start()
+    try:
+        return outbox.deliver(authority, patience_s=STEP_PATIENCE_S, report=lambda _line: None)
+    finally:
+        syncing.join()
 
 
 @contextmanager
