@@ -13,6 +13,7 @@ import orjson
 
 from tests.cli.test_issue import row, seed
 from tests.mcp.client import http_server, http_session, new_token, token_file
+from tests.support.serve import EventStream
 
 TRAJECTORY = ".premath/harness_trajectory.jsonl"
 
@@ -167,3 +168,32 @@ def test_one_token_is_one_trust_domain(workdir):
         )  # fmt: skip
         assert appended[0] is False, appended
     assert [r["stepId"] for r in rows(workdir)] == ["fleet.1.bd-1.1"]
+
+
+def test_a_remote_row_reaches_the_authoritys_dashboard_tail_and_kpi(workdir):
+    """`mcp-serve --observe --live`: the trajectory the dashboard watches is the one the tool
+    writes, so a remote step shows in its tail and KPI (a delta on the event stream)."""
+    seed(workdir, row("bd-1"))
+    token = new_token()
+    path = token_file(workdir.parent, fleet=token)
+    options = ("--token-file", str(path), "--mutation-policy", "open", "--observe", "--live")
+    with http_server(workdir, *options) as server:
+        port = int(server.url.rsplit(":", 1)[1].split("/")[0])
+        stream = EventStream(port, timeout=60, headers={"Authorization": f"Bearer {token}"})
+        try:
+            name, snapshot = stream.next_event()
+            assert name == "snapshot"
+            assert b"fleet.1.bd-1.1" not in orjson.dumps(snapshot)
+            calls(
+                server.url,
+                token,
+                ("issue_claim_next", {"assignee": "fleet.1", "leaseId": "L1"}),
+                ("harness_trajectory_append", {"workerId": "fleet.1", "leaseId": "L1",
+                                               "row": step("fleet.1.bd-1.1", "failed_verify")}),
+            )  # fmt: skip
+            delta = stream.delta_with("trajectory", within_s=60)
+        finally:
+            stream.close()
+    assert [item["stepId"] for item in delta["trajectory"]["latest"]] == ["fleet.1.bd-1.1"]
+    assert delta["trajectory"]["failedCount"] == 1
+    assert delta["kpi"]["counts"]["failedRows"] == 1
