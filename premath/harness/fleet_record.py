@@ -86,7 +86,7 @@ class _Tail:
     identity: tuple[int, int] | None = None
     offset: int = 0
 
-    def new_rows(self) -> Iterator[Any]:
+    def new_lines(self) -> Iterator[bytes]:
         try:
             info = os.stat(self.path)
         except FileNotFoundError:
@@ -101,12 +101,14 @@ class _Tail:
             data = handle.read(info.st_size - self.offset)
         end = data.rfind(b"\n") + 1  # an unterminated tail is read again once it ends
         self.offset += end
-        for line in data[:end].splitlines():
-            if line.strip():
-                try:
-                    yield orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue
+        yield from (line.rstrip(b"\r") for line in data[:end].splitlines() if line.strip())
+
+    def new_rows(self) -> Iterator[Any]:
+        for line in self.new_lines():
+            try:
+                yield line, orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
 
 
 @dataclass(slots=True)
@@ -146,7 +148,7 @@ class FleetRecord:
         append_line(self.grants_path, line, timeout_s=timeout_s)
 
     def _granted(self, issue_id: str, owner: str, lease_id: str) -> bool:
-        for row in self._grants_tail.new_rows():
+        for _line, row in self._grants_tail.new_rows():
             if isinstance(row, dict):
                 grant = (str(row.get("issueId")), str(row.get("owner")), str(row.get("leaseId")))
                 self._grants.add(grant)
@@ -176,7 +178,7 @@ class FleetRecord:
                 f"steps (step ids `{worker_id}.<issue>.<n>`)",
             )
         data = row_bytes(row)
-        digest = hashlib.blake2b(data, digest_size=16).digest()
+        digest = _digest(data)
         with self._lock:
             issue_id = row.get("issueId")
             if issue_id is not None and not (
@@ -213,14 +215,12 @@ class FleetRecord:
             return Appended(row, True, record, record_bytes)
 
     def _index_rows(self) -> None:
-        for value in self._rows.new_rows():
-            try:
-                row = parse_step(value)
-            except (SchemaViolation, StepInvalid, TypeError, KeyError):
-                continue
-            self._digests.setdefault(
-                row["stepId"], hashlib.blake2b(row_bytes(row), digest_size=16).digest()
-            )
+        """Step id -> digest of its line. Rows we and the loop write are `row_bytes` of the
+        normalised row, so a line's bytes are the row's: no row is parsed twice."""
+        for line, value in self._rows.new_rows():
+            step_id = value.get("stepId") if isinstance(value, dict) else None
+            if isinstance(step_id, str):
+                self._digests.setdefault(step_id.strip(), _digest(line + b"\n"))
 
     def _record_name(self, step_id: str) -> str:
         return f".premath/harness_steps/{step_folder_name(step_id)}"
@@ -273,6 +273,10 @@ class FleetRecord:
                         continue
             self._records_bytes = total
         return self._records_bytes
+
+
+def _digest(line: bytes) -> bytes:
+    return hashlib.blake2b(line, digest_size=16).digest()
 
 
 def _checked_row(fields: Any) -> dict[str, Any]:
