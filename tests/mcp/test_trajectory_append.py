@@ -152,22 +152,26 @@ def test_rows_and_records_land_once_at_the_authority(workdir):
     assert (counts["windowRows"], counts["completedRows"], counts["failedRows"]) == (2, 1, 1)
 
 
-def test_one_token_is_one_trust_domain(workdir):
-    """With a single token the caller may act as any worker id (worker_identity.py)."""
+def test_one_token_is_one_trust_domain_and_rows_may_come_out_of_order(workdir):
+    """With a single token the caller may act as any worker id (worker_identity.py); a later
+    step delivered before an earlier one is taken as it comes (rows carry their own times)."""
     seed(workdir, row("bd-1"))
     token = new_token()
     path = token_file(workdir.parent, coordinator=token)
     options = ("--token-file", str(path), "--mutation-policy", "open")
     with http_server(workdir, *options) as server:
-        _claimed, appended = calls(
+        _claimed, later, earlier = calls(
             server.url,
             token,
             ("issue_claim_next", {"assignee": "fleet.1", "leaseId": "L1"}),
             ("harness_trajectory_append", {"workerId": "fleet.1", "leaseId": "L1",
-                                           "row": step("fleet.1.bd-1.1")}),
+                                           "row": step("fleet.1.bd-1.2")}),
+            ("harness_trajectory_append", {"workerId": "fleet.1", "leaseId": "L1",
+                                           "row": step("fleet.1.bd-1.1", "failed_verify")}),
         )  # fmt: skip
-        assert appended[0] is False, appended
-    assert [r["stepId"] for r in rows(workdir)] == ["fleet.1.bd-1.1"]
+        assert later[0] is False, later
+        assert earlier[0] is False, earlier
+    assert [r["stepId"] for r in rows(workdir)] == ["fleet.1.bd-1.2", "fleet.1.bd-1.1"]
 
 
 def test_a_remote_row_reaches_the_authoritys_dashboard_tail_and_kpi(workdir):

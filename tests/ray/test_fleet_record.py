@@ -143,6 +143,9 @@ def test_every_workers_steps_are_the_authoritys_rows_through_a_sigkilled_authori
     kpi = premath_json(project, "harness-kpi")
     assert kpi["counts"]["windowRows"] == len(landed) == sum(done.values())
     assert kpi["counts"]["failedRows"] == 2
+    assert kpi["counts"]["workerIds"] == sorted(set(worker_of.values()))
+    assert "remote.1" in worker_of.values()
+    assert {"fleet.1", "fleet.2"} & set(worker_of.values())
     failed = premath_json(project, "harness-trajectory", "query", "--mode", "failed")
     assert sorted(item["issueId"] for item in failed["items"]) == ["bd-10", "bd-9"]
     by_issue = {item["issueId"]: item for item in failed["items"]}
