@@ -138,7 +138,8 @@ class ToolService:
         self._writing = threading.Lock()
         self._projecting = threading.Lock()
         self._ready_views: dict[str, ReadyView] = {}
-        self._record: Any = None
+        self._records: dict[str, Any] = {}
+        self._records_lock = threading.Lock()
 
     def _read(self, path: str, now: datetime) -> IssueMap:
         """The store at `path`, warm while the file is unchanged; a refusal names the file. The
@@ -826,12 +827,16 @@ class ToolService:
     # --- the fleet's record (specs/remote-workers.md "The fleet's record") ----------------------
 
     def _fleet_record(self, issues_path: str) -> Any:
+        """The one `FleetRecord` of this server for an issues file (its lock orders appends)."""
         from premath.harness.fleet_record import FleetRecord
 
-        if self._record is None or self._record.issues_path != issues_path:
-            trajectory = os.path.join(self.config.repo_root, self.config.trajectory_path)
-            self._record = FleetRecord(trajectory, issues_path, self.config.lock_timeout_s)
-        return self._record
+        with self._records_lock:
+            record = self._records.get(issues_path)
+            if record is None:
+                trajectory = os.path.join(self.config.repo_root, self.config.trajectory_path)
+                record = FleetRecord(trajectory, issues_path, self.config.lock_timeout_s)
+                self._records[issues_path] = record
+            return record
 
     def _act_as(self, worker_id: str) -> None:
         """Refuse a caller whose token may not act as `worker_id` (worker_identity.py)."""
