@@ -201,3 +201,32 @@ def test_a_remote_row_reaches_the_authoritys_dashboard_tail_and_kpi(workdir):
     assert [item["stepId"] for item in delta["trajectory"]["latest"]] == ["fleet.1.bd-1.1"]
     assert delta["trajectory"]["failedCount"] == 1
     assert delta["kpi"]["counts"]["failedRows"] == 1
+
+
+def test_the_same_step_sent_at_once_by_eight_clients_lands_once(workdir):
+    """Retries racing each other (eight sessions at once, the server's calls on threads): one
+    is written, the others see it there."""
+    seed(workdir, row("bd-1"))
+    token = new_token()
+    path = token_file(workdir.parent, fleet=token)
+    options = ("--token-file", str(path), "--mutation-policy", "open")
+    append = {"workerId": "fleet.1", "leaseId": "L1", "row": step("fleet.1.bd-1.1"),
+              "stepFiles": [{"path": "step.json", "text": "{}\n"}]}  # fmt: skip
+    with http_server(workdir, *options) as server:
+        calls(server.url, token, ("issue_claim_next", {"assignee": "fleet.1", "leaseId": "L1"}))
+        answers: list[bool] = []
+
+        async def one() -> None:
+            async with http_session(server.url, token) as client:
+                result = await client.call_tool("harness_trajectory_append", append)
+                assert not result.is_error, result.content[0].text
+                answers.append(orjson.loads(result.content[0].text)["appended"])
+
+        async def race() -> None:
+            async with anyio.create_task_group() as group:
+                for _ in range(8):
+                    group.start_soon(one)
+
+        anyio.run(race)
+    assert sorted(answers) == [False] * 7 + [True]
+    assert [r["stepId"] for r in rows(workdir)] == ["fleet.1.bd-1.1"]
