@@ -490,6 +490,36 @@ class McpAuthority:
             return False
         return True
 
+    # --- the fleet's record (premath.harness.outbox.StepShipping) -------------------------------
+
+    def ship_step(
+        self,
+        worker_id: str,
+        lease_id: str | None,
+        row: dict[str, Any],
+        files: list[tuple[str, str]],
+        *,
+        patience_s: float | None,
+    ) -> bool:
+        """One step row and its record to the authority's trajectory (idempotent by step id,
+        so a call whose answer was lost is simply sent again)."""
+        from premath.harness.outbox import ShipPostponed, ShipRefused
+
+        args: dict[str, Any] = {"workerId": worker_id, "row": row}
+        if lease_id:
+            args["leaseId"] = lease_id
+        if files:
+            args["stepFiles"] = [{"path": path, "text": text} for path, text in files]
+        try:
+            document = self._call(
+                "harness_trajectory_append", self._gated(args), patience_s=patience_s
+            )
+        except _Down as down:
+            raise ShipPostponed(f"the MCP server at {self.url} did not answer: {down}") from None
+        except ToolError as error:
+            raise ShipRefused(error.text) from None
+        return bool(document.get("appended"))
+
 
 def _transport_failures() -> tuple[type[BaseException], ...]:
     """What a call raises when the connection, not the server's answer, failed: the SDK's

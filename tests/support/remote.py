@@ -24,6 +24,7 @@ FLEET_CLAIMS = [
     "capabilities.change_morphisms.issue_lease_renew",
     "capabilities.change_morphisms.issue_lease_release",
     "capabilities.change_morphisms.issue_lease_finish",
+    "capabilities.change_morphisms.harness_trajectory_append",
 ]
 INTEGRATION = "premath/integration"
 WRITE_OUT = "mkdir -p out && echo done > out/$PREMATH_ISSUE_ID"
