@@ -111,6 +111,7 @@ class McpAuthority:
         self._session: Any = None
         self._outage_since: float | None = None
         self._failures = 0
+        self._sessions_opened = 0
         self._gave_up: str | None = None
 
     # --- lifetime --------------------------------------------------------------------------------
@@ -132,6 +133,12 @@ class McpAuthority:
                 with contextlib.suppress(BaseException):
                     self._portal_cm.__exit__(None, None, None)
             self._portal_cm = self._portal = None
+
+    @property
+    def sessions_opened(self) -> int:
+        """How many MCP sessions were opened so far: a new one after the first means the
+        connection was lost and made again (the server may have restarted meanwhile)."""
+        return self._sessions_opened
 
     def connect(self) -> None:
         """Reach the server now (retrying within the bound): a worker learns of a wrong URL or
@@ -194,6 +201,7 @@ class McpAuthority:
             except _transport_failures() as exc:
                 raise _Down(_first_reason(exc)) from None
             self._session_cm = manager
+            self._sessions_opened += 1
             return self._session
 
     def _drop_session(self) -> None:
