@@ -744,14 +744,25 @@ class WarmStores:
         """Keep the store for a writer before it takes the lock, so that under the lock `take`
         re-reads only the rows other writers changed meanwhile and the rewrite re-encodes only
         the rows this writer changes. Any failure is left for the load under the lock to
-        report in its own words."""
+        report in its own words.
+
+        The lines kept are those of the bytes read, proven equal to `encode_store` of the rows
+        decoded from them, whatever another writer does meanwhile: the identity, taken before
+        the read, only tells `take` whether to look for changes."""
         identity = file_identity(path)
+        if identity is None:
+            return
+        now_text = format_autosi_z(epoch_nanos(now))
         try:
-            loaded = _load(path, now, tolerate_torn_tail=False, keep_lines=True)
+            data = read_bounded(path, STORE_CAP)
+            loaded = _parse_paused(_split_file(data, path), path, now_text, False, keep_lines=True)
         except (PremathError, OSError):
             return
-        if identity is not None and identity == file_identity(path):
-            self._stores[path] = (identity, _with_stored_lines(loaded, path))
+        if loaded.stored_lines is None and encode_store(loaded.issues) == data:
+            lines = data.split(b"\n")
+            lines.pop()
+            loaded = LoadedStore(loaded.issues, lines)
+        self._stores[path] = (identity, loaded)
 
     def read(self, path: str, now: datetime) -> IssueMap:
         """The store for a reader: the kept one while the file is unchanged, else loaded (and
