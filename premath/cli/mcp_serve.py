@@ -250,6 +250,7 @@ def mcp_serve(
         witness_trust="reference" if witness_trust == "reference" else "mac",
         witness_max_age_s=max_age_s,
         witness_key_file=witness_key_file,
+        trajectory_path=trajectory_path,
     )
     limits = CallLimits(call_timeout_s=call_timeout, run_timeout_s=instruction_run_timeout)
     if transport == "stdio":

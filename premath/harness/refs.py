@@ -129,3 +129,11 @@ def witness_ref(prefix: str, worker_id: str, issue_id: str, outcome: str) -> str
 
 def step_id(worker_id: str, issue_id: str, step_index: int) -> str:
     return f"{worker_id}.{issue_id}.{step_index}"
+
+
+def step_folder_name(step_id: str) -> str:
+    """The step's folder under `harness_steps/`: its id made a safe single name (issue ids are
+    free text), the same on a worker and at the authority (specs/remote-workers.md)."""
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]", "_", step_id).lstrip(".") or "step"

@@ -17,7 +17,6 @@ front of every issue mutation (specs/harness-loop.md "Step"):
 """
 
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -54,15 +53,21 @@ from premath.harness.join.step_evidence import join_check_input
 from premath.harness.join.witness import join_witness_path, write_join_witness
 from premath.harness.loop_config import DEFAULT_VERIFY_CMD, WorkerConfig
 from premath.harness.merge_queue import Landing
+from premath.harness.outbox import record_step
 from premath.harness.presence import presence_of
-from premath.harness.refs import lineage_refs, policy_ref, step_id, witness_ref
+from premath.harness.refs import (
+    lineage_refs,
+    policy_ref,
+    step_folder_name,
+    step_id,
+    witness_ref,
+)
 from premath.harness.retry import (
     backoff_delay_s,
     failure_classes_from_witness_path,
     resolve_retry_decision,
 )
 from premath.harness.session import load_session, write_session
-from premath.harness.trajectory import append_step
 from premath.harness.transport_recovery import recover_through_transport
 from premath.harness.work import ProgramRun, StepRun, WorkContext, run_failure_classes
 from premath.issues.held import FinishStatus
@@ -74,7 +79,6 @@ from premath.timefmt import format_seconds_z
 STEP_ACTION = "worker.loop"
 STEP_WITNESS_KIND = "premath.harness.loop_step.v1"
 NEXT_STEP_ACTIVE = "work -> verify -> close_or_recover"
-_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 Report = Callable[[str], None]
 StepOutcome = Literal["completed", "failed"]
 
@@ -339,8 +343,7 @@ def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
 
 def step_dir(cfg: WorkerConfig, claim: Claim) -> str:
     """`<steps dir>/<step id>`, the id made a safe single folder name (issue ids are free text)."""
-    name = _UNSAFE_NAME.sub("_", claim.step_id).lstrip(".") or "step"
-    return os.path.join(cfg.paths.steps_dir, name)
+    return os.path.join(cfg.paths.steps_dir, step_folder_name(claim.step_id))
 
 
 def _run_commands(
@@ -1017,8 +1020,10 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         *escalation_refs,
         *host_effect_refs(report.attempts),
     )
-    report.trajectory_row = append_step(
-        cfg.paths.trajectory,
+    report.trajectory_row = record_step(
+        cfg,
+        lease_id=claim.lease_id,
+        step_folder=cfg.paths.relative(step_dir(cfg, claim)),
         step_id=claim.step_id,
         issue_id=claim.issue_id,
         action=STEP_ACTION,
@@ -1028,7 +1033,6 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         started_at=claim.started_at,
         finished_at=format_seconds_z(now),
         now=now,
-        lock_timeout=cfg.lock_timeout_s,
     )
     state_tail = f"lease_state={handoff.lease_state}; action={handoff.lease_action}"
     if completed:

@@ -39,7 +39,7 @@ def _require_utf8(values: Iterable[str | None]) -> None:
                 raise InvalidUsage("invalid UTF-8 was detected in one or more arguments") from None
 
 
-def append_step(
+def step_row(
     path: str | os.PathLike[str],
     *,
     step_id: str,
@@ -52,15 +52,9 @@ def append_step(
     started_at: str | None = None,
     finished_at: str | None = None,
     now: datetime,
-    lock_timeout: float,
-    sync: bool = True,
 ) -> dict[str, Any]:
-    """Validate, normalise and durably append one step row; return the row as written.
-
-    `finished_at` defaults to `now` (`YYYY-MM-DDTHH:MM:SSZ`, UTC); a given value is checked and
-    stored verbatim after trimming, even when blank (then it is an error, as in the reference).
-    A rejected row creates nothing. Raises InputInvalid, InvalidUsage, LockBusy or IoFailure.
-    """
+    """The row `append_step` would write to `path` (checked and normalised), written nowhere:
+    a remote worker ships it to the authority instead (harness/outbox.py)."""
     shown = os.fspath(path)
     fields: dict[str, Any] = {
         "schema": STEP_SCHEMA,
@@ -78,11 +72,31 @@ def append_step(
     _require_utf8([step_id, action, result_class, issue_id, started_at, finished_at])
     _require_utf8([*instruction_refs, *witness_refs, *lineage_refs])
     try:
-        row = normalize_step(fields)
+        return normalize_step(fields)
     except StepInvalid as exc:
         raise InputInvalid(
             f"failed to append harness trajectory row at {shown}: invalid trajectory row: {exc}"
         ) from None
+
+
+def append_step(
+    path: str | os.PathLike[str],
+    *,
+    now: datetime,
+    lock_timeout: float,
+    sync: bool = True,
+    **fields: Any,
+) -> dict[str, Any]:
+    """Validate, normalise and durably append one step row (`step_row`'s keywords: step_id,
+    action, result_class, issue_id, the three ref lists, started_at, finished_at); return the
+    row as written.
+
+    `finished_at` defaults to `now` (`YYYY-MM-DDTHH:MM:SSZ`, UTC); a given value is checked and
+    stored verbatim after trimming, even when blank (then it is an error, as in the reference).
+    A rejected row creates nothing. Raises InputInvalid, InvalidUsage, LockBusy or IoFailure.
+    """
+    shown = os.fspath(path)
+    row = step_row(path, now=now, **fields)
     try:
         append_line(path, row_bytes(row), timeout_s=lock_timeout, sync=sync)
     except OSError as exc:

@@ -64,19 +64,20 @@ def record_runtime_error(
     cfg: WorkerConfig, step_index: int, error: PremathError, clock: Clock
 ) -> None:
     """A trajectory row for a step that could not run; best effort (the error is raised anyway)."""
-    from premath.harness.trajectory import append_step
+    from premath.harness.outbox import record_step
 
     now = clock.now()
     try:
-        append_step(
-            cfg.paths.trajectory,
+        record_step(
+            cfg,
+            lease_id=None,
+            step_folder=None,
             step_id=f"{cfg.worker_id}.runtime.{step_index}",
             action=STEP_ACTION,
             result_class=RUNTIME_ERROR_CLASS,
             witness_refs=[f"error://{error.code}"],
             finished_at=format_seconds_z(now),
             now=now,
-            lock_timeout=cfg.lock_timeout_s,
         )
     except PremathError:
         return
@@ -93,12 +94,14 @@ def run_worker(
     first_step_index: int = 1,
     drain_poll_s: float | None = None,
 ) -> WorkerReport:
+    from premath.harness.outbox import delivering
     from premath.store.gitignore import ensure_gitignore
 
     require_store(cfg.memory, cfg.paths)  # refused before anything is written
     ensure_gitignore(os.path.dirname(cfg.paths.steps_dir))
     presence = presence_of(cfg.presence)
-    with interrupts_as_errors():
+    # A remote worker's rows go to the authority through its outbox (harness/outbox.py).
+    with interrupts_as_errors(), delivering(cfg, report) as shipped_up_to:
         presence.start()
         reason = "interrupted"
         try:
@@ -109,7 +112,7 @@ def run_worker(
                 clock,
                 sleep,
                 report,
-                first_step_index,
+                max(first_step_index, shipped_up_to),
                 drain_poll_s,
             )
             reason = outcome.stopped_reason

@@ -54,8 +54,19 @@ def lease_view(row: IssueRow, change: LeaseChange | None = None) -> dict[str, An
 
 def lease_summary(row: IssueRow, now_ns: int) -> dict[str, Any]:
     """`issueSummary` of the MCP tools and the item of `issue list`: the summary plus the lease
-    with its state (D25-1: the reference's CLI list showed no lease)."""
-    return {**issue_summary(row), "lease": lease_view(row, LeaseChange(row, now_ns))}
+    with its state (D25-1: the reference's CLI list showed no lease). One dict built at once
+    (`issue_summary`'s keys, in its order): `issue list` makes 100k of them."""
+    get = row.get
+    return {
+        "id": row["id"],
+        "title": row["title"],
+        "status": row["status"],
+        "priority": row["priority"],
+        "issueType": row["issue_type"],
+        "assignee": get("assignee", ""),
+        "owner": get("owner", ""),
+        "lease": None if "lease" not in row else lease_view(row, LeaseChange(row, now_ns)),
+    }
 
 
 def claimed_issue_view(row: IssueRow, change: LeaseChange | None = None) -> dict[str, Any]:

@@ -267,11 +267,10 @@ def claim_issue(
     return row
 
 
-@functools.lru_cache(maxsize=1 << 17)
-def natural_key(issue_id: str) -> tuple[Any, ...]:
-    """Digits compare as numbers: `bd-2` before `bd-10` (D3-2). Kept per id: a long-lived
-    server ranks the same candidates on every claim; a one-shot claim ranks a thousand ids
-    once, so the usual shape (digits at the end only, `bd-17`) skips the regex."""
+def natural_key_once(issue_id: str) -> tuple[Any, ...]:
+    """Digits compare as numbers: `bd-2` before `bd-10` (D3-2). The usual shape (digits at the
+    end only, `bd-17`) skips the regex. Uncached: a one-shot sort of 100k ids (`issue list`)
+    would spend a third of its time filling the cache of `natural_key`."""
     head = issue_id.rstrip(_ASCII_DIGITS)
     if head.translate(_NO_ASCII_DIGITS) == head:
         tail = issue_id[len(head) :]
@@ -280,10 +279,21 @@ def natural_key(issue_id: str) -> tuple[Any, ...]:
     return tuple(int(part) if index % 2 else part for index, part in enumerate(parts))
 
 
+natural_key = functools.lru_cache(maxsize=1 << 17)(natural_key_once)
+"""`natural_key_once`, kept per id: a long-lived server ranks the same candidates on every
+claim."""
+
+
 def claim_order(row: IssueRow) -> tuple[Any, ...]:
     """Where claim-next takes a row: priority (lower first), then the id in natural order, then
     byte order (D3-2). `issue ready`/`list` list in this order too (D25-1)."""
     return (row["priority"], natural_key(row["id"]), row["id"])
+
+
+def claim_order_once(row: IssueRow) -> tuple[Any, ...]:
+    """`claim_order` for a sort that sees each id once (a one-shot listing): no cache."""
+    issue_id = row["id"]
+    return (row["priority"], natural_key_once(issue_id), issue_id)
 
 
 _ASCII_DIGITS = "0123456789"

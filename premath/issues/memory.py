@@ -80,7 +80,7 @@ def filter_issues(
 ) -> list[IssueRow]:
     """The rows with exactly `status` / `assignee` when given, in claim-next's order (D25-1)."""
     rows = [row for row in issues.values() if _wanted(row, status, assignee)]
-    rows.sort(key=leases.claim_order)
+    rows.sort(key=leases.claim_order_once)
     return rows
 
 

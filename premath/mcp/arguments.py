@@ -34,6 +34,17 @@ def _checked(field: Field, value: Any) -> Any:
             if not isinstance(item, str):
                 raise SchemaViolation(f"invalid type: {describe(item)}, expected a string")
         return value
+    if kind == "object":
+        if not isinstance(value, dict):
+            raise SchemaViolation(f"invalid type: {describe(value)}, expected a map")
+        return value
+    if kind == "objects":
+        if not isinstance(value, list):
+            raise SchemaViolation(f"invalid type: {describe(value)}, expected a sequence")
+        for item in value:
+            if not isinstance(item, dict):
+                raise SchemaViolation(f"invalid type: {describe(item)}, expected a map")
+        return value
     if not isinstance(value, str):
         raise SchemaViolation(f"invalid type: {describe(value)}, expected a string")
     if kind in ENUM_VALUES and value not in ENUM_VALUES[kind]:

@@ -1,15 +1,16 @@
 """The MCP tool catalogue: the reference's 23 tools (agent-surface.md §1.3), our
 `issue_claim_next` (D12-5), `issue_show` and `issue_lease_finish` (D23-2: what a remote worker
-needs), `issue_lease_renew`'s `mergeQueue` (D34-5), their inputs, and the input schemas we
-publish (D12-4). `instruction_run` also takes `instructionId`: it is gated like a mutation
-(D22-4)."""
+needs), `harness_trajectory_append` (the fleet's record, specs/remote-workers.md),
+`issue_lease_renew`'s `mergeQueue` (D34-5), their inputs, and the input schemas we publish
+(D12-4). `instruction_run` also takes `instructionId`: it is gated like a mutation (D22-4)."""
 
 from dataclasses import dataclass
 from typing import Any, Literal
 
 Kind = Literal[
-    "string", "i32", "i64", "u64", "bool", "scope", "match", "finish", "strings", "phase"
-]
+    "string", "i32", "i64", "u64", "bool", "scope", "match", "finish", "strings", "phase",
+    "object", "objects",
+]  # fmt: skip
 
 ENUM_VALUES: dict[str, list[str]] = {
     "scope": ["active", "full"],
@@ -28,6 +29,8 @@ _SCHEMA_TYPES = {
     "finish": "string",
     "strings": "array",
     "phase": "string",
+    "object": "object",
+    "objects": "array",
 }
 
 
@@ -59,6 +62,8 @@ class Tool:
                 spec["enum"] = ENUM_VALUES[field.kind]
             if field.kind == "strings":
                 spec["items"] = {"type": "string"}
+            if field.kind == "objects":
+                spec["items"] = {"type": "object"}
             properties[field.name] = spec
             if field.alias is not None:
                 properties[field.alias] = {**spec, "description": f"alias of {field.name}"}
@@ -365,4 +370,22 @@ WORKER_TOOLS: tuple[Tool, ...] = (
 )
 """The fleet's worker registry (specs/remote-workers.md "Workers"), after the catalogue."""
 TOOLS = (*TOOLS, *WORKER_TOOLS)
+TOOLS += (
+    Tool(
+        "harness_trajectory_append",
+        "Append a remote worker's harness step row (the row harness-trajectory append writes) "
+        "and its step record (step document, output tails) to the authority's trajectory; "
+        "idempotent by step id",
+        False,
+        (
+            WORKER_ID,
+            _f("leaseId"),
+            _f("row", "object", required=True),
+            _f("stepFiles", "objects"),
+            INSTRUCTION,
+            ISSUES,
+        ),
+        idempotent=True,
+    ),
+)
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}

@@ -4,10 +4,13 @@ registers when the loop starts, heartbeats its phase (at once when it changes, a
 
 Reports never stop the work: a beat waits for an unreachable server at most one interval, and
 the first beat that gets through after a lost one registers the worker again (the authority
-may have restarted); a server that no longer knows the worker (`worker.not_registered`) gets a
-new registration too; a beat the server answered `stored: false` (over its rate) is sent again a
-second later with the state of then. Only a refused identity stops the worker, before it claims
-anything: its token may not act as its worker id (premath/mcp/worker_identity.py).
+may have restarted); so does a beat that finds the connection was made again since the worker
+registered (an outage the beat's own retries, or another call of the worker's, got over: the
+restarted authority still reads the worker as running from its registry file); a server that
+no longer knows the worker (`worker.not_registered`) gets a new registration too; a beat the
+server answered `stored: false` (over its rate) is sent again a second later with the state of
+then. Only a refused identity stops the worker, before it claims anything: its token may not
+act as its worker id (premath/mcp/worker_identity.py).
 """
 
 import os
@@ -64,6 +67,8 @@ class McpPresence:
         self._thread: threading.Thread | None = None
         self._enabled = False
         self._lost = False
+        self._registered_on = 0
+        """The authority's `sessions_opened` when the worker last registered."""
 
     # --- Presence -------------------------------------------------------------------------------
 
@@ -136,6 +141,7 @@ class McpPresence:
             self._lost = True
             return True
         self._lost = False
+        self._registered_on = self.authority.sessions_opened
         again = "" if first else " again"
         self._report(
             f"[worker:{self.worker_id}] registered{again} with the authority (heartbeat every "
@@ -159,7 +165,8 @@ class McpPresence:
     def _beat(self) -> str:
         """One heartbeat with the state of now: `stored`, `dropped` (the server's rate; sent
         again soon), `refused` or `unreached` (the call waited its patience already)."""
-        if self._lost:
+        if self._lost or self._reconnected():
+            self._lost = True
             self._register(first=False)
             if self._lost:
                 return "refused"
@@ -179,7 +186,13 @@ class McpPresence:
         if answer is None:
             self._lost = True
             return "unreached"
+        if self._reconnected():  # this beat's retries got over an outage: register now
+            self._lost = True
+            self._register(first=False)
         return "stored" if answer.get("stored") else "dropped"
+
+    def _reconnected(self) -> bool:
+        return self.authority.sessions_opened != self._registered_on
 
 
 def _text(exc: BaseException) -> str:

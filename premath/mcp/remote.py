@@ -111,6 +111,7 @@ class McpAuthority:
         self._session: Any = None
         self._outage_since: float | None = None
         self._failures = 0
+        self._sessions_opened = 0
         self._gave_up: str | None = None
 
     # --- lifetime --------------------------------------------------------------------------------
@@ -132,6 +133,12 @@ class McpAuthority:
                 with contextlib.suppress(BaseException):
                     self._portal_cm.__exit__(None, None, None)
             self._portal_cm = self._portal = None
+
+    @property
+    def sessions_opened(self) -> int:
+        """How many MCP sessions were opened so far: a new one after the first means the
+        connection was lost and made again (the server may have restarted meanwhile)."""
+        return self._sessions_opened
 
     def connect(self) -> None:
         """Reach the server now (retrying within the bound): a worker learns of a wrong URL or
@@ -194,6 +201,7 @@ class McpAuthority:
             except _transport_failures() as exc:
                 raise _Down(_first_reason(exc)) from None
             self._session_cm = manager
+            self._sessions_opened += 1
             return self._session
 
     def _drop_session(self) -> None:
@@ -494,6 +502,36 @@ class McpAuthority:
         except ToolError:
             return False
         return True
+
+    # --- the fleet's record (premath.harness.outbox.StepShipping) -------------------------------
+
+    def ship_step(
+        self,
+        worker_id: str,
+        lease_id: str | None,
+        row: dict[str, Any],
+        files: list[tuple[str, str]],
+        *,
+        patience_s: float | None,
+    ) -> bool:
+        """One step row and its record to the authority's trajectory (idempotent by step id,
+        so a call whose answer was lost is simply sent again)."""
+        from premath.harness.outbox import ShipPostponed, ShipRefused
+
+        args: dict[str, Any] = {"workerId": worker_id, "row": row}
+        if lease_id:
+            args["leaseId"] = lease_id
+        if files:
+            args["stepFiles"] = [{"path": path, "text": text} for path, text in files]
+        try:
+            document = self._call(
+                "harness_trajectory_append", self._gated(args), patience_s=patience_s
+            )
+        except _Down as down:
+            raise ShipPostponed(f"the MCP server at {self.url} did not answer: {down}") from None
+        except ToolError as error:
+            raise ShipRefused(error.text) from None
+        return bool(document.get("appended"))
 
 
 def _transport_failures() -> tuple[type[BaseException], ...]:

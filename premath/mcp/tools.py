@@ -102,9 +102,10 @@ class ServerConfig:
     witness_trust: WitnessTrust = "mac"
     witness_max_age_s: float | None = None
     witness_key_file: str | None = None
+    trajectory_path: str = ".premath/harness_trajectory.jsonl"
+    """The fleet's trajectory (relative to `repo_root`): remote workers' rows land there."""
     single_token: bool = True
-    """The HTTP server holds one token (one trust domain): any caller may act as any worker
-    (premath/mcp/worker_identity.py); stdio has no token at all."""
+    """One bearer token (one trust domain): any caller may act as any worker id."""
 
 
 def _issue_fields(row: IssueRow, now_ns: int) -> Document:
@@ -130,6 +131,8 @@ class ToolService(WorkerTools):
         self._read_locks: dict[str, threading.Lock] = {}
         self._projecting = threading.Lock()
         self._ready_views: dict[str, ReadyView] = {}
+        self._records: dict[str, Any] = {}
+        self._records_lock = threading.Lock()
 
     def _read(self, path: str, now: datetime) -> IssueMap:
         """The store at `path`, warm while the file is unchanged; a refusal names the file. The
@@ -547,6 +550,10 @@ class ToolService(WorkerTools):
                 edit(row)
             written["witness"] = self._witness(action, path, link, row["id"], jj)
             attach(row, written["witness"])
+            if action in _CLAIMS and (lease := row.get("lease")) is not None:
+                self._fleet_record(path).note_grant(
+                    row["id"], lease["owner"], lease["lease_id"], timeout_s=self._timeout()
+                )
 
         envelope = dispatch(
             action,
@@ -842,6 +849,75 @@ class ToolService(WorkerTools):
             "stdout": truncated(stdout),
             "stderr": truncated(stderr),
         }
+
+    # --- the fleet's record (specs/remote-workers.md "The fleet's record") ----------------------
+
+    def _fleet_record(self, issues_path: str) -> Any:
+        """The one `FleetRecord` of this server for an issues file (its lock orders appends)."""
+        from premath.harness.fleet_record import FleetRecord
+
+        with self._records_lock:
+            record = self._records.get(issues_path)
+            if record is None:
+                trajectory = os.path.join(self.config.repo_root, self.config.trajectory_path)
+                record = FleetRecord(trajectory, issues_path, self.config.lock_timeout_s)
+                self._records[issues_path] = record
+            return record
+
+    def harness_trajectory_append(self, args: Document) -> Document:
+        """Append a remote worker's step row, with its step record, to the fleet's trajectory:
+        gated as `harness.trajectory_append` on the row's issue, idempotent by step id."""
+        worker_id = rust_trim(args["workerId"])
+        self._acting_as(worker_id)
+        fields = args["row"]
+        issue_id = fields.get("issueId") if isinstance(fields, dict) else None
+        scoped = (issue_id,) if isinstance(issue_id, str) and rust_trim(issue_id) else ()
+        link = self._gate("harness.trajectory_append", args, *scoped)
+        files = [_step_file(item) for item in args.get("stepFiles", ())]
+        path = self._issues_path(args)
+        record = self._fleet_record(path)
+
+        def holds_now(issue: str, worker: str, lease_id: str) -> bool:
+            row = self._read(path, self.clock.now()).get(issue) if os.path.exists(path) else None
+            lease = None if row is None else row.get("lease")
+            return lease is not None and (lease["owner"], lease["lease_id"]) == (worker, lease_id)
+
+        try:
+            done = record.append(
+                worker_id,
+                args.get("leaseId"),
+                fields,
+                files,
+                timeout_s=self._timeout(),
+                holds_now=holds_now,
+            )
+        except PremathError as exc:
+            raise ToolRefused(exc.message) from None
+        return {
+            "action": "harness.trajectory_append",
+            "path": record.trajectory_path,
+            "appended": done.appended,
+            "row": done.row,
+            "stepRecordPath": done.record_path,
+            "stepRecordBytes": done.record_bytes,
+            "instruction": link.document,
+        }
+
+
+_CLAIMS = frozenset({"issue.claim", "issue.claim_next"})
+
+
+def _step_file(item: Any) -> Any:
+    from premath.harness.fleet_record import StepFile
+
+    if not isinstance(item, dict) or not all(
+        isinstance(item.get(key), str) for key in ("path", "text")
+    ):
+        raise ToolRefused(
+            "[failureClass=trajectory.step_record_invalid] each stepFiles item is an object "
+            "with string `path` and `text`"
+        )
+    return StepFile(item["path"], item["text"])
 
 
 PAYLOAD_LIMIT_BYTES = 16_000

@@ -59,15 +59,20 @@ def _unlink(path: str) -> None:
         os.unlink(path)
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace `path` with `data` atomically, creating parent folders as the reference does."""
-    write_atomic_chunks(path, (data,))
+def write_atomic(path: str | os.PathLike[str], data: bytes, *, durable: bool = True) -> None:
+    """Replace `path` with `data` atomically, creating parent folders as the reference does.
+    `durable=False` skips both fsyncs: still all-or-nothing for readers and a killed process,
+    but a power cut may lose the write (for files another fsynced write makes redundant: a
+    cursor that may lag, evidence written just before its fsynced index row)."""
+    write_atomic_chunks(path, (data,), durable=durable)
 
 
 def write_atomic_chunks(
     path: str | os.PathLike[str],
     chunks: Iterable[bytes],
     before_replace: "Callable[[Path], None] | None" = None,
+    *,
+    durable: bool = True,
 ) -> None:
     """`write_atomic` of the concatenated chunks, produced while writing (bounded memory).
 
@@ -84,7 +89,8 @@ def write_atomic_chunks(
         try:
             for chunk in chunks:
                 write_all(fd, chunk)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         if before_replace is not None:
@@ -95,7 +101,8 @@ def write_atomic_chunks(
     except BaseException:
         _unlink(temp)
         raise
-    fsync_directory(parent)
+    if durable:
+        fsync_directory(parent)
 
 
 class StagedWriteFailed(Exception):

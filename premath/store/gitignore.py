@@ -2,7 +2,8 @@
 
 Divergence D16-9: the reference writes none, so `git add .premath` picks up run folders, command
 logs, lock markers and temp files. The record (issues, session, ledger, trajectory, join
-witnesses) stays in. An existing file is the user's and is never changed.
+witnesses) stays in; a remote worker's outbox (rows on their way to the authority) stays out.
+An existing file is the user's and is never changed.
 """
 
 import os
@@ -14,6 +15,7 @@ GITIGNORE_BYTES = (
     b"# Written by premath: bulky or transient files stay out of git; the record stays in.\n"
     b"runs/\n"
     b"harness_steps/\n"
+    b"harness_outbox.*\n"
     b"*.lock\n"
     b".*.tmp.*\n"
 )

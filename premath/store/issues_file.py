@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 
-from premath.errors import ArtifactInvalid, InputInvalid, IoFailure, NotFound
+from premath.errors import ArtifactInvalid, InputInvalid, IoFailure, NotFound, PremathError
 from premath.lean_typing import Any, NamedTuple, TypeVar
 from premath.models.issue_row import (
     TEXT_STORED,
@@ -538,8 +538,12 @@ def _mutate_locked(
     *,
     now: datetime,
     warm: "WarmStores | None",
+    loaded: LoadedStore | None = None,
 ) -> T:
-    loaded = warm.take(path) if warm is not None else None
+    """`mutate` on the store as loaded (or kept warm, or `loaded`: read before the lock and
+    brought up to date under it) and its rewrite."""
+    if warm is not None:
+        loaded = warm.take(path)
     if loaded is None:
         loaded = load_for_write(path, now)
     value, changed = mutate(loaded.issues)
@@ -588,19 +592,26 @@ def edit_chosen_row(
     and the file is rewritten as a stream around the one new line; otherwise the full store,
     as `mutate_store` loads it. Either way the new file is `encode_store` of the edited store.
     """
+
+    def mutate(issues: IssueMap) -> tuple[IssueRow | None, Changes]:
+        row = choose(issues)
+        if row is None:
+            return None, ()
+        edit(row)
+        return row, (row["id"],)
+
+    early = WarmStores()
+    size = _file_size(path)
+    if size is not None and size < SLIM_STORE_BYTES:
+        # Read before the lock: under it, only what other writers changed meanwhile is read
+        # again and only the edited row encoded, so the lock is held for the writes alone (16
+        # claimers on a small store queue behind each other's hold; the read costs the same).
+        early.preload(path, now)
     with store_lock(path, timeout_s):
         edited = _edit_slim(path, choose, edit)
         if edited is not None:
             return edited[0]
-
-        def mutate(issues: IssueMap) -> tuple[IssueRow | None, Changes]:
-            row = choose(issues)
-            if row is None:
-                return None, ()
-            edit(row)
-            return row, (row["id"],)
-
-        return _mutate_locked(path, mutate, now=now, warm=None)
+        return _mutate_locked(path, mutate, now=now, warm=None, loaded=early.take(path))
 
 
 @contextlib.contextmanager
@@ -621,6 +632,13 @@ def _slim_candidate(path: str) -> Iterator[int | None]:
         os.close(fd)
 
 
+def _file_size(path: str) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
 def load_slim(
     path: str,
     slim: Callable[[dict[str, Any]], IssueRow | None],
@@ -635,7 +653,9 @@ def load_slim(
 
 
 def _edit_slim(
-    path: str, choose: Callable[[IssueMap], IssueRow | None], edit: Callable[[IssueRow], None]
+    path: str,
+    choose: Callable[[IssueMap], IssueRow | None],
+    edit: Callable[[IssueRow], None],
 ) -> tuple[IssueRow | None] | None:
     """`edit_chosen_row` by the slim scan; None when the file does not qualify."""
     with _slim_candidate(path) as fd:
@@ -719,6 +739,30 @@ class WarmStores:
         refreshed = _refreshed(entry[1], path, identity)
         if refreshed is not None:
             self._stores[path] = (identity, refreshed)
+
+    def preload(self, path: str, now: datetime) -> None:
+        """Keep the store for a writer before it takes the lock, so that under the lock `take`
+        re-reads only the rows other writers changed meanwhile and the rewrite re-encodes only
+        the rows this writer changes. Any failure is left for the load under the lock to
+        report in its own words.
+
+        The lines kept are those of the bytes read, proven equal to `encode_store` of the rows
+        decoded from them, whatever another writer does meanwhile: the identity, taken before
+        the read, only tells `take` whether to look for changes."""
+        identity = file_identity(path)
+        if identity is None:
+            return
+        now_text = format_autosi_z(epoch_nanos(now))
+        try:
+            data = read_bounded(path, STORE_CAP)
+            loaded = _parse_paused(_split_file(data, path), path, now_text, False, keep_lines=True)
+        except (PremathError, OSError):
+            return
+        if loaded.stored_lines is None and encode_store(loaded.issues) == data:
+            lines = data.split(b"\n")
+            lines.pop()
+            loaded = LoadedStore(loaded.issues, lines)
+        self._stores[path] = (identity, loaded)
 
     def read(self, path: str, now: datetime) -> IssueMap:
         """The store for a reader: the kept one while the file is unchanged, else loaded (and

@@ -176,20 +176,29 @@ def rewrite_line(path: str, fd: int, scan: StoredScan, issue_id: str, line: byte
     write_atomic_chunks(path, chunks())
 
 
+_LINES_PER_WRITE = 1024
+
+
 def _in_id_order(fd: int, scan: StoredScan, issue_id: str, line: bytes) -> Iterator[bytes]:
     """The file's winning lines in id order (a store another tool left out of order), times in
-    stored form, the line of `issue_id` swapped for `line`; read a line at a time."""
+    stored form, the line of `issue_id` swapped for `line`; read a line at a time, written
+    `_LINES_PER_WRITE` lines at a time (one write per line was a sixth of the rewrite)."""
     last: dict[str, int] = {}
     for position, each in enumerate(scan.ids):
         last[each] = position
     starts = scan.starts
+    batch: list[bytes] = []
     for each in sorted(last):
         if each == issue_id:
-            yield line
-            continue
-        start = starts[last[each]]
-        text = os.pread(fd, starts[last[each] + 1] - start, start)
-        yield stored_times_text(text) if _retimed(scan, start) else text
+            batch.append(line)
+        else:
+            start = starts[last[each]]
+            text = os.pread(fd, starts[last[each] + 1] - start, start)
+            batch.append(stored_times_text(text) if _retimed(scan, start) else text)
+        if len(batch) == _LINES_PER_WRITE:
+            yield b"".join(batch)
+            batch.clear()
+    yield b"".join(batch)
     if os.fstat(fd).st_size != starts[-1]:
         raise OSError("issues file changed while it was rewritten")
 

@@ -80,12 +80,22 @@ def test_a_remote_worker_drains_through_mcp_and_delivers_each_issue_as_a_branch(
     session = orjson.loads((home / ".premath" / "harness_session.json").read_bytes())
     assert session["issuesPath"] == server.url
     assert "issuesSnapshotRef" not in session or session["issuesSnapshotRef"] is None
+    # Its step rows are in the authority's trajectory (specs/remote-workers.md "The fleet's
+    # record"), none in a trajectory of its own; its outbox holds them, all delivered.
     rows = [
         orjson.loads(line)
-        for line in (home / ".premath/harness_trajectory.jsonl").read_bytes().splitlines()
+        for line in (project.root / ".premath/harness_trajectory.jsonl").read_bytes().splitlines()
     ]
     assert [row["resultClass"] for row in rows] == ["completed"] * 3
+    assert [row["stepId"] for row in rows] == ["w1.bd-1.1", "w1.bd-2.2", "w1.bd-3.3"]
     assert f"git://premath/bd-3@{branches['premath/bd-3']}" in rows[2]["witnessRefs"]
+    assert not (home / ".premath/harness_trajectory.jsonl").exists()
+    outbox = home / ".premath/harness_outbox.w1.jsonl"
+    assert len(outbox.read_bytes().splitlines()) == 3
+    assert Path(f"{outbox}.delivered").read_bytes() == b"3\n"
+    # Each step's record (the bounded tails of its output) resolves at the authority.
+    verify_out = ".premath/harness_steps/w1.bd-2.2/attempt-1/verify.stdout"
+    assert (project.root / verify_out).is_file()
 
 
 def test_the_default_policy_needs_the_fleets_instruction_witness(tmp_path):
@@ -326,6 +336,7 @@ def test_a_server_lost_mid_work_is_retried_and_the_step_completes_when_it_is_bac
     assert document["closedIssueIds"] == ["bd-1"]
     assert "answers again" in stderr
     assert project.issues["bd-1"]["status"] == "closed"
+    assert [row["stepId"] for row in authority_rows(project)] == ["w1.bd-1.1"]
 
 
 def test_a_server_gone_for_good_is_given_up_on_after_the_bound(tmp_path):
@@ -347,6 +358,20 @@ def test_a_server_gone_for_good_is_given_up_on_after_the_bound(tmp_path):
     # Nothing local stood in for the authority: the issue is still held, its lease will go stale.
     issue = project.issues["bd-1"]
     assert (issue["status"], issue["lease"]["owner"]) == ("in_progress", "w1")
+    # Its row waits in its outbox, said so; its next run delivers it before claiming.
+    assert "1 step row(s) not delivered to the authority" in stderr
+    assert "the next run of worker w1 delivers them" in stderr
+    with mcp_server(project, "--mutation-policy", "open") as server:
+        code, document, stderr = run_worker(server.url, project, "w1", "--max-steps", "1")
+    assert code == 0, stderr
+    assert "[worker:w1] delivered an earlier run's step rows (0 left)" in stderr
+    (row,) = authority_rows(project)
+    assert (row["stepId"], row["resultClass"]) == ("w1.runtime.1", "failed_runtime_error")
+
+
+def authority_rows(project) -> list[dict]:
+    path = project.root / ".premath" / "harness_trajectory.jsonl"
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
 
 
 class DroppingProxy:

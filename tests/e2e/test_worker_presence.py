@@ -189,13 +189,21 @@ def test_a_worker_registers_again_after_the_authority_is_killed_and_restarted(tm
             assert restarted.poll() is None, f"the restarted server exited: {log}"
             return "[worker:w1] registered again with the authority" in worker.stderr()
 
-        wait_for(registered_again, 120, "the worker to register again")
+        wait_for(
+            registered_again,
+            120,
+            "the worker to register again",
+            details=lambda: f"the worker's stderr:\n{worker.stderr()}",
+        )
         url = f"http://127.0.0.1:{port}/mcp"
         again = worker_in(remote_status(project, url), "w1")
         marker.unlink()
         code, _, stderr = worker.finish(timeout=180)
         final = worker_in(remote_status(project, url), "w1")
     finally:
+        if worker.process.poll() is None:  # a failed wait leaves it working on the marker
+            worker.process.kill()
+            worker.process.wait()
         restarted.send_signal(signal.SIGTERM)
         restarted.wait(timeout=60)
     assert code == 0, stderr

@@ -116,7 +116,7 @@ def test_every_tool_gated_and_ungated_over_http(workdir):
         outcomes = {}
         async with http_session(url, token) as client:
             listed = [tool.name for tool in (await client.list_tools()).tools]
-            assert len(listed) == 30
+            assert len(listed) == 31
             for name, arguments in [*TOOLS_READ, *mutations(gate)]:
                 error, document = await call(client, name, arguments)
                 outcomes[name] = (error, document)

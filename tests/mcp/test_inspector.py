@@ -66,7 +66,7 @@ def stdio_server(*method: str) -> list[str]:
 def test_inspector_lists_tools_and_calls_issue_ready(workdir):
     seed(workdir, row("bd-1"))
     listed = inspector(workdir, *stdio_server("--method", "tools/list"))
-    assert len(listed["tools"]) == 30
+    assert len(listed["tools"]) == 31
     assert listed["tools"][0]["name"] == "issue_ready"
     called = inspector(
         workdir, *stdio_server("--method", "tools/call", "--tool-name", "issue_ready")
@@ -87,7 +87,7 @@ def test_inspector_over_streamable_http_with_a_bearer_token(workdir):
     with http_server(workdir, *options, env=server_env()) as server:
         auth = ("--transport", "http", "--header", f"Authorization: Bearer {token}")
         listed = inspector(workdir, server.url, *auth, "--method", "tools/list")
-        assert len(listed["tools"]) == 30
+        assert len(listed["tools"]) == 31
         claim = ("--tool-name", "issue_claim_next", "--tool-arg", "assignee=inspector")
         called = inspector(workdir, server.url, *auth, "--method", "tools/call", *claim)
         assert orjson.loads(called["content"][0]["text"])["issue"]["id"] == "bd-1"

@@ -17,7 +17,7 @@ EXPECTED_TOOLS = [
     "observe_projection", "instruction_check", "instruction_run", "issue_claim_next",
     "issue_show", "issue_lease_finish",
     "harness_worker_register", "harness_worker_heartbeat", "harness_worker_deregister",
-    "harness_workers",
+    "harness_workers", "harness_trajectory_append",
 ]  # fmt: skip
 
 

@@ -95,6 +95,7 @@ def _claim(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(issues_file, "SLIM_STORE_BYTES", slim_from)
         patch.setattr(stored_scan, "CHUNK_BYTES", chunk)
+        patch.setattr(stored_scan, "_LINES_PER_WRITE", 2)  # writes cut between lines
         try:
             outcome = orjson.dumps(
                 claim_next(path, worker, now=NOW, timeout_s=5, lease_id=lease_id)

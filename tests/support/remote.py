@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +24,7 @@ FLEET_CLAIMS = [
     "capabilities.change_morphisms.issue_lease_renew",
     "capabilities.change_morphisms.issue_lease_release",
     "capabilities.change_morphisms.issue_lease_finish",
+    "capabilities.change_morphisms.harness_trajectory_append",
 ]
 INTEGRATION = "premath/integration"
 WRITE_OUT = "mkdir -p out && echo done > out/$PREMATH_ISSUE_ID"
@@ -210,12 +211,16 @@ def run_worker(
     return done.returncode, orjson.loads(done.stdout or b"{}"), done.stderr.decode()
 
 
-def wait_for(condition: Any, within_s: float, what: str) -> Any:
-    """Poll `condition()` until it is truthy (its value), or fail naming `what`."""
+def wait_for(
+    condition: Any, within_s: float, what: str, *, details: Callable[[], str] | None = None
+) -> Any:
+    """Poll `condition()` until it is truthy (its value), or fail naming `what` (and what
+    `details()` tells then, such as a process's stderr)."""
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
         time.sleep(0.1)
-    raise AssertionError(f"timed out after {within_s} s waiting for {what}")
+    told = f"; {details()}" if details is not None else ""
+    raise AssertionError(f"timed out after {within_s} s waiting for {what}{told}")

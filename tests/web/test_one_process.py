@@ -106,7 +106,7 @@ def test_agents_call_tools_with_the_bearer_token_beside_the_dashboard(server, pr
             return len(tools), sorted(item["id"] for item in ready["items"])
 
     count, ready = anyio.run(scenario)
-    assert (count, ready) == (30, ["bd-1"])
+    assert (count, ready) == (31, ["bd-1"])
     latest = get(server, "/latest", **bearer(token))
     assert latest.status_code == 200
     view = run_premath("observe", "--json", cwd=project)
