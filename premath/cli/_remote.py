@@ -2,8 +2,10 @@
 the server is, the worker's token, the instruction its mutations cite, how long a lost server is
 retried; for a worker that delivers git branches, the repository and its clone.
 
-`RemoteChoice` carries them from click to the library: it opens the `McpAuthority` (the MCP
-SDK loads only here, when `--mcp-url` is given) and the worker's `GitDelivery`.
+`RemoteChoice` carries the authority from click to the library: it opens the `McpAuthority` (the
+MCP SDK loads only here, when `--mcp-url` is given). `DeliveryChoice` carries `--repo`, apart from
+it: a worker on the issues file delivers through the merge queue as a remote one does, and both
+prepare their `GitDelivery` through it.
 """
 
 import os
@@ -77,7 +79,7 @@ def delivery_options(function: F) -> F:
                 default=None,
                 help="Clone this repository (URL or path), work in the clone, push each "
                 "verified issue to its branch premath/<issue id>, land it on the integration "
-                "branch through the merge queue (needs --mcp-url)",
+                "branch through the merge queue",
             ),
             click.option(
                 "--base-ref",
@@ -100,7 +102,8 @@ def delivery_options(function: F) -> F:
             click.option(
                 "--checkout-dir",
                 default=None,
-                help="Folder of the workers' clones and records [default: "
+                help="Folder of remote workers' clones and records (with --mcp-url; a worker "
+                "on the issues file keeps its clone in --worktree-root) [default: "
                 "<temp folder>/premath-remote]",
             ),
         )
@@ -111,17 +114,12 @@ def delivery_options(function: F) -> F:
 
 @dataclass(frozen=True, slots=True)
 class RemoteChoice:
-    """A remote authority, and optionally a repository to deliver to; None fields unset."""
+    """A remote authority: the MCP server a worker claims through."""
 
     mcp_url: str
     token_file: str | None
     instruction_id: str | None
     retry_s: float
-    repo: str | None = None
-    base_ref: str | None = None
-    integration_branch: str | None = None
-    land: bool | None = None
-    checkout_dir: str | None = None
     heartbeat_s: float = DEFAULT_HEARTBEAT_S
     """How often a worker heartbeats to the authority (specs/remote-workers.md "Workers")."""
 
@@ -158,53 +156,75 @@ class RemoteChoice:
             memory, worker_id, node=node, heartbeat_s=self.heartbeat_s, report=report
         )
 
+
+@dataclass(frozen=True, slots=True)
+class DeliveryChoice:
+    """A repository to deliver to through the merge queue (`--repo`), whoever the authority
+    is: the MCP server (a remote worker) or the issues file (the local coordinator's workers)."""
+
+    repo: str
+    base_ref: str | None = None
+    integration_branch: str | None = None
+    land: bool | None = None
+    checkout_dir: str | None = None
+
     def home(self, worker_id: str) -> str:
-        """The worker's own folder: its clone (`repo/`) and its loop records (`.premath/`)."""
+        """A remote worker's own folder: its clone (`repo/`) and its loop records (`.premath/`)."""
         return os.path.join(os.path.abspath(self.checkout_dir or checkout_root()), worker_id)
 
-    def delivery(self, worker_id: str, report: Callable[[str], None]) -> Any:
-        """The worker's `GitDelivery`, its clone and merge queue prepared (None without
-        `--repo`)."""
-        if self.repo is None:
-            return None
+    def prepare(self, home: str, worker_id: str, report: Callable[[str], None]) -> Any:
+        """The worker's `GitDelivery` in `home`, its clone and merge queue prepared."""
         from premath.harness.delivery import GitDelivery
         from premath.harness.merge_queue import DEFAULT_INTEGRATION_BRANCH, MergeQueue
 
-        delivery = GitDelivery(self.repo, self.home(worker_id), worker_id, self.base_ref)
+        delivery = GitDelivery(self.repo, home, worker_id, self.base_ref)
         delivery.prepare(report)
         queue = MergeQueue(delivery, self.integration_branch or DEFAULT_INTEGRATION_BRANCH)
         queue.prepare(land=bool(self.land))
         return delivery
 
+    def argv(self) -> list[str]:
+        """The choice spelled back for a worker process (the local coordinator's workers)."""
+        argv = ["--repo", self.repo]
+        for flag, value in (
+            ("--base-ref", self.base_ref),
+            ("--integration-branch", self.integration_branch),
+        ):
+            argv += [flag, value] if value is not None else []
+        return [*argv, "--land"] if self.land else argv
 
-def pop_remote(options: dict[str, Any], *, delivers: bool) -> RemoteChoice | None:
-    """The remote choice from the options (consumed); None for the issues file. `--repo`
-    without `--mcp-url`, or the options of one without the other, are usage errors."""
+
+def pop_remote(options: dict[str, Any]) -> RemoteChoice | None:
+    """The remote authority from the options (consumed); None for the issues file.
+    `--token-file` without `--mcp-url` is a usage error."""
     url = options.pop("mcp_url")
     token_file = options.pop("token_file")
     instruction_id = options.pop("instruction_id")
     retry_s = options.pop("mcp_retry_seconds")
-    names = ("repo", "base_ref", "integration_branch", "land", "checkout_dir")
-    delivery = {name: options.pop(name, None) for name in names}
-    if not delivers:
-        delivery = {}
     if url is None:
-        for flag, value in (("--token-file", token_file), ("--repo", delivery.get("repo"))):
-            if value is not None:
-                raise InvalidUsage(f"{flag} needs --mcp-url (the MCP server to claim through)")
+        if token_file is not None:
+            raise InvalidUsage("--token-file needs --mcp-url (the MCP server to claim through)")
         return None
     if not url.startswith(("http://", "https://")):
         raise InvalidUsage(f"--mcp-url must be an http:// or https:// URL (got {url!r})")
-    if delivery.get("repo") is None and any(delivery.values()):
-        raise InvalidUsage(
-            "--base-ref, --integration-branch, --land and --checkout-dir need --repo"
-        )
-    repo = delivery.get("repo")
-    if repo is not None and "://" not in repo and os.path.exists(repo):
-        delivery["repo"] = os.path.abspath(repo)  # the same folder wherever a worker runs
-    return RemoteChoice(
-        url, token_file, instruction_id, retry_s, **delivery, heartbeat_s=heartbeat_seconds()
-    )
+    return RemoteChoice(url, token_file, instruction_id, retry_s, heartbeat_s=heartbeat_seconds())
+
+
+def pop_delivery(options: dict[str, Any]) -> DeliveryChoice | None:
+    """The delivery choice from the options (consumed); None without `--repo`, whose
+    companions without it are a usage error."""
+    names = ("repo", "base_ref", "integration_branch", "land", "checkout_dir")
+    given = {name: options.pop(name, None) for name in names}
+    repo = given.pop("repo")
+    if repo is None:
+        if any(value is not None for value in given.values()):
+            raise InvalidUsage(
+                "--base-ref, --integration-branch, --land and --checkout-dir need --repo"
+            )
+        return None
+    if "://" not in repo and os.path.exists(repo):
+        repo = os.path.abspath(repo)  # the same folder wherever a worker runs
+    return DeliveryChoice(repo, **given)
 
 
 def heartbeat_seconds() -> float:
@@ -234,6 +254,7 @@ class FleetOpener:
     keeps them in its task arguments, inside the cluster's own authentication."""
 
     remote: RemoteChoice
+    delivery: DeliveryChoice
     tokens: tuple[tuple[str, str], ...]
 
     @contextmanager
@@ -241,4 +262,5 @@ class FleetOpener:
         token = pick_token(list(self.tokens), worker_id)
         with self.remote.authority(token, report) as memory:
             presence = self.remote.presence(memory, worker_id, node, report)
-            yield memory, self.remote.delivery(worker_id, report), presence
+            delivery = self.delivery.prepare(self.delivery.home(worker_id), worker_id, report)
+            yield memory, delivery, presence

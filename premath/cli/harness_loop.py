@@ -9,7 +9,7 @@ No module below `cli/` knows a flag.
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -275,6 +275,12 @@ def verbose_worker_command(spec: Any) -> list[str]:
     return [*worker_command(spec), "--verbose"]
 
 
+def delivering(command: Callable[[Any], list[str]], choice: Any) -> Callable[[Any], list[str]]:
+    """`command` for workers that deliver to `--repo` through the merge queue, each keeping
+    its clone in its worktree (specs/remote-workers.md "Merge queue")."""
+    return lambda spec: [*command(spec), *choice.argv()]
+
+
 verbose_option = click.option(
     "-v",
     "--verbose",
@@ -352,7 +358,7 @@ def remote_authority(options: dict[str, Any], caller: str) -> Iterator[Any]:
     first), or None for the issues file; consumes the authority options."""
     from premath.cli._remote import pop_remote
 
-    remote = pop_remote(options, delivers=False)
+    remote = pop_remote(options)
     if remote is None:
         yield None
         return
@@ -365,29 +371,56 @@ def worker_authority(
     options: dict[str, Any], *, delivers: bool = False
 ) -> Iterator[tuple[Any, Any, Any]]:
     """(issue authority, git delivery, presence) of a single-worker command: all None for the
-    issues file, else the connected MCP authority, with `--repo` the prepared clone, whose home
-    becomes the worker's repository root and worktree, and the worker's presence there
-    (specs/remote-workers.md)."""
-    from premath.cli._remote import pop_remote
+    issues file, else the connected MCP authority and the worker's presence there; with
+    `--repo`, the prepared clone. A remote worker's home (`--checkout-dir/<worker id>`) becomes
+    its repository root; a worker on the issues file keeps its clone in `--worktree-root`
+    (specs/remote-workers.md "Merge queue")."""
+    from premath.cli._remote import pop_delivery, pop_remote
     from premath.harness.loop_config import WORKER_ID_ENV, checked_worker_id
 
-    remote = pop_remote(options, delivers=delivers)
-    if remote is None:
+    remote = pop_remote(options)
+    choice = pop_delivery(options) if delivers else None
+    if remote is None and choice is None:
         yield None, None, None
         return
     worker_id = checked_worker_id(options["worker_id"] or os.environ.get(WORKER_ID_ENV, ""))
-    if remote.repo is not None and (
-        options["repo_root"] is not None or options["worktree_root"] != "."
-    ):
+    home = None if choice is None else delivery_home(choice, options, worker_id, remote is not None)
+    opened = (
+        nullcontext()
+        if remote is None
+        else remote.authority(remote.token_for(worker_id), report_progress)
+    )
+    with opened as memory:
+        delivery = None
+        if choice is not None and home is not None:
+            delivery = choice.prepare(home, worker_id, report_progress)
+            options["worktree_root"] = delivery.worktree
+        presence = None
+        if remote is not None:
+            presence = remote.presence(memory, worker_id, "", report_progress)
+        yield memory, delivery, presence
+
+
+def delivery_home(choice: Any, options: dict[str, Any], worker_id: str, remote: bool) -> str:
+    """The folder of a delivering worker's clone (`repo/`) and merge checkout (`integration/`):
+    a remote worker's home under `--checkout-dir`, which also holds its records; a worker on the
+    issues file, its `--worktree-root`, its records staying with the issues file."""
+    if remote:
+        if options["repo_root"] is not None or options["worktree_root"] != ".":
+            raise InvalidUsage(
+                "--repo works in the worker's own clone: leave out --repo-root and "
+                "--worktree-root (use --checkout-dir to choose where clones live)"
+            )
+        home: str = choice.home(worker_id)
+        options["repo_root"] = home
+        return home
+    if choice.checkout_dir is not None or options["worktree_root"] == ".":
         raise InvalidUsage(
-            "--repo works in the worker's own clone: leave out --repo-root and "
-            "--worktree-root (use --checkout-dir to choose where clones live)"
+            "--repo on the issues file needs --worktree-root FOLDER, the worker's own folder: "
+            "its clone of --repo goes in FOLDER/repo, the merge queue's checkout in "
+            "FOLDER/integration (--checkout-dir is for workers with --mcp-url)"
         )
-    with remote.authority(remote.token_for(worker_id), report_progress) as memory:
-        delivery = remote.delivery(worker_id, report_progress)
-        if delivery is not None:
-            options["repo_root"], options["worktree_root"] = delivery.home, delivery.worktree
-        yield memory, delivery, remote.presence(memory, worker_id, "", report_progress)
+    return os.path.abspath(str(options["worktree_root"]))
 
 
 @harness_loop.command("worker")
@@ -535,6 +568,8 @@ def harness_loop_coordinator(app: AppContext, /, **options: Any) -> Reply:
     """Run one worker per worktree, in parallel, round after round.
 
     Ctrl-C or SIGTERM stops every worker at once, gives their leases back and prints the report.
+    With --repo each worker clones it into its worktree (FOLDER/repo) and closes an issue only
+    once its branch has landed through the merge queue, as a fleet's workers do.
     With --executor ray the workers run on a Ray cluster, claim through the MCP server, push
     each verified issue to its branch premath/<issue id> of --repo and land it through the
     merge queue on the integration branch before closing it.
@@ -547,6 +582,7 @@ def harness_loop_coordinator(app: AppContext, /, **options: Any) -> Reply:
         --mcp-url http://host:8765/mcp --token-file tokens \\
         --instruction-id fleet --repo git@host:app.git --concurrency 8
     """
+    from premath.cli._remote import pop_delivery
     from premath.harness.coordinator import CoordinatorConfig, resolve_worktrees, run_coordinator
     from premath.harness.loop_config import WORKTREES_ENV
 
@@ -555,11 +591,12 @@ def harness_loop_coordinator(app: AppContext, /, **options: Any) -> Reply:
     refuse_given("only with --executor ray", FLEET_ONLY)
     for name in FLEET_ONLY:
         options.pop(name)
-
+    choice = pop_delivery(options)
+    command = verbose_worker_command if options["verbose"] else worker_command
     cfg = CoordinatorConfig(
         settings=loop_settings(options),
         worktrees=resolve_worktrees(options["worktrees"], os.environ.get(WORKTREES_ENV)),
-        worker_command=verbose_worker_command if options["verbose"] else worker_command,
+        worker_command=command if choice is None else delivering(command, choice),
         rounds=options["rounds"],
         worker_prefix=options["worker_prefix"],
         max_steps_per_worker=options["max_steps_per_worker"],
@@ -579,10 +616,6 @@ FLEET_ONLY = (
     "token_file",
     "instruction_id",
     "mcp_retry_seconds",
-    "repo",
-    "base_ref",
-    "integration_branch",
-    "land",
     "checkout_dir",
     "concurrency",
     "worker_cpus",
@@ -635,12 +668,12 @@ def ray_coordinator(app: AppContext, options: dict[str, Any]) -> Reply:
     """`--executor ray`: the fleet on the cluster (premath/harness/fleet.py)."""
     from click.core import ParameterSource
 
-    from premath.cli._remote import pop_remote
+    from premath.cli._remote import pop_delivery, pop_remote
 
     refuse_local_options()
     ctx = click.get_current_context()
-    remote = pop_remote(options, delivers=True)
-    if remote is None or remote.repo is None:
+    remote, choice = pop_remote(options), pop_delivery(options)
+    if remote is None or choice is None:
         raise InvalidUsage(
             "--executor ray needs --mcp-url (the authority every worker claims through) and "
             "--repo (what each worker clones and pushes its branches to)"
@@ -648,7 +681,9 @@ def ray_coordinator(app: AppContext, options: dict[str, Any]) -> Reply:
     explicit = ctx.get_parameter_source("worker_prefix") is ParameterSource.COMMANDLINE
     steps = ctx.get_parameter_source("max_steps_per_worker") is ParameterSource.COMMANDLINE
     settings = loop_settings(options)
-    cfg = fleet_config(settings, remote, options, explicit_prefix=explicit, explicit_steps=steps)
+    cfg = fleet_config(
+        settings, remote, choice, options, explicit_prefix=explicit, explicit_steps=steps
+    )
     from premath.harness.fleet import run_fleet
 
     with remote.authority(remote.token_for("coordinator"), report_progress) as authority:
@@ -659,6 +694,7 @@ def ray_coordinator(app: AppContext, options: dict[str, Any]) -> Reply:
 def fleet_config(
     settings: Any,
     remote: Any,
+    choice: Any,
     options: dict[str, Any],
     *,
     explicit_prefix: bool,
@@ -676,7 +712,7 @@ def fleet_config(
         raise InvalidUsage("--worker-prefix must be non-empty and contain no '/'")
     return FleetConfig(
         settings=settings,
-        open_worker=FleetOpener(remote, tuple(remote.tokens())),
+        open_worker=FleetOpener(remote, choice, tuple(remote.tokens())),
         concurrency=options["concurrency"],
         worker_prefix=prefix if explicit_prefix else f"{prefix}-{secrets.token_hex(3)}",
         worker_cpus=options["worker_cpus"],

@@ -15,7 +15,7 @@ Refusals are `PremathError`s of the classes the local functions raise (`LeaseRef
 worker's bound raises `AuthorityUnreachable`.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -100,11 +100,13 @@ class IssueAuthority(Protocol):
         ttl_s: int,
         now: datetime,
         patience_s: float | None = None,
+        queue_state: Mapping[str, str] | None = None,
     ) -> None:
         """Extend the holder's lease; a refusal raises. `patience_s` bounds how long an
         unreachable authority is retried for this call (a heartbeat must not outlive its beat):
         one still unreachable then, but not given up on, is no refusal (the call returns and the
-        next beat tries again)."""
+        next beat tries again). `queue_state`: the merge queue's transient state, recorded on
+        the issue in the same write (premath.models.merge_queue)."""
 
     def release(
         self, issue_id: str, worker_id: str, lease_id: str | None, *, now: datetime
@@ -226,7 +228,9 @@ class LocalAuthority:
         ttl_s: int,
         now: datetime,
         patience_s: float | None = None,
+        queue_state: Mapping[str, str] | None = None,
     ) -> None:
+        from premath.issues.held import put_queue_state
         from premath.issues.memory import renew_lease
 
         renew_lease(
@@ -237,6 +241,7 @@ class LocalAuthority:
             now=now,
             timeout_s=self.lock_timeout_s,
             ttl_seconds=ttl_s,
+            on_row=None if queue_state is None else lambda row: put_queue_state(row, queue_state),
         )
 
     def release(

@@ -14,7 +14,7 @@ the integration branch by hand are built on, never rewritten.
 import os
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from premath.errors import InputInvalid
@@ -49,6 +49,9 @@ _REFUSED_AS_STALE = (
 Verify = Callable[[str], "CommandRun"]
 """Runs the issue's verification with the given folder as its working directory."""
 Report = Callable[[str], None]
+Mark = Callable[[QueueState, dict[str, str]], None]
+"""Hears each transient state as the queue enters it, with `branch`, `integrationBranch` and
+(merging, verifying) `onto`: the step records it on the issue through its authority."""
 
 
 def queue_ref(state: QueueState, detail: str) -> str:
@@ -75,6 +78,8 @@ class Landing:
     """`--land`: the default branch fast-forwarded to `commit` (None: not asked, or refused)."""
     land_message: str = ""
     races: int = 0
+    passed: tuple[str, ...] = ()
+    """`merge-queue://queued|merging|verifying/...` refs of the states passed, in order."""
 
     @property
     def ok(self) -> bool:
@@ -97,6 +102,10 @@ class Landing:
         if self.ok:
             return queue_ref("landed", f"{self.integration_branch}@{self.commit}")
         return queue_ref("failed", self.failure or "unknown")
+
+    def state_refs(self) -> tuple[str, ...]:
+        """Every state the branch passed through, then the verdict: the trajectory row's."""
+        return (*self.passed, self.state_ref())
 
     def note(self, worker_id: str, step_id: str) -> str:
         """The `[harness-merge-queue]` note the issue keeps."""
@@ -228,17 +237,45 @@ class MergeQueue:
         )
         return name, found[name]
 
-    def submit(self, branch: str, commit: str, verify: Verify, report: Report) -> Landing:
+    def submit(
+        self,
+        branch: str,
+        commit: str,
+        verify: Verify,
+        report: Report,
+        mark: Mark = lambda _state, _fields: None,
+    ) -> Landing:
         """Merge `commit` onto the integration head, verify the result, move the branch; again
-        on the new head while another change wins the push."""
+        on the new head while another change wins the push. `mark` hears each state entered."""
+        passed: list[str] = []
+
+        def enter(state: QueueState, detail: str, onto: str | None = None) -> None:
+            passed.append(queue_ref(state, detail))
+            fields = {"branch": branch, "integrationBranch": self.integration_branch}
+            mark(state, fields if onto is None else {**fields, "onto": onto})
+
+        landing = self._submit(branch, commit, verify, report, enter)
+        return replace(landing, passed=tuple(dict.fromkeys(passed)))
+
+    def _submit(
+        self,
+        branch: str,
+        commit: str,
+        verify: Verify,
+        report: Report,
+        enter: Callable[..., None],
+    ) -> Landing:
         report(f"queued {branch}@{commit[:12]} for {self.integration_branch}")
+        enter("queued", f"{branch}@{commit}")
         for race in range(MAX_RACES):
             onto, head = self._fetch_head()
             report(f"merging {branch} onto {onto}@{head[:12]}")
+            enter("merging", f"{onto}@{head}", head)
             merged = self._merge(branch, commit, head)
             if isinstance(merged, Landing):
                 return merged
             report(f"verifying {self.integration_branch}@{merged[:12]} in {self.checkout}")
+            enter("verifying", f"{self.integration_branch}@{merged}", head)
             checked = verify(self.checkout)
             if checked.outcome.status != "ok":
                 return Landing(

@@ -161,7 +161,7 @@ class StepReport:
 
     @property
     def queue_refs(self) -> tuple[str, ...]:
-        return () if self.landing is None else (self.landing.state_ref(),)
+        return () if self.landing is None else self.landing.state_refs()
 
     @property
     def exit_code(self) -> int:
@@ -486,8 +486,11 @@ def _gate(
     )
 
 
-def _renew(cfg: WorkerConfig, claim: Claim, now: datetime) -> bool:
-    """Extend this claim's lease; False when it is no longer ours (or cannot be renewed now)."""
+def _renew(
+    cfg: WorkerConfig, claim: Claim, now: datetime, queue_state: dict[str, str] | None = None
+) -> bool:
+    """Extend this claim's lease (recording the merge queue's transient state on the issue in
+    the same write); False when it is no longer ours (or cannot be renewed now)."""
     if claim.lease_id is None:
         return False
     try:
@@ -498,6 +501,7 @@ def _renew(cfg: WorkerConfig, claim: Claim, now: datetime) -> bool:
             ttl_s=cfg.lease_ttl_s,
             now=now,
             patience_s=cfg.lease_ttl_s / 3,
+            queue_state=queue_state,
         )
     except Interrupted:
         raise
@@ -744,9 +748,15 @@ def _land(
     def say(line: str) -> None:
         report(f"[worker:{cfg.worker_id}] merge-queue {claim.issue_id}: {line}")
 
+    def mark(state: str, fields: dict[str, str]) -> None:
+        """One renewal per state entered: the authority shows it until the finish's verdict."""
+        record = {"state": state, **fields, "step": claim.step_id}
+        if not _renew(cfg, claim, clock.now(), record):
+            say(f"{state} not recorded on the issue (its lease could not be renewed)")
+
     try:
         with lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.lease_ttl_s / 3):
-            return queue.submit(delivered.branch, delivered.commit, verify, say)
+            return queue.submit(delivered.branch, delivered.commit, verify, say, mark)
     except PremathError:
         _give_back(cfg, claim, clock.now())
         raise

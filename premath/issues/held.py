@@ -14,13 +14,14 @@ discover a follow-up issue (`discovered-from` the held one) in the same write; t
 ends with `discoveredIssue: <id>`.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from premath.errors import InputInvalid
 from premath.issues.lifecycle import NewIssue, new_issue, put_field, set_status, set_text
 from premath.lean_typing import Any, Literal, NamedTuple
 from premath.models.issue_row import IssueRow, sort_metadata
+from premath.models.merge_queue import QUEUE_STATE_KEY
 from premath.store.issues_file import Changes, IssueMap, WarmStores, mutate_store
 from premath.timefmt import epoch_nanos, format_autosi_z
 
@@ -103,6 +104,26 @@ def _record_refs(row: IssueRow, refs: Sequence[str]) -> None:
     put_field(row, "metadata", sort_metadata(metadata))
 
 
+def put_queue_state(row: IssueRow, record: Mapping[str, str] | None) -> None:
+    """Record the merge queue's transient state under the lease the row holds (renewals of its
+    holder, specs/remote-workers.md "Merge queue"); None removes it."""
+    current = row.get("metadata")
+    if record is None and not (isinstance(current, dict) and QUEUE_STATE_KEY in current):
+        return
+    metadata: dict[str, Any] = dict(current) if isinstance(current, dict) else {}
+    if current is not None and not isinstance(current, dict):
+        metadata["legacyMetadata"] = current
+    if record is None:
+        metadata.pop(QUEUE_STATE_KEY)
+    else:
+        lease: Any = row.get("lease") or {}
+        metadata[QUEUE_STATE_KEY] = {**record, "leaseId": lease.get("lease_id", "")}
+    if metadata:
+        put_field(row, "metadata", sort_metadata(metadata))
+    else:
+        row.pop("metadata", None)
+
+
 def check_finish(status: str, discover: Discovery | None) -> FinishStatus:
     """The finish's status, checked before anything is locked."""
     if status not in FINISH_STATUSES:
@@ -152,6 +173,7 @@ def finish_in(
         row.pop("assignee", None)
     set_status(row, status, now_text)
     _record_refs(row, witness_refs)
+    put_queue_state(row, None)  # the queue has decided: its verdict is in the note
     row["updated_at"] = now_text
     changed.append(row)
     return Finished(True, "", created), changed

@@ -422,8 +422,10 @@ def renew_lease(
     timeout_s: float,
     ttl_seconds: int | None = None,
     expires_at: str | None = None,
+    on_row: RowHook | None = None,
 ) -> LeaseChange:
-    """`issue lease-renew`: the holder extends its active lease (the `issue.lease_renew` action)."""
+    """`issue lease-renew`: the holder extends its active lease (the `issue.lease_renew` action);
+    `on_row` edits the renewed row in the same write (the merge queue's transient state)."""
     owner = leases.required_assignee(assignee)
     now_ns, _ = _now(now)
     expiry_ns = leases.lease_expiry(now_ns, ttl_seconds, expires_at)
@@ -433,7 +435,8 @@ def renew_lease(
             issues, issue_id, owner, lease_id, now_ns=now_ns, expiry_ns=expiry_ns
         )
 
-    return LeaseChange(_edit_existing_row(path, edit, now=now, timeout_s=timeout_s), now_ns)
+    row = _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row)
+    return LeaseChange(row, now_ns)
 
 
 def release_lease(

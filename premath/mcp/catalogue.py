@@ -1,8 +1,8 @@
 """The MCP tool catalogue: the reference's 23 tools (agent-surface.md §1.3), our
 `issue_claim_next` (D12-5), `issue_show` and `issue_lease_finish` (D23-2: what a remote worker
-needs), `harness_trajectory_append` (the fleet's record, specs/remote-workers.md), their
-inputs, and the input schemas we publish (D12-4). `instruction_run` also takes
-`instructionId`: it is gated like a mutation (D22-4)."""
+needs), `harness_trajectory_append` (the fleet's record, specs/remote-workers.md),
+`issue_lease_renew`'s `mergeQueue` (D34-5), their inputs, and the input schemas we publish
+(D12-4). `instruction_run` also takes `instructionId`: it is gated like a mutation (D22-4)."""
 
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -160,6 +160,7 @@ TOOLS: tuple[Tool, ...] = (
             *_LEASE_TIME,
             INSTRUCTION,
             ISSUES,
+            _f("mergeQueue", "strings"),
         ),
     ),
     Tool(

@@ -24,7 +24,7 @@ import random
 import secrets
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -382,8 +382,13 @@ class McpAuthority:
         ttl_s: int,
         now: datetime,
         patience_s: float | None = None,
+        queue_state: Mapping[str, str] | None = None,
     ) -> None:
-        args = {"id": issue_id, "assignee": worker_id, "leaseId": lease_id}
+        args: dict[str, Any] = {"id": issue_id, "assignee": worker_id, "leaseId": lease_id}
+        if queue_state is not None:
+            from premath.models.merge_queue import queue_state_lines
+
+            args["mergeQueue"] = queue_state_lines(queue_state)
         try:
             self._call(
                 "issue_lease_renew",

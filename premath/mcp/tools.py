@@ -14,7 +14,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
@@ -529,9 +529,16 @@ class ToolService(WorkerTools):
 
     # --- lease tools: the transport's actions, witness attached under the same lock -----------
 
-    def _lease(self, action: str, args: Document, payload: Document) -> Document:
+    def _lease(
+        self,
+        action: str,
+        args: Document,
+        payload: Document,
+        edit: Callable[[IssueRow], None] | None = None,
+    ) -> Document:
         """Claim, claim-next, renew or release through the transport. A witness scoped to
-        issues authorises these on its issues only; claim-next chooses among them (D22-5)."""
+        issues authorises these on its issues only; claim-next chooses among them (D22-5).
+        `edit` changes the row in the same write (a renewal's merge queue state)."""
         link = self._gate(action, args, *([args["id"]] if "id" in args else []))
         path = self._issues_path(args)
         payload = {**payload, "issuesPath": path}
@@ -539,6 +546,8 @@ class ToolService(WorkerTools):
         written: dict[str, Any] = {}
 
         def on_change(row: IssueRow) -> None:
+            if edit is not None:
+                edit(row)
             written["witness"] = self._witness(action, path, link, row["id"], jj)
             attach(row, written["witness"])
             if action in _CLAIMS and (lease := row.get("lease")) is not None:
@@ -590,10 +599,23 @@ class ToolService(WorkerTools):
         return self._lease("issue.claim_next", args, payload)
 
     def issue_lease_renew(self, args: Document) -> Document:
+        """The reference's renewal; `mergeQueue` (ours) records the merge queue's transient
+        state on the renewed issue in the same write (specs/remote-workers.md "Merge queue")."""
+        from premath.issues.held import put_queue_state
+        from premath.models.merge_queue import parse_queue_state
+
         payload = self._lease_payload(
             args, "id", "assignee", "leaseId", "leaseTtlSeconds", "leaseExpiresAt"
         )
-        return self._lease("issue.lease_renew", args, payload)
+        if args.get("mergeQueue") is None:
+            return self._lease("issue.lease_renew", args, payload)
+        try:
+            record = parse_queue_state(args["mergeQueue"])
+        except PremathError as exc:
+            raise ToolRefused(exc.message) from None
+        return self._lease(
+            "issue.lease_renew", args, payload, lambda row: put_queue_state(row, record)
+        )
 
     def issue_lease_release(self, args: Document) -> Document:
         payload = self._lease_payload(args, "id", "assignee", "leaseId")

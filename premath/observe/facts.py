@@ -11,7 +11,7 @@ the facts of each stored line, so a rewrite of one issue re-reads one row.
 from dataclasses import dataclass
 from typing import Any
 
-from premath.models.merge_queue import latest_queue_record
+from premath.models.merge_queue import current_queue_record
 from premath.models.vocabulary import waits_for_person
 from premath.text import rust_trim
 from premath.timefmt import parse_strict_rfc3339
@@ -67,7 +67,8 @@ class IssueFacts:
     waits_for_person: bool = False
     """An escalation not closed, or an issue an escalation blocked (D30a-1)."""
     merge_queue: Document | None = None
-    """The merge queue's last verdict from the issue's notes (specs/remote-workers.md)."""
+    """What the merge queue is doing with the issue (queued, merging, verifying, reported by its
+    holder) or its last verdict from the notes (specs/remote-workers.md "Merge queue")."""
 
 
 def _dependency(value: Document) -> Dependency:
@@ -103,5 +104,5 @@ def issue_facts(issue_id: str, row: Document) -> IssueFacts:
         if isinstance(dependencies, list)
         else (),
         waits_for_person=waits_for_person(text(row.get("status")), title, row.get("notes")),
-        merge_queue=latest_queue_record(row.get("notes")),
+        merge_queue=current_queue_record(row),
     )

@@ -54,7 +54,11 @@ URL = ("--mcp-url", "http://127.0.0.1:9/mcp")
         ),
         (
             ("--worktree", ".", "--integration-branch", "premath/x", "--land"),
-            "--integration-branch, --land: only with --executor ray",
+            "--base-ref, --integration-branch, --land and --checkout-dir need --repo",
+        ),
+        (
+            ("--worktree", ".", "--repo", "r", "--checkout-dir", "c"),
+            "--checkout-dir: only with --executor ray",
         ),
         (
             ("--executor", "ray", "--mcp-url", "ftp://x"),
@@ -82,3 +86,23 @@ def test_ray_loads_only_for_the_ray_executor_and_its_absence_names_the_extra(tmp
     assert "pip install 'premath[ray]'" in error["message"]
     for argv in (["harness-loop", "coordinator", "--help"], ["harness-loop", "worker", "--help"]):
         assert probe(argv, tmp_path, hide_ray=False)[:2] == (0, False)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--repo", "r"),
+        ("--repo", "r", "--worktree-root", ".", "--checkout-dir", "c"),
+    ],
+)
+def test_a_worker_on_the_issues_file_keeps_its_clone_in_its_worktree(cli_run, args):
+    out = cli_run("harness-loop", "worker", "--worker-id", "w1", *args, "--json")
+    assert (out.exit_code, out.json["error"]) == (
+        2,
+        {
+            "code": "usage_error",
+            "message": "--repo on the issues file needs --worktree-root FOLDER, the worker's own "
+            "folder: its clone of --repo goes in FOLDER/repo, the merge queue's checkout in "
+            "FOLDER/integration (--checkout-dir is for workers with --mcp-url)",
+        },
+    )

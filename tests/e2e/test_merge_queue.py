@@ -53,8 +53,9 @@ def contains(project: Project, ancestor: str, descendant: str) -> bool:
     return done.returncode == 0
 
 
-def trajectory(home: Path) -> list[dict[str, Any]]:
-    lines = (home / ".premath" / "harness_trajectory.jsonl").read_bytes().splitlines()
+def trajectory(project: Project) -> list[dict[str, Any]]:
+    """The authority's trajectory: remote workers ship their rows there (the fleet's record)."""
+    lines = (project.root / ".premath" / "harness_trajectory.jsonl").read_bytes().splitlines()
     return [orjson.loads(line) for line in lines if line]
 
 
@@ -84,7 +85,7 @@ def test_a_four_deep_chain_closes_in_order_each_branch_holding_its_blockers_work
     shown = git("show", f"{head}:chain.txt", cwd=project.remote).stdout
     assert shown.split() == list(CHAIN)
     assert project.refs()["main"] == main_before  # without --land main is never touched
-    rows = trajectory(tmp_path / "co" / "w1")
+    rows = trajectory(project)
     for row, issue_id in zip(rows, CHAIN, strict=True):
         landed = project.landed_witness(issue_id)[0]
         assert row["resultClass"] == "completed"
@@ -173,22 +174,19 @@ def test_conflicting_changes_one_lands_the_other_is_given_back_then_lands_redone
         f"git://premath/{loser}+2@{branches[f'premath/{loser}+2']}"
     ]
     # The refused step is a failed step of the trajectory and of the KPI.
-    homes = [tmp_path / "co" / name for name in ("w1", "w2")]
-    rows = [row for home in homes for row in trajectory(home)]
+    rows = trajectory(project)
     failed = [row for row in rows if row["resultClass"] == "failed_integration"]
     assert len(failed) == 1
     assert {"failure://merge_conflict", "merge-queue://failed/merge_conflict"} <= set(
         failed[0]["witnessRefs"]
     )
-    owner = next(home for home in homes if failed[0] in trajectory(home))
     kpi = subprocess.run(
         [sys.executable, "-m", "premath", "harness-kpi", "--trajectory-path",
-         str(owner / ".premath" / "harness_trajectory.jsonl"), "--json"],
+         str(project.root / ".premath" / "harness_trajectory.jsonl"), "--json"],
         cwd=tmp_path, capture_output=True, check=False,
     )  # fmt: skip
     counts = orjson.loads(kpi.stdout)["counts"]
-    owned = trajectory(owner)
-    assert (counts["windowRows"], counts["failedRows"]) == (len(owned), 1)
+    assert (counts["windowRows"], counts["failedRows"]) == (len(rows), 1)
 
 
 def test_changes_green_alone_and_red_together_land_only_the_first(tmp_path):
@@ -343,3 +341,28 @@ def test_the_retry_policy_decides_a_refused_issue_blocks_under_mark_blocked(tmp_
     issue = project.issues[refused["issueId"]]
     assert (issue["status"], "lease" in issue) == ("blocked", False)
     assert "failureClass: merge_conflict" in issue["notes"]
+
+
+def test_the_authority_shows_the_queue_state_a_remote_worker_reports(tmp_path):
+    seen = tmp_path / "seen.jsonl"
+    issues = tmp_path / "project" / ".premath" / "issues.jsonl"
+    verification = (
+        f"sh -c 'test -f out/bd-1 && case $PWD in */integration) cp {issues} {seen};; esac'"
+    )
+    project = make_project(tmp_path, [issue_row("bd-1", verification)], tokens=fleet_tokens("w1"))
+    code, document, stderr = one_worker(project, tmp_path, "--max-steps", "1")
+    assert code == 0, stderr
+    row = next(row for row in map(orjson.loads, seen.read_bytes().splitlines()) if row)
+    head = project.integration()
+    assert head is not None
+    onto = git("rev-parse", f"{head}^1", cwd=project.remote).stdout.strip()
+    (step,) = document["steps"]
+    assert row["metadata"]["premathMergeQueue"] == {
+        "state": "verifying",
+        "branch": "premath/bd-1",
+        "integrationBranch": INTEGRATION,
+        "onto": onto,
+        "step": step["stepId"],
+        "leaseId": row["lease"]["lease_id"],
+    }
+    assert "premathMergeQueue" not in project.issues["bd-1"]["metadata"]

@@ -33,6 +33,8 @@ def test_the_latest_verdict_wins_and_fields_come_back_as_written():
         "integrationCommit": None,
         "failureClass": "merge_conflict",
         "conflictPaths": ["shared.txt", "src/x.py"],
+        "branch": "premath/bd-1",
+        "onto": "a" * 40,
     }
     notes = merge_notes(notes, LANDED.note("w2", "w2.bd-1.1"))
     assert latest_queue_record(notes) == {
@@ -41,6 +43,8 @@ def test_the_latest_verdict_wins_and_fields_come_back_as_written():
         "integrationCommit": "c" * 40,
         "failureClass": None,
         "conflictPaths": [],
+        "branch": "premath/bd-1+2",
+        "onto": "b" * 40,
     }
 
 

@@ -27,6 +27,7 @@ def test_a_fleet_closes_a_chain_in_order_and_land_moves_main(ray_cluster: RayClu
         process = coordinator(
             ray_cluster, project, server.url,
             "--concurrency", "2", "--worker-cpus", "0.5", "--work-cmd", APPEND_CHAIN, "--land",
+            "--worker-prefix", "w1",  # w1.1, w1.2: ids the first token (`w1`) may act as
         )  # fmt: skip
         code, document, stderr = finished(process)
     assert code == 0, stderr

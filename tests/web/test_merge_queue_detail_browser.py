@@ -1,12 +1,14 @@
-"""The dashboard's issue detail in a real headless Chromium shows the merge queue's verdict on an
+"""The dashboard's issue detail in a real headless Chromium shows the merge queue's state of an
 issue (specs/remote-workers.md "Merge queue"): a refused branch's failure class and conflicting
-paths, a landed one's integration commit."""
+paths, a landed one's integration commit, and the state a queue still working on one reported
+under the lease that holds it; the worker panel shows the queue in flight."""
 
 import pytest
 
 from premath.harness.merge_queue import Landing
+from premath.models.merge_queue import QUEUE_STATE_KEY
 from tests.support.browser import chromium, require_browser
-from tests.support.observation import issue, sample_issues, seed_project, write_issues
+from tests.support.observation import issue, lease, sample_issues, seed_project, write_issues
 from tests.support.serve import observe_serve
 
 pytestmark = pytest.mark.timeout(180)
@@ -32,17 +34,52 @@ def test_the_issue_detail_shows_the_queue_state_and_integration_commit(tmp_path)
     rows = sample_issues()
     rows.append(issue("bd-8", "refused by the queue", notes=REFUSED.note("w1", "s1")))
     rows.append(issue("bd-9", "landed", "closed", notes=LANDED.note("w2", "s2")))
+    held = lease("bd-7", "w3", "2099-01-01T00:00:00Z")
+    verifying = {
+        "state": "verifying",
+        "branch": "premath/bd-7",
+        "integrationBranch": "premath/integration",
+        "onto": "d" * 40,
+        "step": "w3.bd-7.1",
+        "leaseId": held["lease_id"],
+    }
+    rows.append(
+        issue(
+            "bd-7",
+            "being verified on the integration head",
+            "in_progress",
+            assignee="w3",
+            lease=held,
+            notes=REFUSED.note("w3", "s0"),  # an earlier attempt's verdict, superseded
+            metadata={QUEUE_STATE_KEY: verifying},
+        )
+    )
     write_issues(tmp_path, rows)
     with observe_serve(tmp_path, "--live") as server, chromium(binary) as browser:
         page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
         page.goto(f"http://127.0.0.1:{server.port}/dashboard")
         page.wait_for_selector('.issue[data-id="bd-8"]', timeout=10_000)
+        working = _detail(page, "bd-7")
         refused = _detail(page, "bd-8")
         landed = _detail(page, "bd-9")
         plain = _detail(page, "bd-1")
+        # The worker panel shows the queue in flight, with the worker holding each issue...
+        queue = page.wait_for_selector("#workers-queue", state="visible", timeout=10_000)
+        in_flight = queue.inner_text()
+        # ...and, pushed without a reload, nothing once the queue has decided.
+        page.evaluate("window.__sameDocument = true")
+        rows[-1] = issue("bd-7", "landed now", "closed", notes=LANDED.note("w3", "s3"))
+        write_issues(tmp_path, rows)
+        page.wait_for_selector("#workers-queue", state="hidden", timeout=20_000)
+        assert page.evaluate("window.__sameDocument") is True
+    assert in_flight == "Merge queue: bd-7 verifying premath/bd-7 onto dddddddddddd (w3)"
     assert (refused["merge queue"], refused["integration"]) == (
         "failed · merge_conflict (shared.txt)",
         "-",
     )
     assert (landed["merge queue"], landed["integration"]) == ("landed", "c" * 40)
+    assert (working["merge queue"], working["integration"]) == (
+        "verifying premath/bd-7 onto dddddddddddd",
+        "-",
+    )
     assert (plain["merge queue"], plain["integration"]) == ("-", "-")

@@ -318,7 +318,10 @@
     if (!queue) return null;
     const failed = queue.failureClass ? " · " + queue.failureClass : "";
     const paths = queue.conflictPaths && queue.conflictPaths.length ? " (" + queue.conflictPaths.join(", ") + ")" : "";
-    return show(queue.state) + failed + paths;
+    const deciding = queue.state !== "landed" && queue.state !== "failed";
+    const branch = deciding && queue.branch ? " " + queue.branch : "";
+    const onto = deciding && queue.onto ? " onto " + queue.onto.slice(0, 12) : "";
+    return show(queue.state) + branch + onto + failed + paths;
   }
 
   function renderDetail() {
@@ -706,6 +709,27 @@
     tickWorkers();
   }
 
+  const QUEUE_ORDER = ["verifying", "merging", "queued"];
+
+  function renderQueue() {
+    // The merge queue in flight: issues in a transient queue state, the furthest along first,
+    // each with the worker holding it (specs/remote-workers.md "Merge queue").
+    const line = $("workers-queue");
+    const inFlight = [...state.issues.values()]
+      .filter((issue) => issue.mergeQueue && QUEUE_ORDER.includes(issue.mergeQueue.state))
+      .sort((a, b) => QUEUE_ORDER.indexOf(a.mergeQueue.state) - QUEUE_ORDER.indexOf(b.mergeQueue.state) || (a.id < b.id ? -1 : 1));
+    line.hidden = inFlight.length === 0;
+    line.textContent = inFlight.length
+      ? "Merge queue: " +
+        inFlight
+          .map((issue) => {
+            const holder = issue.lease ? issue.lease.owner : issue.assignee;
+            return issue.id + " " + queueState(issue.mergeQueue) + (holder ? " (" + holder + ")" : "");
+          })
+          .join(" · ")
+      : "";
+  }
+
   function liveNote(what) {
     return state.sources && !state.sources.live ? "Start observe-serve with --live to see " + what + "." : "Waiting for " + what + "…";
   }
@@ -744,6 +768,7 @@
     if (touched("kpi")) renderKpi();
     if (touched("runs")) renderRuns();
     if (touched("workers")) renderWorkers();
+    if (touched("issues") || touched("workers")) renderQueue();
     const liveError = $("live-error");
     const failed = state.live && state.live.ok === false;
     liveError.hidden = !failed;
