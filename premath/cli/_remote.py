@@ -48,7 +48,8 @@ def authority_options(function: F) -> F:
                 "--token-file",
                 default=None,
                 help="Bearer tokens for --mcp-url: `<id> <token>` lines, mode 0600; the line "
-                "named after the worker, else the first [env PREMATH_MCP_TOKEN: one token]",
+                "named after the worker, else the one its id falls under (`fleet` for "
+                "`fleet.2`), else the first [env PREMATH_MCP_TOKEN: one token]",
             ),
             click.option(
                 "--instruction-id",
@@ -242,8 +243,14 @@ def heartbeat_seconds() -> float:
 
 
 def pick_token(tokens: list[tuple[str, str]], worker_id: str) -> str:
-    """The token of the line named after the worker, else of the first line."""
-    return next((token for name, token in tokens if name == worker_id), tokens[0][1])
+    """The token of the line named after the worker, else of the longest line whose id the
+    worker's falls under (`fleet` for `fleet.2`: the token that may act as it,
+    specs/remote-workers.md "Worker identity"), else of the first line."""
+    for name, token in tokens:
+        if name == worker_id:
+            return token
+    owners = [(len(name), token) for name, token in tokens if worker_id.startswith(name + ".")]
+    return max(owners)[1] if owners else tokens[0][1]
 
 
 @dataclass(frozen=True, slots=True)

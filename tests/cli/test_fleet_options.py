@@ -106,3 +106,14 @@ def test_a_worker_on_the_issues_file_keeps_its_clone_in_its_worktree(cli_run, ar
             "FOLDER/integration (--checkout-dir is for workers with --mcp-url)",
         },
     )
+
+
+def test_a_worker_presents_its_own_line_else_the_line_its_id_falls_under_else_the_first():
+    from premath.cli._remote import pick_token
+
+    lines = [("coordinator", "c"), ("fleet", "f"), ("fleet.2", "f2"), ("fleet.2x", "x")]
+    assert pick_token(lines, "fleet.2") == "f2"
+    assert pick_token(lines, "fleet.1") == "f"  # the token that may act as it
+    assert pick_token(lines, "fleet.2.a") == "f2"  # the longest owner
+    assert pick_token(lines, "w9") == "c"
+    assert pick_token(lines, "fleetx") == "c"
