@@ -5,9 +5,9 @@ the transient state (queued, merging, verifying) its lease renewals carry into t
 detail) gets the current one back."""
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
 
 from premath.errors import InputInvalid
+from premath.lean_typing import Any, Literal
 
 QUEUE_NOTE_HEADER = "[harness-merge-queue]"
 QueueState = Literal["queued", "merging", "verifying", "landed", "failed"]
