@@ -40,6 +40,16 @@ def cli_run(workdir, clock):
     return run
 
 
+@pytest.fixture
+def browser():
+    """A started headless Chromium (tests/support/browser.py), or a skip saying what is missing."""
+    from tests.support.browser import chromium, require_browser
+
+    binary = require_browser()
+    with chromium(binary) as running:
+        yield running
+
+
 @pytest.fixture(scope="session", autouse=True)
 def session_witness_keys(tmp_path_factory):
     """The key file of the whole session, set before any module-scoped fixture signs a witness

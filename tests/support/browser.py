@@ -4,6 +4,8 @@ Playwright downloads, started offline (no sync, no component or safe-browsing up
 Whether the browser tests can run is decided once, up front, by the optional-tool probes
 (tests/support/optional_tools.py): Playwright importable and a Chromium binary that answers.
 Absent either, they skip and say how to install it (`.ci/run` installs both and requires them).
+The `browser` fixture (tests/conftest.py) yields one started browser; `open_page` opens a page
+on a URL and waits for what the test needs first; `column_of` names the board column a card is in.
 Screenshots the tests take are kept under `<pytest base temp>/screenshots/` (e.g.
 `/tmp/pytest-of-$USER/pytest-N/screenshots/`), which pytest keeps for its last three runs.
 """
@@ -68,3 +70,23 @@ def chromium(binary: str) -> Iterator[Any]:
             yield browser
         finally:
             browser.close()
+
+
+def open_page(browser: Any, url: str, width: int, ready: str) -> tuple[Any, PageLog]:
+    """A new page `width` pixels wide on `url`, its log watched, once `ready` (a selector) shows."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    log = PageLog()
+    log.watch(page)
+    page.goto(url)
+    page.wait_for_selector(ready, timeout=10_000)
+    return page, log
+
+
+def column_of(page: Any, issue_id: str) -> str:
+    """The board column (`needs_person`, `blocked`, `ready`, ...) the issue's card is in."""
+    return str(
+        page.eval_on_selector(
+            f'.issue[data-id="{issue_id}"]', "card => card.closest('.column').dataset.column"
+        )
+    )

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.support.browser import PageLog, chromium, require_browser, screenshot_folder
+from tests.support.browser import PageLog, column_of, open_page, screenshot_folder
 from tests.support.observation import issue, lease, sample_issues, seed_project, write_issues
 from tests.support.serve import PUSH_BOUND_S, observe_serve
 
@@ -37,34 +37,16 @@ def project(tmp_path) -> Path:
     return tmp_path
 
 
-@pytest.fixture
-def browser():
-    binary = require_browser()
-    with chromium(binary) as running:
-        yield running
-
-
 def _open(browser, port: int, width: int):
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    log = PageLog()
-    log.watch(page)
-    page.goto(f"http://127.0.0.1:{port}/dashboard")
-    page.wait_for_selector('.issue[data-id="bd-1"]', timeout=10_000)
-    return page, log
-
-
-def _column(page, issue_id: str) -> str:
-    return page.eval_on_selector(
-        f'.issue[data-id="{issue_id}"]', "card => card.closest('.column').dataset.column"
-    )
+    url = f"http://127.0.0.1:{port}/dashboard"
+    return open_page(browser, url, width, '.issue[data-id="bd-1"]')
 
 
 def test_the_dashboard_shows_the_store_and_follows_it_live(project, browser, tmp_path_factory):
     with observe_serve(project, "--live") as server:
         page, log = _open(browser, server.port, 1280)
         assert {
-            issue_id: _column(page, issue_id) for issue_id in ("bd-1", "bd-2", "bd-3", "bd-4")
+            issue_id: column_of(page, issue_id) for issue_id in ("bd-1", "bd-2", "bd-3", "bd-4")
         } == {"bd-1": "ready", "bd-2": "blocked", "bd-3": "in_progress", "bd-4": "closed"}
         assert page.inner_text("#card-state .value") == "accepted"
         assert page.inner_text("#card-wip .value") == "1/1/0"
@@ -87,7 +69,7 @@ def test_the_dashboard_shows_the_store_and_follows_it_live(project, browser, tmp
         page.wait_for_selector('.issue[data-id="bd-3"] .tag.lease.stale', timeout=PUSH_BOUND_MS)
         assert time.monotonic() - started < PUSH_BOUND_MS / 1000
         assert page.evaluate("window.__sameDocument") is True  # pushed, not reloaded
-        assert _column(page, "bd-7") == "ready"
+        assert column_of(page, "bd-7") == "ready"
 
         folder = screenshot_folder(tmp_path_factory)
         png = page.screenshot(full_page=True)
@@ -120,7 +102,7 @@ def test_keyboard_search_filter_and_detail(project, browser):
         assert page.inner_text("#detail-title").startswith(second + ": ")
         page.keyboard.press("l")
         moved = page.evaluate("document.activeElement.dataset.id")
-        assert _column(page, moved) != _column(page, second)
+        assert column_of(page, moved) != column_of(page, second)
         page.keyboard.press("Escape")
         assert not page.is_visible("#detail")
         page.select_option("#filter-assignee", "alice")

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.support.browser import PageLog, chromium, require_browser, screenshot_folder
+from tests.support.browser import column_of, open_page, screenshot_folder
 from tests.support.observation import blocks, issue, lease, write_issues, write_witnesses
 from tests.support.serve import observe_serve
 
@@ -91,27 +91,9 @@ def project(tmp_path) -> Path:
     return tmp_path
 
 
-@pytest.fixture
-def browser():
-    binary = require_browser()
-    with chromium(binary) as running:
-        yield running
-
-
 def _open(browser, port: int, width: int):
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    log = PageLog()
-    log.watch(page)
-    page.goto(f"http://127.0.0.1:{port}/dashboard")
-    page.wait_for_selector('.issue[data-id="bd-5"] .tag.retry', timeout=10_000)
-    return page, log
-
-
-def _column(page, issue_id: str) -> str:
-    return page.eval_on_selector(
-        f'.issue[data-id="{issue_id}"]', "card => card.closest('.column').dataset.column"
-    )
+    url = f"http://127.0.0.1:{port}/dashboard"
+    return open_page(browser, url, width, '.issue[data-id="bd-5"] .tag.retry')
 
 
 def _why(page) -> dict[str, str]:
@@ -124,9 +106,9 @@ def _why(page) -> dict[str, str]:
 def test_the_dashboard_shows_what_needs_a_person_and_why(project, browser, tmp_path_factory):
     with observe_serve(project, "--live") as server:
         page, log = _open(browser, server.port, 1280)
-        assert _column(page, "bd-2") == "needs_person"
-        assert _column(page, "bd-6") == "needs_person"
-        assert _column(page, "bd-7") == "blocked"
+        assert column_of(page, "bd-2") == "needs_person"
+        assert column_of(page, "bd-6") == "needs_person"
+        assert column_of(page, "bd-7") == "blocked"
         assert page.inner_text('.column[data-column="needs_person"] .count') == "2"
         assert (
             page.inner_text('.issue[data-id="bd-6"] .tag.escalated') == "blocked by an escalation"

@@ -7,7 +7,7 @@ import pytest
 
 from premath.harness.merge_queue import Landing
 from premath.models.merge_queue import QUEUE_STATE_KEY
-from tests.support.browser import chromium, require_browser
+from tests.support.browser import open_page
 from tests.support.observation import issue, lease, sample_issues, seed_project, write_issues
 from tests.support.serve import observe_serve
 
@@ -28,8 +28,7 @@ def _detail(page, issue_id: str) -> dict[str, str]:
     return dict(zip(names, values, strict=True))
 
 
-def test_the_issue_detail_shows_the_queue_state_and_integration_commit(tmp_path):
-    binary = require_browser()
+def test_the_issue_detail_shows_the_queue_state_and_integration_commit(tmp_path, browser):
     seed_project(tmp_path)
     rows = sample_issues()
     rows.append(issue("bd-8", "refused by the queue", notes=REFUSED.note("w1", "s1")))
@@ -55,10 +54,9 @@ def test_the_issue_detail_shows_the_queue_state_and_integration_commit(tmp_path)
         )
     )
     write_issues(tmp_path, rows)
-    with observe_serve(tmp_path, "--live") as server, chromium(binary) as browser:
-        page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-        page.goto(f"http://127.0.0.1:{server.port}/dashboard")
-        page.wait_for_selector('.issue[data-id="bd-8"]', timeout=10_000)
+    with observe_serve(tmp_path, "--live") as server:
+        url = f"http://127.0.0.1:{server.port}/dashboard"
+        page, _ = open_page(browser, url, 1280, '.issue[data-id="bd-8"]')
         working = _detail(page, "bd-7")
         refused = _detail(page, "bd-8")
         landed = _detail(page, "bd-9")

@@ -14,20 +14,13 @@ import pytest
 
 from premath.harness.trajectory import append_step
 from tests.mcp.client import call, http_server, http_session, new_token, token_file
-from tests.support.browser import PageLog, chromium, require_browser, screenshot_folder
+from tests.support.browser import open_page, screenshot_folder
 from tests.support.observation import seed_project
 from tests.web.test_one_process import login_url
 
 pytestmark = pytest.mark.timeout(180)
 
 NODE = "node-a/1f2e3d4c"
-
-
-@pytest.fixture
-def browser():
-    binary = require_browser()
-    with chromium(binary) as running:
-        yield running
 
 
 def steps_of(project) -> None:
@@ -92,12 +85,8 @@ def test_the_worker_panel_shows_the_fleet_and_marks_silent_and_gone_workers(
                 ),
             ],
         )
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        page = context.new_page()
-        log = PageLog()
-        log.watch(page)
-        page.goto(login_url(server))
-        page.wait_for_selector('#workers tr[data-worker="fleet.1"]', timeout=10_000)
+        panel = '#workers tr[data-worker="fleet.1"]'
+        page, log = open_page(browser, login_url(server), 1280, panel)
         page.evaluate("window.__sameDocument = true")
         row = cells(page, "fleet.1")
         assert row[:6] == ["fleet.1", NODE, "running", "bd-3", "verifying", "2 of 3"]
