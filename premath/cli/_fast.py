@@ -12,6 +12,7 @@ messages and help stay the only ones. Nothing is written before that decision.
 `PREMATH_CLI_FAST_PATH=0` turns it off (tests compare both paths).
 """
 
+import importlib
 import os
 import sys
 
@@ -128,8 +129,6 @@ def declared_command(argv: list[str], groups: dict[str, LazyGroup]) -> CliComman
     group = groups.get(argv[0])
     if group is None or group.declarations is None:
         return None
-    import importlib
-
     module = importlib.import_module(group.declarations)
     for value in vars(module).values():
         if type(value) is CliCommand and list(value.path) == argv[: len(value.path)]:
