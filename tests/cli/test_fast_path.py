@@ -6,6 +6,7 @@ the same bytes for; everything else (help, errors, unusual forms) is click's, by
 """
 
 import contextlib
+import inspect
 import shutil
 import subprocess
 import sys
@@ -46,6 +47,18 @@ def test_the_click_command_is_built_from_the_declaration(key):
     options = [(p.name, tuple(p.opts) if isinstance(p, click.Option) else ()) for p in built.params]
     assert options == [(param.name, param.opts) for param in declared.params]
     assert built.help == declared.body.__doc__
+
+
+@pytest.mark.parametrize("key", sorted(HOT))
+def test_the_body_takes_what_the_declaration_passes(key):
+    declared = HOT[key]
+    signature = list(inspect.signature(declared.body).parameters.values())[declared.app :]
+    named = [p.name for p in signature if p.kind is not p.VAR_KEYWORD]
+    passed = [param.name for param in declared.params if param.expose]
+    if any(p.kind is p.VAR_KEYWORD for p in signature):
+        assert set(named) < set(passed)
+    else:
+        assert sorted(named) == sorted(passed)
 
 
 def _tokens(key: str) -> st.SearchStrategy[str]:
@@ -178,6 +191,7 @@ def test_a_hot_command_and_its_click_command_give_the_same_bytes(
     fast = _outcome(argv, True, project, tmp_path, capsysbinary, monkeypatch)
     slow = _outcome(argv, False, project, tmp_path, capsysbinary, monkeypatch)
     assert fast == slow
+    assert b"internal error" not in fast[2]
 
 
 def _both_paths(args: list[str], cwd: Path) -> tuple[object, object]:
