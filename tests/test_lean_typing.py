@@ -9,9 +9,8 @@ import orjson
 import pytest
 
 from premath import lean_typing
-from premath.cli import _fast_spec
 from tests.harness.join_check_inputs import baseline
-from tests.support.cli import run_premath
+from tests.support.cli import hot_commands, run_premath
 from tests.support.stores import write_open_store
 
 
@@ -71,8 +70,9 @@ import sys
 heavy = {HEAVY!r}
 for name in [name for name in sys.modules if name.split(".")[0] in heavy]:
     del sys.modules[name]  # loaded by the interpreter's start (an editable install's finder)
+from premath.cli import COMMAND_GROUPS
 from premath.cli._fast import run_fast
-code = run_fast(sys.argv[1:])
+code = run_fast(sys.argv[1:], COMMAND_GROUPS)
 print(code, sorted(name for name in sys.modules if name.split(".")[0] in heavy), file=sys.stderr)
 """
 HOT_COMMANDS = [
@@ -92,8 +92,9 @@ HOT_COMMANDS = [
 
 
 def test_every_hot_command_is_probed():
-    probed = {tuple(argv[: len(path)]) for argv in HOT_COMMANDS for path in _fast_spec.HOT_COMMANDS}
-    assert set(_fast_spec.HOT_COMMANDS) <= probed
+    paths = [command.path for command in hot_commands().values()]
+    probed = {tuple(argv[: len(path)]) for argv in HOT_COMMANDS for path in paths}
+    assert set(paths) <= probed
 
 
 @pytest.fixture(scope="module")

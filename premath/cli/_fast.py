@@ -1,49 +1,34 @@
 """The fast path: the hot agent commands parsed without importing click.
 
 Agents call `premath issue ready --json` and friends hundreds of times; importing click and
-building its command tree costs more than the rest of such a call. For the commands in
-`premath/data/cli-fast-path.json` (generated from their click declarations by
-`cli/_fast_spec.py`, so click stays the one definition of every option), this module parses
-the arguments itself and calls the command's body (`cli/hot/`) with exactly what click would
-pass it. It only takes what it is sure of: `--help`, any error, a value it would have to
-convert in a way it does not know, a repeated option, `--`, a table that no longer matches
-the body: each answers None, and the caller runs click, whose messages and help stay the only
-ones. Nothing is written before that decision.
+building its command tree costs more than the rest of such a call. A command declared `hot`
+(`cli/_declaration.py`: its parameters are plain data beside its body, in `cli/hot/`) is parsed
+here from that declaration, the same one `cli/_options.click_command` builds its click command
+from, and its body is called with exactly what click would pass it. The fast path only takes
+what it is sure of: `--help`, any error, a value it would have to convert in a way it does
+not know, a repeated option, `--`: each answers None, and the caller runs click, whose
+messages and help stay the only ones. Nothing is written before that decision.
 
 `PREMATH_CLI_FAST_PATH=0` turns it off (tests compare both paths).
 """
 
+import importlib
 import os
 import sys
-from collections.abc import Callable
 
+from premath.cli._declaration import CHOICE, FLAG, INT, PRIORITY, STR, USIZE, CliCommand, CliParam
 from premath.cli._exit import emit_reply, internal_error, interrupted, premath_error
-from premath.cli._reply import AppContext, Reply, RerunWithClick
+from premath.cli._reply import AppContext, LazyGroup, RerunWithClick
 from premath.errors import PremathError
 from premath.lean_typing import Any
-from premath.store import json_codec
-from premath.store.json_codec import loads
 
-SPEC_FILE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "cli-fast-path.json")
-SCHEMA = 1
 USIZE_MAX = 2**64 - 1
+I32 = (-(2**31), 2**31 - 1)
 _HELP = frozenset({"--help", "-h"})
 
 
 class _NotSure(Exception):
-    """The arguments need click (an error to word, or a form the table does not cover)."""
-
-
-def _table() -> dict[str, Any] | None:
-    try:
-        with open(SPEC_FILE, "rb") as handle:
-            spec = loads(handle.read())
-    except (OSError, json_codec.JSONDecodeError):
-        return None
-    if not isinstance(spec, dict) or spec.get("schema") != SCHEMA:
-        return None
-    commands = spec.get("commands")
-    return commands if isinstance(commands, dict) else None
+    """The arguments need click (an error to word, or a form the fast path does not take)."""
 
 
 def _integer(text: str, low: int | None, high: int | None) -> int:
@@ -57,30 +42,32 @@ def _integer(text: str, low: int | None, high: int | None) -> int:
     return value
 
 
-def _converted(kind: list[Any], text: str) -> Any:
-    name = kind[0]
-    if name == "str":
+def _converted(param: CliParam, text: str) -> Any:
+    kind = param.kind
+    if kind == STR:
         return text
-    if name == "choice":
-        if text not in kind[1]:
+    if kind == CHOICE:
+        if text not in param.choices:
             raise _NotSure
         return text
-    if name == "int":
-        return _integer(text, kind[1], kind[2])
-    if name == "usize":
+    if kind == INT:
+        return _integer(text, param.low, param.high)
+    if kind == PRIORITY:  # its plain decimal forms are the i32 range's; the rest click words
+        return _integer(text, *I32)
+    if kind == USIZE:
         digits = text[1:] if text.startswith("+") else text
         if not (digits.isascii() and digits.isdigit()) or int(digits) > USIZE_MAX:
             raise _NotSure
         return int(digits)
-    raise _NotSure  # a type only click converts
+    raise _NotSure  # a kind only click converts
 
 
-def parse(entry: dict[str, Any], args: list[str]) -> dict[str, Any]:
+def parse(declared: CliCommand, args: list[str]) -> dict[str, Any]:
     """The keyword arguments click would pass the body for `args`; `_NotSure` otherwise."""
-    params: list[dict[str, Any]] = entry["params"]
-    by_opt = {opt: param for param in params for opt in param["opts"]}
-    positional = [param for param in params if not param["opts"]]
-    given: dict[int, list[Any]] = {}
+    params = declared.params
+    by_opt = {opt: param for param in params for opt in param.opts}
+    positional = [param for param in params if not param.opts]
+    given: dict[str, list[Any]] = {}
     words: list[str] = []
     index = 0
     while index < len(args):
@@ -97,7 +84,7 @@ def parse(entry: dict[str, Any], args: list[str]) -> dict[str, Any]:
         param = by_opt.get(name if token.startswith("--") else token)
         if param is None:
             raise _NotSure
-        if param["type"] == ["flag"]:
+        if param.kind == FLAG:
             if has_equals:
                 raise _NotSure
             value: Any = True
@@ -109,82 +96,71 @@ def parse(entry: dict[str, Any], args: list[str]) -> dict[str, Any]:
                 index += 1
             else:
                 raise _NotSure
-            value = _converted(param["type"], text)
-        values = given.setdefault(id(param), [])
-        if values and not param["multiple"]:
+            value = _converted(param, text)
+        values = given.setdefault(param.name, [])
+        if values and not param.multiple:
             raise _NotSure  # StrictCommand refuses a repeat: click words it
         values.append(value)
     if len(words) != len(positional):
         raise _NotSure
     for param, word in zip(positional, words, strict=True):
-        given[id(param)] = [_converted(param["type"], word)]
+        given[param.name] = [_converted(param, word)]
     kwargs: dict[str, Any] = {}
     for param in params:
-        taken = given.get(id(param))
-        if taken is None and param["required"]:
+        taken = given.get(param.name)
+        if taken is None and param.required:
             raise _NotSure
-        if param["name"] is None:
+        if not param.expose:
             continue
         if taken is None:
-            value = param["absent"]
-            if param["multiple"]:
-                value = tuple(value or ())
-            elif param["rebase"] and value is not None:
+            value = param.absent()
+            if param.project_default and value is not None:
                 from premath.store.root import rebase
 
                 value = rebase(value)
         else:
-            value = tuple(taken) if param["multiple"] else taken[0]
-        kwargs[param["name"]] = value
+            value = tuple(taken) if param.multiple else taken[0]
+        kwargs[param.name] = value
     return kwargs
 
 
-def _body(entry: dict[str, Any]) -> Callable[..., Reply] | None:
-    """The command's body, if its signature is still the one the table was made from."""
-    import importlib
+def declared_command(argv: list[str], groups: dict[str, LazyGroup]) -> CliCommand | None:
+    """The declaration `argv` starts with, from its group's declarations module, if any."""
+    group = groups.get(argv[0])
+    if group is None or group.declarations is None:
+        return None
+    module = importlib.import_module(group.declarations)
+    for value in vars(module).values():
+        if type(value) is CliCommand and list(value.path) == argv[: len(value.path)]:
+            return value
+    return None
 
-    module_name, _, attribute = entry["body"].partition(":")
-    body: Callable[..., Reply] = getattr(importlib.import_module(module_name), attribute)
-    code = body.__code__
-    names = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
-    if code.co_flags & 0x08:  # CO_VARKEYWORDS
-        names.append("**")
-    return body if names == entry["signature"] else None
 
-
-def run_fast(argv: list[str]) -> int | None:
+def run_fast(argv: list[str], groups: dict[str, LazyGroup]) -> int | None:
     """Run a hot command without click and return its exit code; None: run click instead."""
     if os.environ.get("PREMATH_CLI_FAST_PATH") == "0" or not argv or argv[0].startswith("-"):
         return None
-    table = _table()
-    if table is None:
-        return None
-    words = 2 if len(argv) > 1 and f"{argv[0]} {argv[1]}" in table else 1
-    entry = table.get(" ".join(argv[:words]))
-    if entry is None:
+    declared = declared_command(argv, groups)
+    if declared is None or not declared.hot:
         return None
     json_mode = "--json" in argv
     try:
-        kwargs = parse(entry, argv[words:])
-        body = _body(entry)
-        if body is None:
-            return None
-        return _run(body, entry["app"], kwargs, json_mode)
+        kwargs = parse(declared, argv[len(declared.path) :])
+        return _run(declared, kwargs, json_mode)
     except _NotSure:
         return None
     except PremathError as exc:  # a default path under a bad PREMATH_DIR, as click reports it
         return premath_error(exc, json_mode)
 
 
-def _run(
-    body: Callable[..., Reply], app: bool, kwargs: dict[str, Any], json_mode: bool
-) -> int | None:
+def _run(declared: CliCommand, kwargs: dict[str, Any], json_mode: bool) -> int | None:
     """The body under the exit point's rules (`_root.run_command`, without click)."""
     from premath.runner.interrupts import sigterm_as_ctrl_c
 
     try:
         with sigterm_as_ctrl_c():
-            reply = body(AppContext(), **kwargs) if app else body(**kwargs)
+            body = declared.body
+            reply = body(AppContext(), **kwargs) if declared.app else body(**kwargs)
         return emit_reply(reply, json_mode)
     except RerunWithClick:
         return None

@@ -1,13 +1,7 @@
 """What the `issue` and `dep` groups share: the `--issues` option and their text layout."""
 
-from premath.cli._options import project_path_option
+from premath.cli._declaration import ISSUES
+from premath.cli._options import click_param
 from premath.cli._text import lines_text as lines_text
-from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 
-issues_option = project_path_option(
-    "--issues",
-    "--issues-path",
-    "issues",
-    default=DEFAULT_ISSUES_PATH,
-    help_text="Issues JSONL path",
-)
+issues_option = click_param(ISSUES)

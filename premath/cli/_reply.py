@@ -45,6 +45,9 @@ class LazyGroup(NamedTuple):
 
     target: str
     short_help: str
+    declarations: str | None = None
+    """The click-free module declaring the group's commands (`cli/_declaration.py`), where the
+    fast path looks for hot ones."""
 
 
 class RerunWithClick(Exception):

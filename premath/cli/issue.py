@@ -1,7 +1,7 @@
 """`premath issue ...`: the issue memory (`.premath/issues.jsonl`), its leases and checks.
 
-The hot commands' bodies (ready, list, show, claim-next, update) live in `cli/hot/issue.py`,
-free of click; their click declarations are here.
+The hot commands (ready, list, show, claim-next, update) are declared with their bodies in
+`cli/hot/issue.py`, free of click; their click commands are built here from the declarations.
 """
 
 from collections.abc import Callable
@@ -10,7 +10,14 @@ from typing import Any
 import click
 
 from premath.cli._issues import issues_option, lines_text
-from premath.cli._options import F, IntRange, Priority, json_option, project_path_option, stacked
+from premath.cli._options import (
+    F,
+    IntRange,
+    Priority,
+    click_command,
+    json_option,
+    project_path_option,
+)
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.cli.hot import issue as hot
 from premath.cli.hot.issue import claimed_text
@@ -160,21 +167,9 @@ def issue_add(app: AppContext, /, title: str, issues: str, **fields: Any) -> Rep
     return Reply(issue_document("issue.add", issues, row), text=added_text, warnings=warnings)
 
 
-issue_list = stacked(
-    issue.command("list"),
-    click.option("--status", help="Only issues with exactly this status"),
-    click.option("--assignee", help="Only issues with exactly this assignee"),
-    issues_option,
-    json_option,
-    pass_app,
-)(hot.issue_list)
+issue_list = click_command(hot.issue_list, issue)
 
-issue_ready = stacked(
-    issue.command("ready"),
-    issues_option,
-    json_option,
-    pass_app,
-)(hot.issue_ready)
+issue_ready = click_command(hot.issue_ready, issue)
 
 
 @issue.command("blocked")
@@ -236,31 +231,9 @@ def issue_check(app: AppContext, note_warn_threshold: int, compactness: bool, is
     )
 
 
-issue_show = stacked(
-    issue.command("show"),
-    click.argument("issue_id", metavar="ID"),
-    issues_option,
-    json_option,
-    pass_app,
-)(hot.issue_show)
+issue_show = click_command(hot.issue_show, issue)
 
-issue_update = stacked(
-    issue.command("update"),
-    click.argument("issue_id", metavar="ID"),
-    click.option("--title", help="New title"),
-    click.option("--description", help="New description"),
-    click.option("--notes", help="New notes"),
-    click.option("--notes-file", help="Read new notes from a file (`-` for stdin)"),
-    click.option("--status", help="New status (closing releases the lease)"),
-    click.option(
-        "--priority", type=Priority(), help="New priority: a whole number, lower is more urgent"
-    ),
-    click.option("--assignee", help="New assignee"),
-    click.option("--owner", help="New owner"),
-    issues_option,
-    json_option,
-    pass_app,
-)(hot.issue_update)
+issue_update = click_command(hot.issue_update, issue)
 
 
 @issue.command("claim")
@@ -282,22 +255,7 @@ def issue_claim(app: AppContext, issue_id: str, assignee: str, issues: str) -> R
     return Reply(claim_document(issues, row), text=lambda d: claimed_text("claim", d))
 
 
-issue_claim_next = stacked(
-    issue.command("claim-next"),
-    click.option("--assignee", required=True, help="Who takes the issue"),
-    click.option("--lease-id", help="Lease id (default: lease1_<issue>_<assignee>)"),
-    click.option(
-        "--lease-ttl-seconds", type=int, help="Lease TTL in seconds, 30..86400 (default 3600)"
-    ),
-    click.option(
-        "--include-escalations",
-        is_flag=True,
-        help="Also take [HarnessEscalation] issues, which are left to people by default",
-    ),
-    issues_option,
-    json_option,
-    pass_app,
-)(hot.issue_claim_next)
+issue_claim_next = click_command(hot.issue_claim_next, issue)
 
 
 @issue.command("lease-renew")

@@ -1,5 +1,6 @@
 """Run the CLI in-process through its real exit point, and as a real subprocess."""
 
+import importlib
 import os
 import subprocess
 import sys
@@ -11,7 +12,8 @@ import click
 import orjson
 from click.testing import CliRunner
 
-from premath.cli import cli
+from premath.cli import COMMAND_GROUPS, cli
+from premath.cli._declaration import CliCommand
 from premath.cli._root import AppContext
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
@@ -26,6 +28,18 @@ class Outcome:
     @property
     def json(self) -> Any:
         return orjson.loads(self.stdout)
+
+
+def hot_commands() -> dict[str, CliCommand]:
+    """Every command declared hot, by its path (`"issue ready"`), from its group's declarations."""
+    found: dict[str, CliCommand] = {}
+    for group in COMMAND_GROUPS.values():
+        if group.declarations is not None:
+            module = importlib.import_module(group.declarations)
+            for value in vars(module).values():
+                if isinstance(value, CliCommand) and value.hot:
+                    found[" ".join(value.path)] = value
+    return found
 
 
 def invoke(*args: str, app: AppContext | None = None, stdin: str | None = None) -> Outcome:

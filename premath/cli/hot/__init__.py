@@ -1,7 +1,9 @@
-"""The bodies and text renderers of the hot agent commands, free of click.
+"""The hot agent commands: each declared once (`cli/_declaration.py`) beside its body and text
+renderer, free of click.
 
-Agents call these commands hundreds of times, so the fast path (`cli/_fast.py`) runs them
-without importing click. Each body here is the click callback itself: its click declaration
-(options, the help taken from its docstring) stays in the group's module (`cli/issue.py`, ...),
-the one definition of its options, from which `cli/_fast_spec.py` derives the fast path's table.
+Agents call these commands hundreds of times, so the fast path (`cli/_fast.py`) parses them
+from their declarations without importing click; the groups' modules (`cli/issue.py`, ...)
+build their click commands from the same declarations (help taken from the body's docstring).
+Making a command hot is `hot=True` on its declaration, in a module its group names
+(`LazyGroup.declarations` in `cli/__init__.py`).
 """

@@ -1,7 +1,8 @@
-"""`harness-join-check`: body and text (declared in `cli/harness_join_check.py`)."""
+"""`harness-join-check`: declaration, body and text; `cli/harness_join_check` builds its click."""
 
 from functools import partial
 
+from premath.cli._declaration import JSON, command, option
 from premath.cli._reply import Reply
 from premath.lean_typing import Any
 
@@ -19,6 +20,12 @@ def join_check_text(document: dict[str, Any], input_path: str) -> str:
     )
 
 
+@command(
+    "harness-join-check",
+    option("--input", "input_path", required=True, help="The turn, as JSON (specs/join-check.md)"),
+    JSON,
+    hot=True,
+)
 def harness_join_check(input_path: str) -> Reply:
     """Check that every tool call of a turn got its result. The input describes one
     tool-calling turn: the calls, their results and how the turn ended; the gate accepts it only

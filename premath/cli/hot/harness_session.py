@@ -1,7 +1,15 @@
-"""`harness-session read|write|bootstrap`: bodies and text (declared in `cli/harness_session`)."""
+"""`harness-session read|write|bootstrap`: declarations, bodies and text.
 
+`cli/harness_session.py` builds their click commands from these declarations."""
+
+from premath.cli._declaration import CHOICE, JSON, command, option, path_param, project_path
 from premath.cli._reply import AppContext, Reply
 from premath.lean_typing import Any
+from premath.models.vocabulary import DEFAULT_ISSUES_PATH, SESSION_STATES
+
+SESSION_PATH = ".premath/harness_session.json"
+LEDGER_PATH = ".premath/harness_feature_ledger.json"
+SESSION = path_param(SESSION_PATH, "Harness-session artifact path", "--session-path")
 
 
 def _lines(title: str, rows: list[tuple[str, Any]]) -> str:
@@ -37,6 +45,7 @@ def bootstrap_text(document: dict[str, Any]) -> str:
     return _lines("premath harness-session bootstrap", rows)
 
 
+@command("harness-session read", SESSION, JSON, hot=True)
 def harness_session_read(path: str) -> Reply:
     """Show the session handoff, where the last agent stopped.
 
@@ -50,6 +59,35 @@ def harness_session_read(path: str) -> Reply:
     )
 
 
+@command(
+    "harness-session write",
+    SESSION,
+    option("--session-id", help="Explicit session id override"),
+    option(
+        "--state",
+        kind=CHOICE,
+        choices=SESSION_STATES,
+        default="stopped",
+        show_default=True,
+        help="Session state",
+    ),
+    option("--issue-id", help="Current or resumed issue id"),
+    option("--summary", help="Compact handoff summary"),
+    option("--next-step", help="Next-step recommendation for bootstrap"),
+    option("--instruction-ref", multiple=True, help="Instruction witness references"),
+    option("--witness-ref", multiple=True, help="Gate/CI witness references"),
+    option("--lineage-ref", multiple=True, help="Site lineage references (ctx/cover/refinement)"),
+    project_path(
+        "--issues",
+        "--issues-path",
+        "issues",
+        default=DEFAULT_ISSUES_PATH,
+        help_text="Issues JSONL path; the session records a digest of it",
+    ),
+    JSON,
+    app=True,
+    hot=True,
+)
 def harness_session_write(
     app: AppContext,
     path: str,
@@ -89,6 +127,17 @@ def harness_session_write(
     return Reply(document, text=lambda d: session_text("write", d))
 
 
+@command(
+    "harness-session bootstrap",
+    SESSION,
+    project_path(
+        "--feature-ledger",
+        default=LEDGER_PATH,
+        help_text="Feature ledger the next step is read from",
+    ),
+    JSON,
+    hot=True,
+)
 def harness_session_bootstrap(path: str, feature_ledger: str) -> Reply:
     """Show how the next agent should pick up the work. Resume or attach, with the next issue
     and feature.

@@ -1,9 +1,12 @@
-"""`issue ready|list|show|claim-next|update`: bodies and text (declared in `cli/issue.py`)."""
+"""`issue ready|list|show|claim-next|update`: declarations, bodies and text.
+
+`cli/issue.py` builds their click commands from these declarations."""
 
 import io
 import os
 import sys
 
+from premath.cli._declaration import FLAG, INT, ISSUES, JSON, PRIORITY, argument, command, option
 from premath.cli._reply import AppContext, Reply, usage_error
 from premath.cli._text import lines_text
 from premath.errors import IoFailure
@@ -99,6 +102,15 @@ def read_notes_file(source: str) -> str:
         raise IoFailure(f"failed to read notes file `{source}`: {reason or exc}") from None
 
 
+@command(
+    "issue list",
+    option("--status", help="Only issues with exactly this status"),
+    option("--assignee", help="Only issues with exactly this assignee"),
+    ISSUES,
+    JSON,
+    app=True,
+    hot=True,
+)
 def issue_list(app: AppContext, status: str | None, assignee: str | None, issues: str) -> Reply:
     """List issues in the order claim-next takes them. Priority first, then the id in natural
     order (bd-9 before bd-10); --json items show each lease.
@@ -115,6 +127,7 @@ def issue_list(app: AppContext, status: str | None, assignee: str | None, issues
     return Reply(list_document(issues, rows, epoch_nanos(now)), text=list_text)
 
 
+@command("issue ready", ISSUES, JSON, app=True, hot=True)
 def issue_ready(app: AppContext, issues: str) -> Reply:
     """List open issues whose blockers are all closed. In the order claim-next takes them.
 
@@ -127,6 +140,7 @@ def issue_ready(app: AppContext, issues: str) -> Reply:
     return Reply(ready_document(issues, ready(issues, now=app.clock.now())), text=ready_text)
 
 
+@command("issue show", argument("issue_id", metavar="ID"), ISSUES, JSON, app=True, hot=True)
 def issue_show(app: AppContext, issue_id: str, issues: str) -> Reply:
     """Show one issue whole. Description, notes, dependencies with their states, lease.
 
@@ -140,6 +154,22 @@ def issue_show(app: AppContext, issue_id: str, issues: str) -> Reply:
     return Reply(show_document(issues, read_store(issues, now), issue_id, now), text=show_text)
 
 
+@command(
+    "issue update",
+    argument("issue_id", metavar="ID"),
+    option("--title", help="New title"),
+    option("--description", help="New description"),
+    option("--notes", help="New notes"),
+    option("--notes-file", help="Read new notes from a file (`-` for stdin)"),
+    option("--status", help="New status (closing releases the lease)"),
+    option("--priority", kind=PRIORITY, help="New priority: a whole number, lower is more urgent"),
+    option("--assignee", help="New assignee"),
+    option("--owner", help="New owner"),
+    ISSUES,
+    JSON,
+    app=True,
+    hot=True,
+)
 def issue_update(
     app: AppContext,
     /,
@@ -187,6 +217,21 @@ def issue_update(
     return Reply(issue_document("issue.update", issues, row), text=updated_text, warnings=warnings)
 
 
+@command(
+    "issue claim-next",
+    option("--assignee", required=True, help="Who takes the issue"),
+    option("--lease-id", help="Lease id (default: lease1_<issue>_<assignee>)"),
+    option("--lease-ttl-seconds", kind=INT, help="Lease TTL in seconds, 30..86400 (default 3600)"),
+    option(
+        "--include-escalations",
+        kind=FLAG,
+        help="Also take [HarnessEscalation] issues, which are left to people by default",
+    ),
+    ISSUES,
+    JSON,
+    app=True,
+    hot=True,
+)
 def issue_claim_next(
     app: AppContext,
     assignee: str,
