@@ -1,16 +1,20 @@
 """The timestamp shapes the reference writes and the parsers it applies, each under one name."""
 
+from __future__ import annotations
+
 import functools
 import itertools
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from operator import itemgetter
 
-from premath.lean_typing import TYPE_CHECKING, Any
 from premath.text import RUST_WHITE_SPACE
+
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     import re
+    from typing import Any
 
 _DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
 _STRICT_HEADS = frozenset({"0000-00-00T00:00:00", "0000-00-00t00:00:00"})
@@ -40,7 +44,7 @@ def _strict_tail(rest: str) -> tuple[str, str] | None:
 
 
 @functools.cache
-def compiled(source: str) -> "re.Pattern[str]":
+def compiled(source: str) -> re.Pattern[str]:
     """A pattern compiled on first use: compiling this module's patterns at import cost more
     than a whole hot command's own work (start-up budget), and `re` itself is not imported until
     a pattern is needed."""

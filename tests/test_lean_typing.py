@@ -8,7 +8,7 @@ import typing
 import orjson
 import pytest
 
-from premath import lean_typing
+from premath import lean
 from premath.cli import _fast_spec
 from tests.harness.join_check_inputs import baseline
 from tests.support.cli import run_premath
@@ -36,7 +36,7 @@ def _pair(base):
 
 
 def test_a_named_tuple_is_typings():
-    ours, theirs = _pair(lean_typing.NamedTuple), _pair(typing.NamedTuple)
+    ours, theirs = _pair(lean.NamedTuple), _pair(typing.NamedTuple)
     for kind in (ours, theirs):
         lease = kind("w1")
         assert isinstance(lease, tuple)
@@ -52,17 +52,6 @@ def test_a_named_tuple_is_typings():
     assert ours.__qualname__.endswith("Lease")
     assert repr(ours("w1")) == repr(theirs("w1"))
     assert list(ours.__annotations__) == list(theirs.__annotations__)
-
-
-def test_a_typed_dict_is_a_dict_and_a_literal_becomes_typings_for_pydantic():
-    class Row(lean_typing.TypedDict):
-        id: str
-        notes: lean_typing.NotRequired[str]
-
-    assert Row is dict
-    mode = lean_typing.Literal["latest", "failed"]
-    assert lean_typing.typing_form(mode) == typing.Literal["latest", "failed"]
-    assert lean_typing.typing_form(int) is int
 
 
 HEAVY = ("typing", "re", "json", "enum", "signal", "threading", "pathlib", "click", "orjson")

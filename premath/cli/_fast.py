@@ -13,6 +13,8 @@ ones. Nothing is written before that decision.
 `PREMATH_CLI_FAST_PATH=0` turns it off (tests compare both paths).
 """
 
+from __future__ import annotations
+
 import os
 import sys
 from collections.abc import Callable
@@ -20,9 +22,12 @@ from collections.abc import Callable
 from premath.cli._exit import emit_reply, internal_error, interrupted, premath_error
 from premath.cli._reply import AppContext, Reply, RerunWithClick
 from premath.errors import PremathError
-from premath.lean_typing import Any
 from premath.store import json_codec
 from premath.store.json_codec import loads
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SPEC_FILE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "cli-fast-path.json")
 SCHEMA = 1

@@ -13,6 +13,8 @@ Regenerate after changing a hot command's options: `mise run cli-fast-path` (a t
 while the file is stale; until then an unknown option simply goes to click).
 """
 
+from __future__ import annotations
+
 import contextlib
 import inspect
 import os
@@ -20,12 +22,15 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import click
 import orjson
 
 from premath.cli._options import IntRange, Priority, discovered_default
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 HOT_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("harness-session", "read"),

@@ -1,5 +1,7 @@
 """Options shared by many commands."""
 
+from __future__ import annotations
+
 from collections.abc import Callable
 from typing import Any, TypeVar
 

@@ -3,6 +3,8 @@
 The body is hot: it lives in `cli/hot/harness_join_check.py`, free of click.
 """
 
+from __future__ import annotations
+
 import click
 
 from premath.cli._options import json_option, stacked

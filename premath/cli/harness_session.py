@@ -4,6 +4,8 @@ The bodies are hot (agents call them in loops): they live in `cli/hot/harness_se
 free of click; here are their click declarations.
 """
 
+from __future__ import annotations
+
 import click
 
 from premath.cli._options import json_option, path_option, project_path_option, stacked

@@ -4,6 +4,8 @@ The bodies are hot (agents call them in loops): they live in `cli/hot/harness_tr
 free of click; here are their click declarations.
 """
 
+from __future__ import annotations
+
 from typing import Any
 
 import click

@@ -4,8 +4,9 @@ The hot commands' bodies (ready, list, show, claim-next, update) live in `cli/ho
 free of click; their click declarations are here.
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable
-from typing import Any
 
 import click
 
@@ -14,6 +15,10 @@ from premath.cli._options import F, IntRange, Priority, json_option, project_pat
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.cli.hot import issue as hot
 from premath.cli.hot.issue import claimed_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def added_text(document: dict[str, Any]) -> str:

@@ -5,3 +5,5 @@ without importing click. Each body here is the click callback itself: its click 
 (options, the help taken from its docstring) stays in the group's module (`cli/issue.py`, ...),
 the one definition of its options, from which `cli/_fast_spec.py` derives the fast path's table.
 """
+
+from __future__ import annotations

@@ -1,9 +1,14 @@
 """`harness-join-check`: body and text (declared in `cli/harness_join_check.py`)."""
 
+from __future__ import annotations
+
 from functools import partial
 
 from premath.cli._reply import Reply
-from premath.lean_typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def join_check_text(document: dict[str, Any], input_path: str) -> str:

@@ -1,7 +1,12 @@
 """`harness-session read|write|bootstrap`: bodies and text (declared in `cli/harness_session`)."""
 
+from __future__ import annotations
+
 from premath.cli._reply import AppContext, Reply
-from premath.lean_typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _lines(title: str, rows: list[tuple[str, Any]]) -> str:

@@ -1,7 +1,12 @@
 """`harness-trajectory append|query`: bodies and text (declared in `cli/harness_trajectory.py`)."""
 
+from __future__ import annotations
+
 from premath.cli._reply import AppContext, Reply
-from premath.lean_typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def append_text(document: dict[str, Any]) -> str:

@@ -1,5 +1,7 @@
 """`issue ready|list|show|claim-next|update`: bodies and text (declared in `cli/issue.py`)."""
 
+from __future__ import annotations
+
 import io
 import os
 import sys
@@ -7,7 +9,10 @@ import sys
 from premath.cli._reply import AppContext, Reply, usage_error
 from premath.cli._text import lines_text
 from premath.errors import IoFailure
-from premath.lean_typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def list_text(document: dict[str, Any]) -> str:
