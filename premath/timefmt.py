@@ -11,7 +11,6 @@ from operator import itemgetter
 from premath.text import RUST_WHITE_SPACE
 
 TYPE_CHECKING = False
-
 if TYPE_CHECKING:
     import re
     from typing import Any

@@ -14,7 +14,6 @@ import sys
 from premath.cli._reply import LazyGroup
 
 TYPE_CHECKING = False
-
 if TYPE_CHECKING:
     from premath.cli._root import RootGroup
 

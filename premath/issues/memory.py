@@ -33,7 +33,6 @@ from premath.text import rust_trim
 from premath.timefmt import epoch_nanos, format_autosi_z
 
 TYPE_CHECKING = False
-
 if TYPE_CHECKING:
     from typing import Any
 

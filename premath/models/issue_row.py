@@ -27,7 +27,6 @@ from premath.timefmt import (
 )
 
 TYPE_CHECKING = False
-
 if TYPE_CHECKING:
     import re
     from typing import Any, Literal, NotRequired, TypedDict

@@ -21,7 +21,6 @@ from premath.store.files import write_all
 from premath.store.owners import pid_alive
 
 TYPE_CHECKING = False
-
 if TYPE_CHECKING:  # pathlib stays off the import path of hot writers (start-up budget)
     from pathlib import Path
 

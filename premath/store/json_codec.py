@@ -23,7 +23,6 @@ from _json import encode_basestring, make_encoder, make_scanner
 from collections.abc import Callable
 
 TYPE_CHECKING = False
-
 if TYPE_CHECKING:
     from json import JSONDecodeError as JSONDecodeError
     from typing import Any
