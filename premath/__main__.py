@@ -1,3 +1,5 @@
+from __future__ import annotations
+
 from premath.cli import main
 
 main()

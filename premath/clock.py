@@ -1,14 +1,17 @@
 """The one source of wall-clock time, so tests can freeze it."""
 
+from __future__ import annotations
+
 import time
 from datetime import UTC, datetime, timedelta
 
-from premath.lean_typing import Protocol
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Protocol
 
-
-class Clock(Protocol):
-    def now(self) -> datetime:
-        """An aware UTC datetime."""
+    class Clock(Protocol):
+        def now(self) -> datetime:
+            """An aware UTC datetime."""
 
 
 class SystemClock:

@@ -1,22 +1,26 @@
 """Error classes a caller can act on; the CLI's one exit point maps them to exit codes."""
 
-from premath.lean_typing import ClassVar, Literal
+from __future__ import annotations
 
-ErrorCode = Literal[
-    "usage_error",
-    "not_found",
-    "artifact_invalid",
-    "input_invalid",
-    "lock_busy",
-    "io_error",
-    "internal_error",
-    "conflict",
-    "lease_refused",
-    "policy_denied",
-    "interrupted",
-    "authority_unreachable",
-    "authority_refused",
-]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar, Literal
+
+    ErrorCode = Literal[
+        "usage_error",
+        "not_found",
+        "artifact_invalid",
+        "input_invalid",
+        "lock_busy",
+        "io_error",
+        "internal_error",
+        "conflict",
+        "lease_refused",
+        "policy_denied",
+        "interrupted",
+        "authority_unreachable",
+        "authority_refused",
+    ]
 
 
 class PremathError(Exception):

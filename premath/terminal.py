@@ -5,6 +5,8 @@ fitted to the terminal's width (`COLUMNS`, else the terminal, else 80 when piped
 read in an 80-column terminal or a CI log has no line longer than the screen.
 """
 
+from __future__ import annotations
+
 import shutil
 import textwrap
 from collections.abc import Sequence

@@ -1,5 +1,7 @@
 """String normalisation shared by every reference artifact (specs/cli-conventions.md "Text")."""
 
+from __future__ import annotations
+
 from collections.abc import Iterable
 
 # Rust's `str::trim` strips the Unicode White_Space property; Python's `str.strip()` also strips

@@ -8,6 +8,8 @@ Events that cannot be used (wrong shape, unknown call) are skipped and counted i
 crashed or tampered run still exports a valid document.
 """
 
+from __future__ import annotations
+
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass

@@ -7,6 +7,8 @@ with the stdlib `json` module because Harbor reads it that way (NaN accepted, la
 wins); media paths resolve against the file's folder, as Harbor's media check does.
 """
 
+from __future__ import annotations
+
 import json
 import os
 from collections.abc import Iterable

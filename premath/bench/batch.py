@@ -9,24 +9,28 @@ Inputs are checked before anything is written; then `<runs dir>/<batch id>.input
 generated experiment.yaml and tasks.jsonl, and the run folder `<runs dir>/<batch id>/` follows.
 """
 
+from __future__ import annotations
+
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import orjson
 import yaml
 
 from premath.bench.inputs import load_policy, load_task
-from premath.clock import Clock
 from premath.errors import Conflict, InputInvalid, InvalidUsage
 from premath.runner.paths import safe_token
 from premath.store.atomic import write_atomic
 from premath.store.canonical import document_bytes
 from premath.timefmt import session_stamp
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.clock import Clock
     from premath.models.trial import ExecutorName
 
 DEFAULT_BATCH_RUNS_DIR = ".premath/bench/batches"
@@ -140,7 +144,7 @@ def run_batch(
     lock_timeout: float,
     runs_dir: str = DEFAULT_BATCH_RUNS_DIR,
     run_id: str | None = None,
-    executor: "ExecutorName" = "local",
+    executor: ExecutorName = "local",
     ray_address: str | None = None,
     replications: int = 1,
     concurrency: int = 1,

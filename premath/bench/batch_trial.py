@@ -7,11 +7,12 @@ experiment runner: the harness's own outcome when the bench run succeeded, else 
 the run's failure class in `metrics` (specs/bench-batch.md "Trials").
 """
 
+from __future__ import annotations
+
 import argparse
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -19,6 +20,10 @@ from premath.bench.inputs import load_policy, load_task
 from premath.bench.run import BenchRequest, run_benchmark
 from premath.clock import SystemClock
 from premath.store.atomic import write_atomic
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 BENCH_RUN_FOLDER = "bench-run"
 _LOCK_TIMEOUT_S = 30.0

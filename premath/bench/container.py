@@ -7,6 +7,8 @@ The container is hardened like the experiment executor's (read-only root with a 
 no new privileges, no capabilities, no network unless asked) and removed when the run ends.
 """
 
+from __future__ import annotations
+
 import os
 from pathlib import Path
 

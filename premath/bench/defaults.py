@@ -1,5 +1,7 @@
 """Defaults of `premath bench`, apart so the CLI can show them without importing the runner."""
 
+from __future__ import annotations
+
 DEFAULT_TIMEOUT_S = 1800.0
 """Seconds a harness may run."""
 DEFAULT_OUTPUT_CAP = 10 << 20

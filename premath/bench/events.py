@@ -6,12 +6,17 @@ their rows apart. Readers skip what they cannot use, so a crashed run still expo
 specs/bench-run.md "Events".
 """
 
+from __future__ import annotations
+
 import os
 from datetime import UTC, datetime
-from typing import Any
 
 from premath.store.canonical import row_bytes
 from premath.store.jsonl import append_line
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 EventKind = str
 

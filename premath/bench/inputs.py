@@ -5,13 +5,16 @@ a bad file is `input_invalid` (exit 1), a missing or blank instruction a usage e
 specs/bench-run.md "Bad input".
 """
 
+from __future__ import annotations
+
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from premath.errors import InputInvalid, InvalidUsage
 from premath.store.files import read_capped
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from premath.models.bench import BenchPolicy, BenchTask
 
@@ -52,7 +55,7 @@ def read_json_file(path: str | os.PathLike[str], what: str, cap: int = INPUT_SIZ
         raise InputInvalid(f"{what} {target} is not valid JSON: {exc}") from exc
 
 
-def load_task(task_path: str | None, instruction: str | None) -> "BenchTask":
+def load_task(task_path: str | None, instruction: str | None) -> BenchTask:
     """The task from `--task FILE` or `--instruction TEXT` (exactly one of them)."""
     from pydantic import ValidationError
 
@@ -74,7 +77,7 @@ def load_task(task_path: str | None, instruction: str | None) -> "BenchTask":
         raise InputInvalid(f"task file {task_path}: {pydantic_problems(exc)}") from exc
 
 
-def parse_policy(document: Any, source: str) -> "BenchPolicy":
+def parse_policy(document: Any, source: str) -> BenchPolicy:
     from pydantic import ValidationError
 
     from premath.models.bench import BenchPolicy
@@ -90,7 +93,7 @@ def parse_policy(document: Any, source: str) -> "BenchPolicy":
         ) from exc
 
 
-def load_policy(path: str | os.PathLike[str] | None) -> "BenchPolicy":
+def load_policy(path: str | os.PathLike[str] | None) -> BenchPolicy:
     """The policy at `path`, or the empty policy (no deny rules) when None."""
     from premath.models.bench import BenchPolicy
 

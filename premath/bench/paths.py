@@ -4,6 +4,8 @@ specs/bench-run.md "Artifacts": `raw/` (events, harness output, tool output, har
 result), `atif/trajectory.json`, `summary.json`, `run-metadata.json`.
 """
 
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass
 from datetime import datetime

@@ -21,6 +21,8 @@ matched (fnmatch, case-sensitive) against the original line and against each com
 with its program as written and as resolved.
 """
 
+from __future__ import annotations
+
 import fnmatch
 import os
 import shlex

@@ -5,6 +5,8 @@ spawning git. An installed wheel has no `.git`: `setup.py` stamps the commit it 
 into the package (`premath/BUILD_COMMIT`), read as the fallback; None when neither exists.
 """
 
+from __future__ import annotations
+
 from pathlib import Path
 
 from premath.store.git_checkout import checkout_commit, is_sha, read_text

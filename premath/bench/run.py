@@ -8,13 +8,14 @@ succeeds only if the harness succeeded and its trajectory validates; every artif
 far stays on any failure.
 """
 
+from __future__ import annotations
+
 import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -27,7 +28,6 @@ from premath.bench.defaults import (
 from premath.bench.events import append_event, event_time
 from premath.bench.paths import BenchRunPaths, new_run_dir
 from premath.bench.policy import policy_digest
-from premath.clock import Clock
 from premath.errors import Conflict, InputInvalid, IoFailure
 from premath.runner.interrupts import stop_signals_raise
 from premath.runner.process import passed_env
@@ -36,7 +36,11 @@ from premath.store.canonical import document_bytes
 from premath.store.jsonl import parsed_rows
 from premath.timefmt import format_seconds_z
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.clock import Clock
     from premath.models.bench import (
         BenchPolicy,
         BenchTask,
@@ -60,9 +64,9 @@ HARNESS_ROWS_CAP = 64 << 20
 class BenchRequest:
     """Everything `premath bench run` was asked to do, already checked."""
 
-    task: "BenchTask"
+    task: BenchTask
     command: list[str]
-    policy: "BenchPolicy"
+    policy: BenchPolicy
     premath_argv: list[str]
     """How the harness calls premath back (`bench tool`, `bench record`)."""
     run_dir: Path | None = None
@@ -93,12 +97,12 @@ class BenchRequest:
 
 @dataclass
 class _Verdict:
-    failure_class: "FailureClass | None" = None
+    failure_class: FailureClass | None = None
     failure_message: str | None = None
-    outcome: "Outcome | None" = None
+    outcome: Outcome | None = None
     harness_reported_version: str | None = None
 
-    def fail(self, failure_class: "FailureClass", message: str) -> None:
+    def fail(self, failure_class: FailureClass, message: str) -> None:
         """Keep the first failure: checks run in the order specs/bench-run.md gives."""
         if self.failure_class is None:
             self.failure_class, self.failure_message = failure_class, " ".join(message.split())
@@ -177,7 +181,7 @@ class Interrupted(Exception):
 
 def _run_harness(
     request: BenchRequest, paths: BenchRunPaths, record: Callable[..., None], verdict: _Verdict
-) -> "HarnessProcess":
+) -> HarnessProcess:
     """Spawn, wait, judge; the `harness` block of summary.json."""
     from premath.bench.container import DOCKER_BACKEND
     from premath.bench.policy import matching_rule
@@ -241,7 +245,7 @@ def _run_in_container(
     passed: dict[str, str],
     argv: list[str],
     bounded: dict[str, Any],
-) -> "ProcessOutcome":
+) -> ProcessOutcome:
     from premath.bench.container import harness_container_argv, harness_container_name
     from premath.runner.containers import DockerEngine
 
@@ -330,7 +334,7 @@ class _LiveExport:
             except Exception:  # noqa: BLE001 - best effort: the final export reports failures
                 continue
 
-    def __enter__(self) -> "_LiveExport":
+    def __enter__(self) -> _LiveExport:
         self._thread.start()
         return self
 
@@ -356,7 +360,7 @@ def _export(
     return export.document, errors
 
 
-def _checked_image(request: BenchRequest) -> "ImageIdentity | None":
+def _checked_image(request: BenchRequest) -> ImageIdentity | None:
     """With the docker backend, the harness image's identity once it is known to work."""
     from premath.bench.container import DOCKER_BACKEND, check_harness_image
     from premath.runner.containers import DockerEngine
@@ -481,7 +485,7 @@ def run_benchmark(request: BenchRequest, *, clock: Clock, lock_timeout_s: float)
     return completion_document(paths, summary)
 
 
-def completion_document(paths: BenchRunPaths, summary: "RunSummary") -> dict[str, Any]:
+def completion_document(paths: BenchRunPaths, summary: RunSummary) -> dict[str, Any]:
     return {
         "status": summary.status,
         "exit_code": summary.exit_code,

@@ -7,23 +7,26 @@ append to `raw/events.jsonl` under its lock, so calls from one harness keep thei
 specs/bench-run.md "Tool calls and rows".
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from premath.bench.defaults import DEFAULT_TOOL_OUTPUT_CAP, DEFAULT_TOOL_TIMEOUT_S
 from premath.bench.events import append_event
 from premath.bench.paths import BenchRunPaths
-from premath.clock import Clock
 from premath.errors import Conflict, InputInvalid, NotFound, PolicyDenied
 from premath.store.files import read_bounded
 from premath.store.jsonl import iter_lines
 from premath.store.locks import hold_marker
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from premath.clock import Clock
     from premath.models.bench_policy import DenyRuleSpec
 
 OBSERVATION_CAP = 64 << 10
@@ -56,7 +59,7 @@ def _pinned_digest(paths: BenchRunPaths) -> str | None:
     return None
 
 
-def _pinned_rules(paths: BenchRunPaths) -> tuple["DenyRuleSpec", ...]:
+def _pinned_rules(paths: BenchRunPaths) -> tuple[DenyRuleSpec, ...]:
     """The run's deny rules, refused unless raw/policy.json is the file the run started with:
     a harness that rewrites the policy must not loosen it."""
     from premath.bench.policy import policy_digest

@@ -4,18 +4,21 @@ Importing this package loads no click: the hot agent commands run through the fa
 (`cli/_fast.py`), and `cli`, the click root group, is built on first access.
 """
 
+from __future__ import annotations
+
 import contextlib
 import gc
 import os
 import sys
 
 from premath.cli._reply import LazyGroup
-from premath.lean_typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from premath.cli._root import RootGroup
 
     cli: RootGroup
+    from typing import Any
 
 # Each group: where it lives, and its one-line help, so `premath --help` loads no group.
 COMMAND_GROUPS: dict[str, LazyGroup] = {

@@ -12,10 +12,14 @@ A parameter's kind is one of `KINDS`, said by the declaration, never guessed fro
 type. The hot commands load this module: it imports no click, typing or re.
 """
 
-from collections.abc import Callable
+from __future__ import annotations
 
-from premath.lean_typing import Any
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 STR = "str"
 FLAG = "flag"

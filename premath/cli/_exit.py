@@ -8,12 +8,17 @@ the fast path (`_fast.py`); free of click.
 With `--json`, each failure also prints `{"error": {"code": ..., "message": ...}}` on stdout.
 """
 
+from __future__ import annotations
+
 import os
 import sys
 
 from premath.cli._reply import Reply
 from premath.errors import PremathError
-from premath.lean_typing import IO
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO
 
 INTERRUPTED = (
     "interrupted (Ctrl-C or SIGTERM) before the command finished; files are whole "

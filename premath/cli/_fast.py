@@ -12,6 +12,8 @@ messages and help stay the only ones. Nothing is written before that decision.
 `PREMATH_CLI_FAST_PATH=0` turns it off (tests compare both paths).
 """
 
+from __future__ import annotations
+
 import importlib
 import os
 import sys
@@ -20,7 +22,10 @@ from premath.cli._declaration import CHOICE, FLAG, INT, PRIORITY, STR, USIZE, Cl
 from premath.cli._exit import emit_reply, internal_error, interrupted, premath_error
 from premath.cli._reply import AppContext, LazyGroup, RerunWithClick
 from premath.errors import PremathError
-from premath.lean_typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 USIZE_MAX = 2**64 - 1
 I32 = (-(2**31), 2**31 - 1)

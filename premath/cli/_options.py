@@ -1,5 +1,7 @@
 """Options shared by many commands, and the click command built from a declaration."""
 
+from __future__ import annotations
+
 from collections.abc import Callable
 from typing import Any, TypeVar
 

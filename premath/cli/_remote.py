@@ -8,6 +8,8 @@ it: a worker on the issues file delivers through the merge queue as a remote one
 prepare their `GitDelivery` through it.
 """
 
+from __future__ import annotations
+
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager

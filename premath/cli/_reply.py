@@ -4,10 +4,18 @@ Kept free of click so the fast path (`cli/_fast.py`) and the hot commands' bodie
 (`cli/hot/`) run without importing it; `cli/_root.py` re-exports both names.
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable, Sequence
 
-from premath.clock import Clock, SystemClock
-from premath.lean_typing import Any, NamedTuple, NoReturn
+from premath.clock import SystemClock
+from premath.lean import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
+
+    from premath.clock import Clock
 
 
 class AppContext:

@@ -10,11 +10,12 @@ JSON mode comes from the `--json` token in the arguments, the one rule that also
 errors raised before any command runs.
 """
 
+from __future__ import annotations
+
 import importlib
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import click
 
@@ -23,6 +24,10 @@ from premath.cli._exit import emit_error, emit_reply, internal_error, interrupte
 from premath.cli._reply import AppContext, LazyGroup, Reply
 from premath.errors import PremathError
 from premath.runner.interrupts import sigterm_as_ctrl_c
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["AppContext", "LazyGroup", "Reply"]
 
@@ -143,7 +148,7 @@ def run_command(invoke: Callable[[], Any], json_mode: bool) -> int:
         return internal_error(exc, json_mode)
 
 
-def root_group(groups: dict[str, LazyGroup]) -> "RootGroup":
+def root_group(groups: dict[str, LazyGroup]) -> RootGroup:
     """The `premath` group over `groups` (`premath.cli.COMMAND_GROUPS`)."""
 
     @click.group(

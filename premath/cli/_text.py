@@ -1,6 +1,10 @@
 """The reference's text layout for command output, free of click (the fast path uses it)."""
 
-from premath.lean_typing import Any
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def lines_text(title: str, rows: list[tuple[str, Any]], items: list[str] | None = None) -> str:

@@ -1,11 +1,15 @@
 """`premath atif export|validate`: ATIF trajectories, judged as Harbor 0.26.0 judges them."""
 
-from typing import Any
+from __future__ import annotations
 
 import click
 
 from premath.cli._options import json_option
 from premath.cli._root import Reply, StrictGroup
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def validate_text(document: dict[str, Any]) -> str:

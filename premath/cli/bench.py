@@ -3,7 +3,7 @@
 Benchmark mode exists only under this group: nothing else grants `full-access` (specs/bench-run.md).
 """
 
-from typing import Any
+from __future__ import annotations
 
 import click
 
@@ -15,6 +15,10 @@ from premath.bench.defaults import (
 )
 from premath.cli._options import FloatRange, IntRange, json_option, project_path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def tool_text(document: dict[str, Any]) -> str:

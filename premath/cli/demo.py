@@ -1,5 +1,7 @@
 """`premath demo`: a coordinator with two workers on built-in sample issues, then the KPI."""
 
+from __future__ import annotations
+
 import click
 
 from premath.cli._options import json_option

@@ -1,6 +1,6 @@
 """`premath dep ...`: dependency edges between issues, their views and cycle diagnostics."""
 
-from typing import Any
+from __future__ import annotations
 
 import click
 
@@ -8,7 +8,13 @@ from premath.cli._issues import issues_option, lines_text
 from premath.cli._options import json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.models.issue_row import DEPENDENCY_TYPES
-from premath.models.vocabulary import EDGE_VIEWS, GRAPH_SCOPES, EdgeView, GraphScope
+from premath.models.vocabulary import EDGE_VIEWS, GRAPH_SCOPES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.models.vocabulary import EdgeView, GraphScope
 
 dependency_type = click.Choice(DEPENDENCY_TYPES)
 TYPES_HELP = f"one of {', '.join(DEPENDENCY_TYPES)}"

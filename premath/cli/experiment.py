@@ -3,13 +3,18 @@
 specs/experiment.md is the contract.
 """
 
+from __future__ import annotations
+
 import sys
-from typing import Any
 
 import click
 
 from premath.cli._options import FloatRange, IntRange, json_option, project_path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RUNS_DIR = ".premath/runs"
 EXECUTORS = ["local", "docker", "ray"]

@@ -5,7 +5,7 @@ An agent that is itself the worker drives the same cycle the loops run:
 then `stop`.
 """
 
-from typing import Any
+from __future__ import annotations
 
 import click
 
@@ -22,6 +22,10 @@ from premath.cli.harness_loop import (
     worker_authority,
     worker_identity_options,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def boot_text(document: dict[str, Any]) -> str:

@@ -1,11 +1,15 @@
 """`premath harness-feature read|write|check|next`: the feature ledger artifact."""
 
-from typing import Any
+from __future__ import annotations
 
 import click
 
 from premath.cli._options import json_option, path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 LEDGER_PATH = ".premath/harness_feature_ledger.json"
 ledger_path_option = path_option(

@@ -1,5 +1,7 @@
 """`premath harness-kpi`: the multithread throughput KPI over the harness trajectory."""
 
+from __future__ import annotations
+
 import click
 
 from premath.cli._options import json_option, project_path_option

@@ -6,6 +6,8 @@ library field it fills, so click hands us the fields by name, `loop_settings` bu
 No module below `cli/` knows a flag.
 """
 
+from __future__ import annotations
+
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence

@@ -1,12 +1,16 @@
 """`premath harness-policy show|decide|classify|escalate`: the retry policy and its decisions."""
 
-from typing import Any
+from __future__ import annotations
 
 import click
 
 from premath.cli._options import IntRange, json_option, project_path_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 attempt_option = click.option(
     "--attempt",

@@ -4,6 +4,8 @@ The commands are hot (agents call them in loops): declared with their bodies in
 `cli/hot/harness_session.py`, free of click; here is their group.
 """
 
+from __future__ import annotations
+
 import click
 
 from premath.cli._options import click_command

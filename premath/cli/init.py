@@ -1,5 +1,7 @@
 """`premath init [ROOT]`: create `.premath/` and its issues file, importing a beads store."""
 
+from __future__ import annotations
+
 import click
 
 from premath.cli._options import json_option

@@ -4,12 +4,16 @@ Input errors exit 2 with `<failureClass>: <message>`; a reject decision or a rej
 is data (exit 0).
 """
 
-from typing import Any
+from __future__ import annotations
 
 import click
 
 from premath.cli._options import PROJECT_ROOT, json_option
 from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand, pass_app
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 @click.command("instruction-check", cls=StrictCommand, context_settings=CONTEXT_SETTINGS)

@@ -4,8 +4,9 @@ The hot commands (ready, list, show, claim-next, update) are declared with their
 `cli/hot/issue.py`, free of click; their click commands are built here from the declarations.
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable
-from typing import Any
 
 import click
 
@@ -21,6 +22,10 @@ from premath.cli._options import (
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.cli.hot import issue as hot
 from premath.cli.hot.issue import claimed_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def added_text(document: dict[str, Any]) -> str:

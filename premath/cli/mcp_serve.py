@@ -1,6 +1,8 @@
 """`premath mcp-serve`: the issue memory and transport as MCP tools over stdio, or over
 streamable HTTP as a boundary many agents share (premath/mcp, specs/mcp-http.md)."""
 
+from __future__ import annotations
+
 import os
 import re
 import sys

@@ -1,5 +1,7 @@
 """`premath observe-build`, `premath observe` and `premath observe-serve` (specs/observation.md)."""
 
+from __future__ import annotations
+
 from collections.abc import Callable
 from typing import Any, TypeVar
 

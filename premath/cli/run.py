@@ -1,11 +1,15 @@
 """`premath run`: one task through one harness, outside any experiment."""
 
-from typing import Any
+from __future__ import annotations
 
 import click
 
 from premath.cli._options import IntRange, json_option
 from premath.cli._root import AppContext, Reply, StrictCommand, pass_app
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def run_text(document: dict[str, Any]) -> str:

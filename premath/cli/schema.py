@@ -1,12 +1,17 @@
 """`premath schema <kind>`: the JSON Schema of a format we own, from its pydantic model."""
 
+from __future__ import annotations
+
 import importlib
-from typing import Any
 
 import click
 
 from premath.cli._options import json_option
 from premath.cli._root import Reply, StrictCommand
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_KINDS: dict[str, str] = {
     "experiment": "premath.models.experiment:ExperimentSpec",

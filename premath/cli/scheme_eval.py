@@ -4,6 +4,8 @@ A rejected program prints its document and exits 1; a program that cannot start 
 nothing on stdout and exits 1 (2 for a usage error).
 """
 
+from __future__ import annotations
+
 import click
 
 from premath.cli._options import IntRange, json_option, project_path_option

@@ -1,12 +1,16 @@
 """`premath transport-dispatch` and `premath transport-check`: the typed transport actions
 (agent-surface.md §2)."""
 
-from typing import Any
+from __future__ import annotations
 
 import click
 
 from premath.cli._options import json_option
 from premath.cli._root import CONTEXT_SETTINGS, AppContext, Reply, StrictCommand, pass_app
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def dispatch_text(document: dict[str, Any]) -> str:

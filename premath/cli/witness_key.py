@@ -2,12 +2,16 @@
 (premath/store/witness_mac.py, specs/mcp-http.md "Witness MAC keys", D22-3). Secrets are
 never printed."""
 
-from typing import Any
+from __future__ import annotations
 
 import click
 
 from premath.cli._options import json_option
 from premath.cli._root import Reply, StrictGroup
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 KEY_FILE_HELP = "Key file (default: $PREMATH_WITNESS_KEY_FILE, else ~/.config/premath/witness.keys)"
 

@@ -1,9 +1,10 @@
 """Loading and saving one harness artifact with the reference's error wording, as our errors."""
 
+from __future__ import annotations
+
 from collections.abc import Callable
 
 from premath.errors import ArtifactInvalid, IoFailure, NotFound
-from premath.lean_typing import Any
 from premath.models.serde import SchemaViolation
 from premath.store.documents import (
     DocumentMalformed,
@@ -11,6 +12,10 @@ from premath.store.documents import (
     os_error_text,
     read_document,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def load_artifact(

@@ -15,19 +15,25 @@ Refusals are `PremathError`s of the classes the local functions raise (`LeaseRef
 worker's bound raises `AuthorityUnreachable`.
 """
 
+from __future__ import annotations
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
 from premath.errors import LeaseRefused, NotFound
 from premath.harness.handoff import LeaseSnapshot, read_lease_snapshot
-from premath.issues.held import Discovery, Finished, FinishStatus, finish_held, holder_problem
+from premath.issues.held import Discovery, Finished, finish_held, holder_problem
 from premath.models.boot_report import BootFailureClass
 from premath.models.vocabulary import is_escalation_title
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from premath.harness.loop_config import LoopPaths
+    from premath.issues.held import FinishStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +57,7 @@ class BootView:
     """The active scope's `{graphScope, hasCycle, cyclePath}` (None: unreadable)."""
     snapshot_ref: str | None
     """`iss1_` of the store (None for a store not read as bytes: a remote authority)."""
-    finding: "tuple[BootFailureClass, str] | None" = None
+    finding: tuple[BootFailureClass, str] | None = None
     """(`boot.issues_missing` or `boot.issues_invalid`, message) when it cannot be read."""
 
 
@@ -72,7 +78,7 @@ class IssueAuthority(Protocol):
     def location(self) -> str:
         """Where the authority is: the issues file's path or the MCP server's URL."""
 
-    def recorded_issues(self, paths: "LoopPaths") -> tuple[str, str]:
+    def recorded_issues(self, paths: LoopPaths) -> tuple[str, str]:
         """(the store a session's snapshot ref is taken of, or "" for none; the name the
         loop's artifacts record for it)."""
 
@@ -154,7 +160,7 @@ class LocalAuthority:
     def location(self) -> str:
         return self.path
 
-    def recorded_issues(self, paths: "LoopPaths") -> tuple[str, str]:
+    def recorded_issues(self, paths: LoopPaths) -> tuple[str, str]:
         return self.path, paths.relative(self.path)
 
     def boot_view(self, now: datetime) -> BootView:
@@ -332,7 +338,7 @@ def refused(issue_id: str, worker_id: str, problem: str) -> None:
         )
 
 
-def require_store(memory: IssueAuthority, paths: "LoopPaths") -> None:
+def require_store(memory: IssueAuthority, paths: LoopPaths) -> None:
     """Refuse to start, writing nothing, where the issues file is the authority and there is
     none (no project here); a remote authority was reached when it was opened."""
     if isinstance(memory, LocalAuthority):

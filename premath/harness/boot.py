@@ -5,14 +5,18 @@ Findings are data: the report is `rejected` with failure classes, and the CLI ex
 `harness-feature check` does. specs/harness-loop.md "Boot".
 """
 
+from __future__ import annotations
+
 import os
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
 
 from premath.errors import PremathError
 from premath.models.boot_report import BOOT_KIND, BOOT_SCHEMA, BootFailureClass
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from premath.harness.authority import BootView, IssueAuthority
 
 
@@ -22,7 +26,7 @@ def _finding(failure_class: BootFailureClass, message: str) -> dict[str, str]:
 
 def _memory_roots(
     paths: Any,
-    view: "BootView",
+    view: BootView,
     findings: list[dict[str, str]],
     extra_roots: list[dict[str, Any]],
 ) -> dict[str, Any]:
@@ -91,7 +95,7 @@ def boot_report(
     worktree: str = ".",
     timeout_s: float = 1800.0,
     pass_env: tuple[str, ...] = (),
-    memory: "IssueAuthority | None" = None,
+    memory: IssueAuthority | None = None,
 ) -> dict[str, Any]:
     """The boot document for `paths` (a LoopPaths); see the module doc. `memory` is issue
     memory's authority (default: the issues file of `paths`)."""

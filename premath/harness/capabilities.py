@@ -7,14 +7,20 @@ stop handoff's lease witness and lineage refs. The overlay ("Governance overlay"
 registry's `profileOverlayClaims` into the join check's `governanceProfile`.
 """
 
+from __future__ import annotations
+
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from premath.errors import InputInvalid
 from premath.models.join_check import GOVERNANCE_CLAIM_ID
 from premath.models.vocabulary import SESSION_STATES, STEP_KIND
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 GOVERNANCE_PROFILE_CLAIM = GOVERNANCE_CLAIM_ID
 CI_WITNESSES_CAPABILITY = "capabilities.ci_witnesses"

@@ -7,6 +7,8 @@ an allowlisted environment plus the step's context (`PREMATH_ISSUE_ID`, ...) and
 the user names with `--pass-env` (divergence D5-8: the reference passed its whole environment).
 """
 
+from __future__ import annotations
+
 import os
 import re
 import shlex
@@ -14,12 +16,15 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from premath.harness.retry import failure_classes_from_output, known_failure_classes
 from premath.models.retry_policy import RetryPolicy
 from premath.runner.interrupts import raise_if_stopped
 from premath.runner.process import ProcessOutcome, allowlisted_env, passed_env, run_bounded
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SHELL = "sh"
 # `sh` exits 127 when the program is not found and 126 when it cannot be executed: neither is a

@@ -17,6 +17,8 @@ the worker id; with `heartbeat_s` (a terminal) a quiet worker is reported alive 
 time. Logs go to a folder per run, so earlier runs' logs stay.
 """
 
+from __future__ import annotations
+
 import glob
 import os
 import signal
@@ -27,7 +29,6 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -44,6 +45,10 @@ from premath.runner.process import (
     signal_group_ticket,
 )
 from premath.timefmt import session_stamp
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 COORDINATOR_REPORT_KIND = "premath.harness.coordinator_loop.v1"
 Report = Callable[[str], None]

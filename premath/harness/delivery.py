@@ -15,19 +15,24 @@ answer); with other content it is `delivery_branch_exists`. A push the remote re
 it (specs/remote-workers.md "Delivery failures").
 """
 
+from __future__ import annotations
+
 import itertools
 import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
 from premath.errors import InputInvalid
 from premath.runner.git import GitRun, run_git
 from premath.store.git_checkout import checkout_commit
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from premath.harness.merge_queue import MergeQueue
 
 BRANCH_PREFIX = "premath/"

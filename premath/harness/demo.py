@@ -6,16 +6,21 @@ accepts them), two worktrees, a coordinator running one worker process per workt
 command that writes a file per issue and a verify command that checks it.
 """
 
+from __future__ import annotations
+
 import shlex
 import sys
 import tempfile
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from premath.errors import InvalidUsage
 from premath.harness.coordinator import WorkerCommand
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SAMPLE_ISSUES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("demo-1", "Parse the configuration file", ()),

@@ -7,11 +7,12 @@ claims it again until someone looks; escalating an escalation issue marks it blo
 discovering another one (no runaway chains).
 """
 
+from __future__ import annotations
+
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
 
 from premath.errors import InputInvalid
 from premath.harness.refs import stable_hash
@@ -21,7 +22,10 @@ from premath.models.retry_policy import RetryDecision, RetryPolicy
 from premath.models.vocabulary import ESCALATION_NOTE_HEAD, ESCALATION_TITLE_PREFIX
 from premath.store.files import read_bounded
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from premath.harness.authority import IssueAuthority
 
 ACTIVE_ISSUE_ENV_KEYS = ("PREMATH_ACTIVE_ISSUE_ID", "PREMATH_ISSUE_ID")
@@ -268,7 +272,7 @@ def escalate(
 
 
 def escalate_held(
-    authority: "IssueAuthority",
+    authority: IssueAuthority,
     *,
     issue_id: str,
     holder: tuple[str, str | None],

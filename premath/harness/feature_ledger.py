@@ -4,12 +4,13 @@ Behaviour follows specs/harness-feature-ledger.md; divergence D2-11 (write refus
 check rejects).
 """
 
+from __future__ import annotations
+
 import os
 from datetime import datetime
 
 from premath.errors import InputInvalid
 from premath.harness.artifact_io import load_artifact, save_artifact
-from premath.lean_typing import Any
 from premath.models.feature_ledger import (
     CHECK_KIND,
     FEATURE_STATUSES,
@@ -22,6 +23,10 @@ from premath.models.feature_ledger import (
 from premath.store.locks import artifact_lock
 from premath.text import clean_optional, normalize_refs, rust_trim
 from premath.timefmt import format_seconds_z
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_LEDGER_PATH = ".premath/harness_feature_ledger.json"
 _CLASS = "harness_feature_ledger."

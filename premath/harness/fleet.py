@@ -16,6 +16,8 @@ MCP), insists by force after `cancel_grace_s`, then gives back any lease its wor
 granted and still hold. This module imports ray: only `--executor ray` loads it.
 """
 
+from __future__ import annotations
+
 import contextlib
 import re
 import shutil

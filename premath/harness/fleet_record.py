@@ -23,13 +23,14 @@ this process: a server serialises its appends; other writers of the trajectory (
 the authority's host) append rows of their own step ids.
 """
 
+from __future__ import annotations
+
 import hashlib
 import os
 import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 
@@ -41,6 +42,10 @@ from premath.models.vocabulary import STEP_KIND
 from premath.store.atomic import write_atomic
 from premath.store.canonical import row_bytes
 from premath.store.jsonl import append_line
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 STEP_RECORD_CAP = 1024 * 1024
 """Bytes of one step's record (all its files): a worker ships tails, never whole logs."""

@@ -5,17 +5,19 @@ The snapshot is the issue's row as issue memory reads it now and its lease state
 table maps the lease state to the recovery action and the trajectory result class.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from premath.harness.refs import lease_ref
 from premath.issues.memory import lease_state
-from premath.models.vocabulary import LeaseState
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from premath.harness.delivery import Delivered
     from premath.harness.merge_queue import Landing
+    from premath.models.vocabulary import LeaseState
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +199,7 @@ def undelivered_handoff(
     worker_id: str,
     claimed_lease_id: str | None,
     status: str,
-    delivered: "Delivered",
+    delivered: Delivered,
 ) -> Handoff:
     """The handoff after a delivery failure (specs/remote-workers.md): class `failed_delivery`,
     the issue given back (`open`) or blocked, never closed."""
@@ -225,7 +227,7 @@ def unlanded_handoff(
     worker_id: str,
     claimed_lease_id: str | None,
     status: str,
-    landing: "Landing",
+    landing: Landing,
 ) -> Handoff:
     """The handoff after the merge queue refused a delivered branch (specs/remote-workers.md
     "Merge queue"): class `failed_integration`, the issue given back (`open`) or blocked."""

@@ -5,6 +5,8 @@ the lease go stale and be reclaimed mid-step. A worker that dies stops renewing:
 stale at the TTL and another worker reclaims the issue, which is what a dead worker should cause.
 """
 
+from __future__ import annotations
+
 import contextlib
 import threading
 from collections.abc import Callable, Iterator

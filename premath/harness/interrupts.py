@@ -6,6 +6,8 @@ command's process group, the step gives its lease back, the worker records a
 (`--worker-timeout-seconds`) arrives as SIGTERM, so it ends the same way.
 """
 
+from __future__ import annotations
+
 import contextlib
 
 from premath.errors import Interrupted

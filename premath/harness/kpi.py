@@ -10,10 +10,11 @@ step's own row counts them once), D25-2 (a row is failed exactly when `harness-t
 left out).
 """
 
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import orjson
 
@@ -31,6 +32,10 @@ from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 from premath.store.documents import os_error_text
 from premath.store.jsonl import iter_lines, report_torn_tail
 from premath.timefmt import parse_strict_rfc3339
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 HOST_EFFECT_ACTIONS = ("scheme_eval.", "rhai_eval.")

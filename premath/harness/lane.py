@@ -7,6 +7,8 @@ mode. Ours accepts it (divergence D5-7): every mutation our loop makes is gated 
 witness bound to the step's policy ref, which is what "instruction-linked" asks for.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 
 from premath.errors import InvalidUsage

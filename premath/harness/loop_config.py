@@ -4,10 +4,11 @@ One frozen object per worker, built once by the CLI (or a test), so the step cod
 paths or reads the environment itself. specs/harness-loop.md "Options".
 """
 
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from premath.errors import InvalidUsage, NotFound
 from premath.harness.lane import MutationAuthority, resolve_mutation_authority
@@ -15,7 +16,10 @@ from premath.models.retry_policy import RetryPolicy
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 from premath.runner.process import passed_env
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from premath.harness.authority import IssueAuthority
     from premath.harness.delivery import GitDelivery
 
@@ -57,7 +61,7 @@ class LoopPaths:
         session: str = DEFAULT_SESSION_PATH,
         ledger: str = DEFAULT_LEDGER_PATH,
         trajectory: str = DEFAULT_TRAJECTORY_PATH,
-    ) -> "LoopPaths":
+    ) -> LoopPaths:
         root = os.path.abspath(repo_root)
 
         def under_root(path: str) -> str:
@@ -90,7 +94,7 @@ class LoopPaths:
         root and `/`-separated, so the same run committed from two machines is the same bytes."""
         return Path(os.path.relpath(path, self.repo_root)).as_posix()
 
-    def for_worker(self, worker_id: str) -> "LoopPaths":
+    def for_worker(self, worker_id: str) -> LoopPaths:
         """Session and ledger of one worker among many (D5-11: the reference's workers shared
         one session and one ledger and overwrote each other); the trajectory stays shared."""
         return replace(
@@ -187,7 +191,7 @@ class WorkerSettings:
             max_calls=self.work_program_max_calls,
         )
 
-    def for_worker(self, worker_id: str) -> "WorkerSettings":
+    def for_worker(self, worker_id: str) -> WorkerSettings:
         """The same settings with this worker's own session and ledger (D5-11)."""
         return replace(self, paths=self.paths.for_worker(worker_id))
 
@@ -199,7 +203,7 @@ class WorkerConfig:
     paths: LoopPaths
     authority: MutationAuthority
     policy: RetryPolicy
-    memory: "IssueAuthority"
+    memory: IssueAuthority
     """Issue memory's authority: the issues file (`LocalAuthority`) or an MCP server."""
     work_cmd: str | None
     """None: the agent did the work itself (`harness complete`), or `work_program` does it."""
@@ -213,7 +217,7 @@ class WorkerConfig:
     output_cap: int = DEFAULT_OUTPUT_CAP
     backoff_scale: float = 1.0
     lock_timeout_s: float = 10.0
-    delivery: "GitDelivery | None" = None
+    delivery: GitDelivery | None = None
     """A remote worker's clone: each success is pushed to `premath/<issue>` before the close."""
     pass_env: tuple[str, ...] = ()
     host_action_transport: str | None = None
@@ -257,8 +261,8 @@ def worker_config(
     worktree: str = ".",
     lock_timeout_s: float = 10.0,
     agent_did_work: bool = False,
-    memory: "IssueAuthority | None" = None,
-    delivery: "GitDelivery | None" = None,
+    memory: IssueAuthority | None = None,
+    delivery: GitDelivery | None = None,
     paths: LoopPaths | None = None,
     presence: Any = None,
 ) -> WorkerConfig:
@@ -308,8 +312,8 @@ def make_worker_config(
     trajectory_path: str = DEFAULT_TRAJECTORY_PATH,
     lock_timeout_s: float = 10.0,
     agent_did_work: bool = False,
-    memory: "IssueAuthority | None" = None,
-    delivery: "GitDelivery | None" = None,
+    memory: IssueAuthority | None = None,
+    delivery: GitDelivery | None = None,
     **settings: Any,
 ) -> WorkerConfig:
     """A worker config from plain keywords (library callers and tests); `settings` are

@@ -6,6 +6,8 @@ surface (`artifacts/observation/latest.json`). Paths of the artifact roots are s
 to the repository root. Reading a root never changes it.
 """
 
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass
 from typing import Any, Literal

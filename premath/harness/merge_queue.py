@@ -11,19 +11,25 @@ again. Nothing is ever forced: no landed merge is lost, none lands twice, and co
 the integration branch by hand are built on, never rewritten.
 """
 
+from __future__ import annotations
+
 import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
 from premath.errors import InputInvalid
-from premath.models.merge_queue import QUEUE_NOTE_HEADER, QueueState
+from premath.models.merge_queue import QUEUE_NOTE_HEADER
 from premath.runner.git import GitRun, run_git
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from premath.harness.commands import CommandRun
     from premath.harness.delivery import GitDelivery
+    from premath.models.merge_queue import QueueState
 
 DEFAULT_INTEGRATION_BRANCH = "premath/integration"
 IntegrationFailure = Literal[
@@ -49,7 +55,7 @@ _REFUSED_AS_STALE = (
 Verify = Callable[[str], "CommandRun"]
 """Runs the issue's verification with the given folder as its working directory."""
 Report = Callable[[str], None]
-Mark = Callable[[QueueState, dict[str, str]], None]
+Mark = Callable[["QueueState", dict[str, str]], None]
 """Hears each transient state as the queue enters it, with `branch`, `integrationBranch` and
 (merging, verifying) `onto`: the step records it on the issue through its authority."""
 
@@ -145,7 +151,7 @@ class Landing:
         }
 
 
-def _tail(run: "CommandRun") -> str:
+def _tail(run: CommandRun) -> str:
     outcome = run.outcome
     text = f"{outcome.stdout_tail}{outcome.stderr_tail}".strip()
     if outcome.status == "timeout":
@@ -158,7 +164,7 @@ class MergeQueue:
     worktree of the worker's clone (its objects shared, its checkout cleaned for each merge)."""
 
     def __init__(
-        self, delivery: "GitDelivery", integration_branch: str = DEFAULT_INTEGRATION_BRANCH
+        self, delivery: GitDelivery, integration_branch: str = DEFAULT_INTEGRATION_BRANCH
     ) -> None:
         self.delivery = delivery
         self.integration_branch = integration_branch

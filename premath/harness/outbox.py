@@ -19,12 +19,14 @@ content) is copied to `<outbox>.refused` with the reason, and delivery goes on; 
 entries kept, until someone fixes that. One process per worker id uses an outbox.
 """
 
+from __future__ import annotations
+
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import orjson
 
@@ -35,7 +37,10 @@ from premath.store.atomic import write_atomic
 from premath.store.canonical import row_bytes
 from premath.store.jsonl import append_line
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from premath.harness.loop_config import WorkerConfig
 
 OUTBOX_NAME = "harness_outbox.jsonl"
@@ -209,7 +214,7 @@ class Outbox:
         return record
 
 
-def worker_outbox(cfg: "WorkerConfig") -> Outbox:
+def worker_outbox(cfg: WorkerConfig) -> Outbox:
     """This worker's outbox, beside where its trajectory would be."""
     folder = os.path.dirname(cfg.paths.trajectory)
     path = per_worker_path(os.path.join(folder, OUTBOX_NAME), cfg.worker_id)
@@ -217,7 +222,7 @@ def worker_outbox(cfg: "WorkerConfig") -> Outbox:
 
 
 def record_step(
-    cfg: "WorkerConfig",
+    cfg: WorkerConfig,
     *,
     lease_id: str | None,
     step_folder: str | None,
@@ -261,7 +266,7 @@ def ship_kept(
 
 
 @contextmanager
-def delivering(cfg: "WorkerConfig", report: Report) -> Iterator[int]:
+def delivering(cfg: WorkerConfig, report: Report) -> Iterator[int]:
     """Around a worker's run: deliver what an earlier run left and yield the first step index
     this run may use; at the end deliver again and say what is left (kept for the next run)."""
     if not isinstance(cfg.memory, StepShipping):
@@ -281,7 +286,7 @@ def delivering(cfg: "WorkerConfig", report: Report) -> Iterator[int]:
 
 
 def _final_delivery(
-    cfg: "WorkerConfig",
+    cfg: WorkerConfig,
     outbox: Outbox,
     authority: StepShipping,
     report: Report,

@@ -3,6 +3,8 @@
 deregisters with its reason when it stops. The loop calls a `Presence`; a local loop has none
 (`NO_PRESENCE`), a remote or fleet worker's reports through MCP (premath/mcp/presence.py)."""
 
+from __future__ import annotations
+
 from typing import Protocol
 
 from premath.harness.worker_registry import Phase

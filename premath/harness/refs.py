@@ -4,10 +4,15 @@ Each is `sha256(compact, key-sorted JSON)` of a fixed object (specs/harness-loop
 "Step"), so a ref names exactly the facts it was computed from.
 """
 
+from __future__ import annotations
+
 import hashlib
-from typing import Any
 
 from premath.store.canonical import digest_input
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 WORKER_POOL = "harness.multithread.v1"
 

@@ -6,13 +6,14 @@ means `pipeline_missing_failure_class` and its rule), D5-3 (typed classes read f
 count only when the policy knows them), D5-6 (the backoff is applied, not only named).
 """
 
+from __future__ import annotations
+
 import hashlib
 import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
 
 import orjson
 
@@ -32,6 +33,10 @@ from premath.models.retry_policy import (
 )
 from premath.store.canonical import digest_input
 from premath.store.files import read_bounded
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 DEFAULT_POLICY_PATH = "policies/control/harness-retry-policy-v1.json"
 BUILTIN_POLICY_PATH = (

@@ -1,9 +1,13 @@
 """The `harness-policy decide|classify|escalate` documents, rendered from the typed results."""
 
-from typing import Any
+from __future__ import annotations
 
 from premath.harness.escalation import PolicyEscalation
 from premath.harness.retry import Classification, PolicyDecision
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _decided(action: str, decided: PolicyDecision) -> dict[str, Any]:

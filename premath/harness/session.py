@@ -3,11 +3,12 @@
 Behaviour follows specs/harness-session.md; divergences are named where they apply.
 """
 
+from __future__ import annotations
+
 import os
 from datetime import datetime
 
 from premath.harness.artifact_io import load_artifact, save_artifact
-from premath.lean_typing import Any
 from premath.models.session import (
     BOOTSTRAP_KIND,
     SESSION_KIND,
@@ -18,6 +19,10 @@ from premath.models.session import (
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 from premath.text import clean_optional, id_token, normalize_refs, rust_trim
 from premath.timefmt import format_seconds_z, session_stamp
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_SESSION_PATH = ".premath/harness_session.json"
 

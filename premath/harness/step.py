@@ -16,14 +16,15 @@ front of every issue mutation (specs/harness-loop.md "Step"):
    `failure://<class>` refs), the feature row, session `stopped` with the next step.
 """
 
+from __future__ import annotations
+
 import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
-from premath.clock import Clock
 from premath.errors import InputInvalid, Interrupted, LeaseRefused, NotFound, PremathError
 from premath.harness.authority import require_store
 from premath.harness.commands import (
@@ -70,11 +71,17 @@ from premath.harness.retry import (
 from premath.harness.session import load_session, write_session
 from premath.harness.transport_recovery import recover_through_transport
 from premath.harness.work import ProgramRun, StepRun, WorkContext, run_failure_classes
-from premath.issues.held import FinishStatus
 from premath.models.retry_policy import RetryDecision
 from premath.store.atomic import write_atomic
 from premath.store.canonical import stdout_bytes
 from premath.timefmt import format_seconds_z
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.clock import Clock
+    from premath.issues.held import FinishStatus
 
 STEP_ACTION = "worker.loop"
 STEP_WITNESS_KIND = "premath.harness.loop_step.v1"

@@ -8,9 +8,10 @@ class); after a step that already recorded its row, stop adds none, so the KPI c
 once. specs/harness-loop.md "Stop".
 """
 
+from __future__ import annotations
+
 import os
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
 
 from premath.errors import InvalidUsage, LeaseRefused, NotFound
 from premath.harness.handoff import classify_failed_handoff
@@ -18,7 +19,10 @@ from premath.harness.loop_config import LoopPaths
 from premath.harness.refs import step_id as make_step_id
 from premath.timefmt import format_seconds_z
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from premath.harness.authority import IssueAuthority
 
 STOP_ACTION = "harness.stop"
@@ -42,7 +46,7 @@ def stop_worker(
     summary: str | None = None,
     next_step: str | None = None,
     step_index: int = 1,
-    memory: "IssueAuthority | None" = None,
+    memory: IssueAuthority | None = None,
 ) -> dict[str, Any]:
     """`memory`: issue memory's authority (default: the issues file of `paths`)."""
     from premath.harness.authority import LocalAuthority

@@ -7,11 +7,16 @@ refused its options or stopped on a runtime error is `worker_failed` (exit 1, or
 worst worker refused its options).
 """
 
+from __future__ import annotations
+
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from premath.terminal import counted
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ISSUES_FAILED = "issues_failed"
 WORKER_FAILED = "worker_failed"

@@ -7,17 +7,17 @@ counts instead of every row (D2-2); a torn last line is skipped with a warning (
 line names the file and line (D2-4).
 """
 
+from __future__ import annotations
+
 import os
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from premath.errors import InputInvalid, InvalidUsage, IoFailure
-from premath.lean_typing import Any
 from premath.models.trajectory import (
     PROJECTION_KIND,
     PROJECTION_MODE,
     STEP_SCHEMA,
-    QueryMode,
     StepInvalid,
     normalize_step,
     parse_step,
@@ -27,6 +27,12 @@ from premath.store.canonical import row_bytes
 from premath.store.documents import os_error_text
 from premath.store.jsonl import append_line, report_torn_tail
 from premath.timefmt import format_seconds_z
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.models.trajectory import QueryMode
 
 
 def _require_utf8(values: Iterable[str | None]) -> None:

@@ -16,6 +16,8 @@ Small files (under `INDEX_MIN_BYTES`, a few thousand rows) are scanned every tim
 index: a scan costs less than writing one. A `--limit` above `MAX_KEEP` is not indexed either.
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 import stat
@@ -30,11 +32,16 @@ from premath.harness.trajectory_scan import (
     scan_file,
     scan_from,
 )
-from premath.lean_typing import Any
-from premath.models.trajectory import QueryMode, step_order_fields
+from premath.models.trajectory import step_order_fields
 from premath.store import json_codec
 from premath.store.files import read_capped
 from premath.store.json_codec import dumps, loads
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.models.trajectory import QueryMode
 
 INDEX_MIN_BYTES = 1 << 20
 DEFAULT_KEEP = 100

@@ -15,6 +15,8 @@ one pass (a property test compares them). Fork only from a single-threaded proce
 cannot run or dies, this process scans the second half itself.
 """
 
+from __future__ import annotations
+
 import functools
 import os
 import stat
@@ -22,14 +24,9 @@ from collections.abc import Iterable
 from itertools import islice
 
 from premath.errors import ArtifactInvalid, IoFailure, PremathError
-from premath.lean_typing import Any, Final, NamedTuple
+from premath.lean import NamedTuple
 from premath.models.serde import SchemaViolation
-from premath.models.trajectory import (
-    RESULT_FLAGS_CACHE,
-    QueryMode,
-    result_flags,
-    step_order_fields,
-)
+from premath.models.trajectory import RESULT_FLAGS_CACHE, result_flags, step_order_fields
 from premath.store import json_codec
 from premath.store.documents import os_error_text
 from premath.store.files import open_regular
@@ -37,6 +34,12 @@ from premath.store.forked_check import forked_answer, may_fork
 from premath.store.json_codec import decoder_for, loads
 from premath.store.jsonl import JsonlLine
 from premath.text import rust_trim
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final
+
+    from premath.models.trajectory import QueryMode
 
 Candidate = tuple[int, str, str, int, int, int]
 """(negated instant, stepId, action, line number, start and end byte offsets of the line),
@@ -80,7 +83,7 @@ class Selection(NamedTuple):
     torn_tail: JsonlLine | None = None
     """A last line cut short by a crash: skipped, for the caller to report."""
 
-    def merged(self, later: "Selection", limits: Limits) -> "Selection":
+    def merged(self, later: Selection, limits: Limits) -> Selection:
         """`later` (the lines after ours) appended to this selection."""
         kept = {
             mode: sorted(self.kept.get(mode, []) + later.kept.get(mode, []))[:limit]
@@ -97,7 +100,7 @@ class Selection(NamedTuple):
             later.torn_tail or self.torn_tail,
         )
 
-    def with_tail(self, limits: Limits) -> "Selection":
+    def with_tail(self, limits: Limits) -> Selection:
         """The selection a query answers with: the unterminated last row counted and kept, and
         each mode's candidates cut to its limit."""
         tail = self.tail

@@ -3,11 +3,16 @@ renew an active lease or release a contended one with the same dispatch code as
 `transport-dispatch` and the MCP lease tools, recording `transport://dispatch/<action>/<digest>`
 (issue-memory-and-loops.md §B4 "Transport recovery")."""
 
+from __future__ import annotations
+
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from premath.harness.handoff import Handoff, LeaseSnapshot
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RECOVERY_ACTIONS = {
     "issue_lease_renew": "issue.lease_renew",

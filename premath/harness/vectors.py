@@ -9,6 +9,8 @@ exits 0 when all pass, 1 when one fails, 2 when there is nothing to run.
 - `frontend-parity`: the capability invariance pairs: local and external frontends agree.
 """
 
+from __future__ import annotations
+
 import argparse
 import sys
 from collections.abc import Callable

@@ -14,18 +14,23 @@ lineage and step ids under `<step id>.work-<attempt>`; the result document is ke
 command logs (`work.effects.json`) for `scheme-eval --replay`.
 """
 
+from __future__ import annotations
+
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
 from premath.errors import InvalidUsage
 from premath.harness.commands import CommandRun, failure_classes_of, run_command
 from premath.models.retry_policy import RetryPolicy
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # the evaluator loads only where a program runs (start-up budget)
+    from typing import Any
+
     from premath.harness.host.evaluate import LoadedProgram
 
 EFFECTS_FILE = "work.effects.json"
@@ -146,7 +151,7 @@ class ProgramWork:
     """`--work-program`: a host-action program, loaded and checked once before any claim."""
 
     path: str
-    loaded: "LoadedProgram"
+    loaded: LoadedProgram
     options: Any
     """The `EvalOptions` it was loaded with (contract, extension, budget)."""
 

@@ -12,13 +12,13 @@ workers hold leases: it waits and claims again, so the issue of a worker that di
 once its lease goes stale, and it stops (`drained`) when no issue is ready or held.
 """
 
+from __future__ import annotations
+
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-from premath.clock import Clock
 from premath.errors import Interrupted, PremathError
 from premath.harness.authority import require_store
 from premath.harness.interrupts import interrupts_as_errors
@@ -26,6 +26,12 @@ from premath.harness.loop_config import WorkerConfig
 from premath.harness.presence import presence_of
 from premath.harness.step import STEP_ACTION, Report, StepReport, claimed_issue, run_step
 from premath.timefmt import format_seconds_z
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.clock import Clock
 
 WORKER_REPORT_KIND = "premath.harness.worker_loop.v1"
 RUNTIME_ERROR_CLASS = "failed_runtime_error"

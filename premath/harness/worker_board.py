@@ -5,6 +5,8 @@ its steps, closes and pass rate in the KPI's window of the trajectory; and the a
 silent workers give. One document serves the MCP tool `harness_workers`, the observation route
 `/workers`, the dashboard's worker panel and `harness-loop status`."""
 
+from __future__ import annotations
+
 from datetime import datetime, timedelta
 from typing import Any
 

@@ -14,6 +14,8 @@ own; one over it is refused (`worker.rate_limited`). The registry holds at most
 workers refuses another.
 """
 
+from __future__ import annotations
+
 import os
 import threading
 import time

@@ -6,22 +6,29 @@ metadata, then strictly; its issues hash to a payload ref that must match its
 `sourceSnapshotRef`, and its source path and ref are compared with the authority.
 """
 
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import orjson
 
 from premath.errors import PremathError
 from premath.issues.snapshot import snapshot_ref_of
-from premath.models.issue_row import IssueRow, RowInvalid, check_row
+from premath.models.issue_row import RowInvalid, check_row
 from premath.models.serde import describe
 from premath.models.serde_text import object_ends, position, syntax_fault
 from premath.runner.process import allowlisted_env, run_bounded
 from premath.store.documents import os_error_text
 from premath.store.issues_file import load_issues
 from premath.timefmt import epoch_nanos, format_autosi_z
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.models.issue_row import IssueRow
 
 PROJECTION_KIND = "premath.surreal.issue_projection.v0"
 PROJECTION_SCHEMA = 1

@@ -1,6 +1,8 @@
 """`issue check`: the issue graph contract (premath.issue_graph.check.v1; specs/issue-memory.md)."""
 
-from premath.lean_typing import NamedTuple
+from __future__ import annotations
+
+from premath.lean import NamedTuple
 from premath.models.vocabulary import KNOWN_STATUSES
 from premath.store.issues_file import IssueMap
 from premath.text import rust_trim

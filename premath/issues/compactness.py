@@ -8,10 +8,16 @@ open target that another direct target already reaches through `blocks` edges is
 finding per target). Findings are sorted by class, issue, target, path.
 """
 
+from __future__ import annotations
+
 from collections import deque
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from premath.store.issues_file import IssueMap
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 ACTIVE_STATUSES = frozenset({"open", "in_progress"})
 CLOSED_EDGE = "issue_graph.compactness.closed_block_edge"

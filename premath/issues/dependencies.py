@@ -1,13 +1,19 @@
 """Edge edits with the reference's checks, in its order and with its messages
 (specs/issue-memory.md "Commands")."""
 
+from __future__ import annotations
+
 from premath.errors import Conflict, NotFound
 from premath.issues.graph import find_path
 from premath.issues.lifecycle import put_field
-from premath.lean_typing import Any
-from premath.models.issue_row import IssueRow
 from premath.store.issues_file import IssueMap
 from premath.text import rust_trim
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.models.issue_row import IssueRow
 
 
 def _edge_text(issue_id: str, target: str, kind: str) -> str:

@@ -4,13 +4,21 @@ Pure renderers of what `premath.issues.memory` returns; the CLI prints them. Ano
 MCP transport) renders the same values its own way and needs nothing from here.
 """
 
+from __future__ import annotations
+
 from premath.issues.check import CHECK_KIND, CheckReport, Finding
 from premath.issues.graph import BlockedIssue, Integrity, edge_role
 from premath.issues.leases import LeaseChange, LeaseProjection, is_contended, stored_nanos
-from premath.lean_typing import Any
-from premath.models.issue_row import BLOCKING_TYPES, DependencyRow, IssueRow
-from premath.models.vocabulary import EdgeView, GraphScope, is_escalation_title
+from premath.models.issue_row import BLOCKING_TYPES
+from premath.models.vocabulary import is_escalation_title
 from premath.timefmt import format_offset
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.models.issue_row import DependencyRow, IssueRow
+    from premath.models.vocabulary import EdgeView, GraphScope
 
 
 def issue_brief(row: IssueRow) -> dict[str, Any]:

@@ -4,11 +4,15 @@ Each renders a typed result of its service into the reference's JSON shape (keys
 on output) or its text; a face (CLI, MCP) picks one.
 """
 
-from typing import Any
+from __future__ import annotations
 
 from premath.issues.backend_status import BackendStatus
 from premath.issues.events import Difference, Migration, ReplayReport
 from premath.issues.init_layout import InitOutcome, LegacyImport
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def migrate_document(result: Migration) -> dict[str, Any]:

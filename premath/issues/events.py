@@ -9,12 +9,13 @@ precedence: a malformed line anywhere wins over a replay error, since the refere
 whole log before replaying it.
 """
 
+from __future__ import annotations
+
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from premath.errors import ArtifactInvalid, Conflict, IoFailure, NotFound
 from premath.issues.lifecycle import put_field
@@ -26,7 +27,7 @@ from premath.models.issue_event import (
     dependency_event,
     upsert_event,
 )
-from premath.models.issue_row import FIELD_ORDER, DependencyRow, dependency_sort_key
+from premath.models.issue_row import FIELD_ORDER, dependency_sort_key
 from premath.store.atomic import sweep_orphan_temps
 from premath.store.documents import os_error_text
 from premath.store.events_file import (
@@ -50,6 +51,12 @@ from premath.store.issues_file import (
 )
 from premath.store.locks import hold_marker
 from premath.timefmt import epoch_nanos, format_autosi_z
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.models.issue_row import DependencyRow
 
 
 @dataclass(frozen=True)

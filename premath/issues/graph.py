@@ -1,15 +1,23 @@
 """Dependency graph: ready and blocked sets, paths, cycles, edge views (specs/issue-memory.md)."""
 
+from __future__ import annotations
+
 import functools
 import operator
 from collections import deque
 from collections.abc import Callable, Iterable
 
-from premath.lean_typing import Any, NamedTuple
-from premath.models.issue_row import BLOCKING_TYPES, DependencyRow, IssueRow
-from premath.models.vocabulary import EdgeView, GraphScope
+from premath.lean import NamedTuple
+from premath.models.issue_row import BLOCKING_TYPES
 from premath.store.issues_file import IssueMap
 from premath.text import rust_trim
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.models.issue_row import DependencyRow, IssueRow
+    from premath.models.vocabulary import EdgeView, GraphScope
 
 # type -> role in each view (specs/issue-memory.md "Edge views")
 _ROLES: dict[str, dict[str, str]] = {

@@ -14,18 +14,28 @@ discover a follow-up issue (`discovered-from` the held one) in the same write; t
 ends with `discoveredIssue: <id>`.
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from premath.errors import InputInvalid
 from premath.issues.lifecycle import NewIssue, new_issue, put_field, set_status, set_text
-from premath.lean_typing import Any, Literal, NamedTuple
-from premath.models.issue_row import IssueRow, sort_metadata
+from premath.lean import NamedTuple
+from premath.models.issue_row import sort_metadata
 from premath.models.merge_queue import QUEUE_STATE_KEY
 from premath.store.issues_file import Changes, IssueMap, WarmStores, mutate_store
 from premath.timefmt import epoch_nanos, format_autosi_z
 
-FinishStatus = Literal["closed", "blocked", "open"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    from premath.models.issue_row import IssueRow
+
+    FinishStatus = Literal["closed", "blocked", "open"]
+
+
 FINISH_STATUSES: tuple[FinishStatus, ...] = ("closed", "blocked", "open")
 WITNESS_REFS_KEY = "premathWitnessRefs"
 """The metadata key a finish records its witness refs under."""

@@ -10,10 +10,11 @@ kept and what was dropped. A file that is not JSON lines is refused and nothing 
 every check runs before the first folder is created.
 """
 
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import orjson
 
@@ -32,6 +33,10 @@ from premath.store.issues_file import IssueMap, encode_store, lock_path
 from premath.store.locks import hold_marker
 from premath.text import rust_trim
 from premath.timefmt import epoch_nanos, format_autosi_z
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 LEGACY_STORE = os.path.join(".beads", "issues.jsonl")
 _KNOWN_FIELDS = frozenset(FIELD_ORDER)

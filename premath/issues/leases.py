@@ -11,6 +11,8 @@ natural order (D3-2). The lease-renew and lease-release commands only let the ho
 active lease (D3-3).
 """
 
+from __future__ import annotations
+
 import bisect
 import functools
 from collections.abc import Callable
@@ -18,9 +20,8 @@ from collections.abc import Callable
 from premath.errors import InputInvalid, LeaseRefused, NotFound, PremathError
 from premath.issues.graph import is_unblocked
 from premath.issues.lifecycle import put_field, set_status
-from premath.lean_typing import Any, Literal, NamedTuple
-from premath.models.issue_row import IssueRow, LeaseRow
-from premath.models.vocabulary import LeaseState, is_escalation_title
+from premath.lean import NamedTuple
+from premath.models.vocabulary import is_escalation_title
 from premath.store.issues_file import IssueMap, StoreView, ViewedIssues
 from premath.text import id_token, rust_trim
 from premath.timefmt import (
@@ -33,19 +34,27 @@ from premath.timefmt import (
     stamp_is_stored,
 )
 
-LeaseFailureClass = Literal[
-    "lease_invalid_assignee",
-    "lease_binding_ambiguous",
-    "lease_invalid_expires_at",
-    "lease_invalid_ttl",
-    "lease_not_found",
-    "lease_issue_closed",
-    "lease_contention_active",
-    "lease_missing",
-    "lease_stale",
-    "lease_owner_mismatch",
-    "lease_id_mismatch",
-]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    from premath.models.issue_row import IssueRow, LeaseRow
+    from premath.models.vocabulary import LeaseState
+
+    LeaseFailureClass = Literal[
+        "lease_invalid_assignee",
+        "lease_binding_ambiguous",
+        "lease_invalid_expires_at",
+        "lease_invalid_ttl",
+        "lease_not_found",
+        "lease_issue_closed",
+        "lease_contention_active",
+        "lease_missing",
+        "lease_stale",
+        "lease_owner_mismatch",
+        "lease_id_mismatch",
+    ]
+
 
 DEFAULT_TTL_SECONDS = 3600
 MIN_TTL_SECONDS = 30
@@ -481,7 +490,7 @@ class LeasedIds(StoreView):
                 bisect.insort(self._by_expiry, self._by_expiry.pop())
         return True
 
-    def projection(self, issues: IssueMap, now_ns: int) -> "LeaseProjection":
+    def projection(self, issues: IssueMap, now_ns: int) -> LeaseProjection:
         """`lease_projection` of the map at `now_ns`, from these rows only."""
         ended = bisect.bisect_left(self._by_expiry, (now_ns + 1, ""))
         stale = sorted(issue_id for _, issue_id in self._by_expiry[:ended])

@@ -1,18 +1,20 @@
 """Creating issues and changing their fields the way the reference's `Issue` methods do
 (specs/issue-memory.md "Leases")."""
 
+from __future__ import annotations
+
 from premath.errors import Conflict, InputInvalid
-from premath.lean_typing import Any, NamedTuple
-from premath.models.issue_row import (
-    DEFAULT_STATUS,
-    FIELD_ORDER,
-    IssueRow,
-    RowInvalid,
-    normalize_issue_type,
-)
+from premath.lean import NamedTuple
+from premath.models.issue_row import DEFAULT_STATUS, FIELD_ORDER, RowInvalid, normalize_issue_type
 from premath.models.vocabulary import KNOWN_STATUSES
 from premath.store.issues_file import IssueMap
 from premath.text import rust_trim
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.models.issue_row import IssueRow
 
 AUTO_ID_PREFIX = "bd-"
 

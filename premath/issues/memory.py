@@ -7,6 +7,8 @@ the commands' JSON documents. Readers load without the lock; writers go through 
 (lock, load, change, atomic rewrite, unlock).
 """
 
+from __future__ import annotations
+
 import functools
 import os
 from collections.abc import Callable, Mapping
@@ -16,9 +18,7 @@ from premath.errors import InputInvalid, IoFailure, NotFound
 from premath.issues import dependencies, graph, leases, lifecycle
 from premath.issues.graph import BlockedIssue, Integrity
 from premath.issues.leases import LeaseChange, LeaseProjection
-from premath.lean_typing import TYPE_CHECKING, Any, NamedTuple
-from premath.models.issue_row import DependencyRow, IssueRow
-from premath.models.vocabulary import GraphScope, LeaseState
+from premath.lean import NamedTuple
 from premath.store.issues_file import (
     Changes,
     IssueMap,
@@ -32,8 +32,13 @@ from premath.store.issues_file import (
 from premath.text import rust_trim
 from premath.timefmt import epoch_nanos, format_autosi_z
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from premath.issues.check import CheckReport
+    from premath.models.issue_row import DependencyRow, IssueRow
+    from premath.models.vocabulary import GraphScope, LeaseState
 
 
 def _now(now: datetime) -> tuple[int, str]:
@@ -134,7 +139,7 @@ def blocked(path: str, *, now: datetime) -> list[BlockedIssue]:
     return graph.blocked_issues(read_store(path, now))
 
 
-def check(path: str, *, now: datetime, note_warn_threshold: int) -> "CheckReport":
+def check(path: str, *, now: datetime, note_warn_threshold: int) -> CheckReport:
     from premath.issues.check import check_issues  # its patterns: only `issue check` needs them
 
     return check_issues(read_store(path, now), note_warn_threshold)
@@ -188,7 +193,7 @@ def dep_diagnostics(path: str, *, now: datetime, scope: GraphScope) -> Integrity
 # row only; adding a row reports `True` (the whole store is encoded).
 
 
-RowHook = Callable[[IssueRow], None]
+RowHook = Callable[["IssueRow"], None]
 """Runs under the store lock on the row a writer changed, before the save (the MCP write
 witness is attached this way)."""
 

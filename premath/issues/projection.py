@@ -5,12 +5,17 @@ Ours serves reads from the authority (the JSONL store, warm in memory) and keeps
 file fresh for other readers: rebuilt when missing or older than the store, and after every
 mutation. Written atomically (the reference writes it in place)."""
 
+from __future__ import annotations
+
 import os
-from typing import Any
 
 from premath.store.atomic import write_atomic
 from premath.store.canonical import document_bytes, with_serde_floats
 from premath.store.issues_file import IssueMap
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PROJECTION_KIND = "premath.surreal.issue_projection.v0"
 

@@ -1,15 +1,20 @@
 """`issue show` (ours, divergence D16-3): one issue whole, as an agent needs it to do the work it
 claimed. The store gives the row; this renders it with its blockers' and its lease's states."""
 
+from __future__ import annotations
+
 from datetime import datetime
 
 from premath.errors import NotFound
 from premath.issues.documents import issue_summary, lease_view
 from premath.issues.held import merged_refs
 from premath.issues.leases import lease_state
-from premath.lean_typing import Any
 from premath.store.issues_file import IssueMap
 from premath.timefmt import epoch_nanos
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SHOW_ACTION = "issue.show"
 

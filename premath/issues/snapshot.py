@@ -1,5 +1,7 @@
 """`iss1_` snapshot refs of the issues store (specs/harness-session.md, specs/issue-memory.md)."""
 
+from __future__ import annotations
+
 import hashlib
 import os
 from datetime import datetime

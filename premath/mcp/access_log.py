@@ -5,14 +5,19 @@ and how long it took. Tool arguments are never logged: they may hold paths, titl
 caller considers private; a tool error contributes only its failure class.
 """
 
+from __future__ import annotations
+
 import re
 import sys
-from typing import IO, Any
 
 import orjson
 
 from premath.clock import SystemClock
 from premath.timefmt import epoch_nanos, format_autosi_z
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 _FAILURE_CLASS = re.compile(r"^\[failureClass=([^\]]+)\]")
 

@@ -1,10 +1,14 @@
 """Tool arguments as the reference's serde structs read them: camelCase names plus the declared
 snake_case aliases, unknown keys ignored, serde's error texts, `null` for any optional field."""
 
-from typing import Any
+from __future__ import annotations
 
 from premath.mcp.catalogue import ENUM_VALUES, Field, Tool
 from premath.models.serde import SchemaViolation, describe
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _RANGES = {"i32": (-(2**31), 2**31 - 1), "i64": (-(2**63), 2**63 - 1), "u64": (0, 2**64 - 1)}
 

@@ -2,6 +2,8 @@
 over stdio, where the caller is the local user). Set by the server around each call; read by
 the tools that check which worker ids a caller may act as (premath/mcp/worker_identity.py)."""
 
+from __future__ import annotations
+
 import contextlib
 from collections.abc import Iterator
 from contextvars import ContextVar

@@ -4,8 +4,14 @@ needs), `harness_trajectory_append` (the fleet's record, specs/remote-workers.md
 `issue_lease_renew`'s `mergeQueue` (D34-5), their inputs, and the input schemas we publish
 (D12-4). `instruction_run` also takes `instructionId`: it is gated like a mutation (D22-4)."""
 
+from __future__ import annotations
+
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 Kind = Literal[
     "string", "i32", "i64", "u64", "bool", "scope", "match", "finish", "strings", "phase",

@@ -11,6 +11,8 @@ behind the access log, the gate (premath/web/auth.py: tokens everywhere, cookies
 never on `/mcp`) and the request guard (premath/web/app.py).
 """
 
+from __future__ import annotations
+
 import os
 import sys
 from collections.abc import Sequence

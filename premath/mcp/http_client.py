@@ -2,6 +2,8 @@
 "Connecting a client"): the SDK's streamable HTTP client with `Authorization: Bearer <token>`.
 Remote workers (issue 23) use this; so do the tests and benchmarks."""
 
+from __future__ import annotations
+
 import contextlib
 from collections.abc import AsyncIterator
 

@@ -13,19 +13,26 @@ then. Only a refused identity stops the worker, before it claims anything: its t
 act as its worker id (premath/mcp/worker_identity.py).
 """
 
+from __future__ import annotations
+
 import os
 import socket
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from premath import __version__
-from premath.clock import Clock, SystemClock
+from premath.clock import SystemClock
 from premath.errors import AuthorityRefused, AuthorityUnreachable, PremathError
 from premath.harness.worker_registry import NOT_REGISTERED, Phase
 from premath.mcp.remote import McpAuthority, ToolError
 from premath.mcp.worker_tools import IDENTITY_REFUSED
 from premath.timefmt import format_seconds_z
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.clock import Clock
 
 Report = Callable[[str], None]
 RESEND_S = 1.1

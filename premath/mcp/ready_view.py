@@ -7,14 +7,19 @@ call inside the window splices in its own `checkedAt`: at 10k issues the answer 
 instead of a walk over every lease and a render of half a megabyte.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
-from typing import Any
 
 from premath.issues import documents, graph, leases
 from premath.issues.leases import stored_nanos
 from premath.store.canonical import stdout_bytes
 from premath.store.issues_file import FileIdentity, IssueMap
 from premath.timefmt import format_offset
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _CHECKED_AT_KEY = '"checkedAt": "'
 

@@ -19,6 +19,8 @@ accept (401), a URL that is not an MCP endpoint, a server that lacks the tools r
 use, a mutation the instruction gate refuses (name the fleet's witness with `--instruction-id`).
 """
 
+from __future__ import annotations
+
 import contextlib
 import random
 import secrets
@@ -41,9 +43,13 @@ from premath.errors import (
 from premath.harness.authority import BootView, Claimed, HeldLease, refused
 from premath.harness.handoff import LeaseSnapshot
 from premath.harness.loop_config import LoopPaths
-from premath.issues.held import Discovery, Finished, FinishStatus, holder_problem
-from premath.models.issue_row import IssueRow
+from premath.issues.held import Discovery, Finished, holder_problem
 from premath.text import id_token
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from premath.issues.held import FinishStatus
+    from premath.models.issue_row import IssueRow
 
 DEFAULT_RETRY_S = 120.0
 CALL_TIMEOUT_S = 90.0
@@ -116,7 +122,7 @@ class McpAuthority:
 
     # --- lifetime --------------------------------------------------------------------------------
 
-    def __enter__(self) -> "McpAuthority":
+    def __enter__(self) -> McpAuthority:
         from anyio.from_thread import start_blocking_portal
 
         self._portal_cm = start_blocking_portal()

@@ -10,6 +10,8 @@ error while the thread runs to its end (a write it began completes whole).
 `InFlight` counts those threads so the process never exits under a write.
 """
 
+from __future__ import annotations
+
 import os
 import sys
 import threading

@@ -10,6 +10,8 @@ path a client names enters through `_client_path` (confinement, D22-1); each cal
 bounds its lock waits (`call_deadline`).
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 import threading
@@ -20,7 +22,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from premath.clock import Clock
 from premath.errors import InputInvalid, PremathError
 from premath.issues import documents, graph, leases
 from premath.issues import memory as issue_memory
@@ -28,7 +29,7 @@ from premath.issues.check import check_issues
 from premath.mcp.caller import current_caller
 from premath.mcp.ready_view import ReadyView, render_ready
 from premath.mcp.worker_tools import WorkerTools
-from premath.models.issue_row import DEPENDENCY_TYPES, IssueRow
+from premath.models.issue_row import DEPENDENCY_TYPES
 from premath.observe.surface import SurfaceUnavailable
 from premath.observe.views import (
     ObservationNotFound,
@@ -53,6 +54,11 @@ from premath.transport.instruction_link import (
     resolve_instruction_link,
 )
 from premath.transport.write_witness import attach, jj_snapshot, write_witness
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from premath.clock import Clock
+    from premath.models.issue_row import IssueRow
 
 Document = dict[str, Any]
 

@@ -2,6 +2,8 @@
 "Worker identity"): the token id names the caller, so a worker reports only as itself or as one
 of its own fleet's workers."""
 
+from __future__ import annotations
+
 
 def token_may_act_as(token_id: str | None, worker_id: str, *, single_token: bool) -> bool:
     """True if the caller holding token `token_id` may act as `worker_id`.

@@ -5,11 +5,12 @@ tool `harness_workers`. A caller acts only as the worker ids its token allows
 failure class. These tools change no issue, so no instruction witness is asked for: the token
 is the caller's identity."""
 
+from __future__ import annotations
+
 import os
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from premath.clock import Clock
 from premath.errors import PolicyDenied
 from premath.harness.worker_registry import (
     Beat,
@@ -21,7 +22,9 @@ from premath.harness.worker_registry import (
 from premath.mcp.caller import current_caller
 from premath.mcp.worker_identity import token_may_act_as
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from premath.clock import Clock
     from premath.mcp.tools import ServerConfig
 
 Document = dict[str, Any]
@@ -32,7 +35,7 @@ IDENTITY_REFUSED = "worker.identity_refused"
 class WorkerTools:
     """The registry's tools, mixed into `ToolService` (its `config` and `clock`)."""
 
-    config: "ServerConfig"
+    config: ServerConfig
     clock: Clock
     _registry: WorkerRegistry | None = None
     _registry_guard = threading.Lock()

@@ -9,6 +9,8 @@ Errors raised by those rules carry the JSON location they concern in `ctx["locat
 to the trajectory that raised them (specs/atif.md "Validation").
 """
 
+from __future__ import annotations
+
 from typing import Any, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -120,7 +122,7 @@ class ContentPart(AtifModel):
     source: ImageSource | AudioSource | None = optional("The media of an image or audio part.")
 
     @model_validator(mode="after")
-    def validate_content_type(self) -> "ContentPart":
+    def validate_content_type(self) -> ContentPart:
         if self.type == "text":
             if self.text is None:
                 raise ValueError("'text' field is required when type='text'")
@@ -157,7 +159,7 @@ class SubagentTrajectoryRef(AtifModel):
     extra: dict[str, Any] | None = optional("Custom reference data.")
 
     @model_validator(mode="after")
-    def validate_resolvable(self) -> "SubagentTrajectoryRef":
+    def validate_resolvable(self) -> SubagentTrajectoryRef:
         if self.trajectory_id is None and self.trajectory_path is None:
             raise ValueError(
                 "SubagentTrajectoryRef must be resolvable: set either `trajectory_id` (for "
@@ -224,7 +226,7 @@ class Step(AtifModel):
         return value
 
     @model_validator(mode="after")
-    def validate_agent_only_fields(self) -> "Step":
+    def validate_agent_only_fields(self) -> Step:
         if self.source != "agent":
             for name in AGENT_ONLY_FIELDS:
                 if getattr(self, name) is not None:
@@ -236,7 +238,7 @@ class Step(AtifModel):
         return self
 
     @model_validator(mode="after")
-    def validate_llm_call_count_zero(self) -> "Step":
+    def validate_llm_call_count_zero(self) -> Step:
         if self.llm_call_count == 0 and self.source == "agent":
             for name in LLM_ONLY_FIELDS:
                 if getattr(self, name) is not None:
@@ -268,10 +270,10 @@ class Trajectory(AtifModel):
     final_metrics: FinalMetrics | None = optional("Aggregates over the steps.")
     continued_trajectory_ref: str | None = optional("File that continues this trajectory.")
     extra: dict[str, Any] | None = optional("Custom trajectory data (v1.1).")
-    subagent_trajectories: list["Trajectory"] | None = optional("Embedded subagents (v1.7).")
+    subagent_trajectories: list[Trajectory] | None = optional("Embedded subagents (v1.7).")
 
     @model_validator(mode="after")
-    def validate_step_positions(self) -> "Trajectory":
+    def validate_step_positions(self) -> Trajectory:
         for index, step in enumerate(self.steps):
             if step.step_id != index + 1:
                 raise rule_error(
@@ -282,7 +284,7 @@ class Trajectory(AtifModel):
         return self
 
     @model_validator(mode="after")
-    def validate_embedded_subagents(self) -> "Trajectory":
+    def validate_embedded_subagents(self) -> Trajectory:
         seen: set[str] = set()
         for index, sub in enumerate(self.subagent_trajectories or ()):
             location = f"subagent_trajectories[{index}].trajectory_id"
@@ -302,7 +304,7 @@ class Trajectory(AtifModel):
         return self
 
     @model_validator(mode="after")
-    def validate_tool_call_links(self) -> "Trajectory":
+    def validate_tool_call_links(self) -> Trajectory:
         for index, step in enumerate(self.steps):
             if step.observation is None:
                 continue

@@ -5,6 +5,8 @@ serde-like strictness, except the task file, whose extra keys are task data pass
 harness untouched.
 """
 
+from __future__ import annotations
+
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -69,7 +71,7 @@ class DenyRule(OwnedModel):
     reason: str | None = Field(None, description="Why; shown when a command is refused.")
 
     @model_validator(mode="after")
-    def exactly_one_matcher(self) -> "DenyRule":
+    def exactly_one_matcher(self) -> DenyRule:
         if (self.argv_prefix is None) == (self.glob is None):
             raise ValueError("a deny rule needs exactly one of 'argv_prefix' or 'glob'")
         if self.argv_prefix is not None and (
@@ -145,7 +147,7 @@ class HarnessRow(OwnedModel):
         return value
 
     @model_validator(mode="after")
-    def coherent(self) -> "HarnessRow":
+    def coherent(self) -> HarnessRow:
         if self.source != "agent":
             for name in ("model_name", "reasoning_content", "metrics", "tool_calls"):
                 if getattr(self, name) is not None:

@@ -6,8 +6,13 @@ here without importing pydantic (its import costs more than the rest of the call
 and reject the same documents (tests/bench/test_policy.py, hypothesis).
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _POLICY_KEYS = frozenset({"version", "deny"})
 _RULE_KEYS = frozenset({"argv_prefix", "glob", "reason"})

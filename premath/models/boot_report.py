@@ -1,6 +1,12 @@
 """`premath.harness.boot.v1`: what `premath harness boot` found before any work starts."""
 
-from typing import Final, Literal
+from __future__ import annotations
+
+from typing import Literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
 
 BOOT_KIND: Final = "premath.harness.boot.v1"
 BOOT_SCHEMA: Final = 1

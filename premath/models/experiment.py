@@ -5,6 +5,8 @@ at once. Field names follow AgentLab's `version: "1.0"` clean contract (specs/ex
 `retry`, `concurrency` and `design.scheduling` are the runner policies users ask for.
 """
 
+from __future__ import annotations
+
 import re
 from typing import Annotated, Any, Literal
 

@@ -3,7 +3,8 @@
 Documents are plain dicts in the reference's field order with absent fields left out.
 """
 
-from premath.lean_typing import Any, Literal
+from __future__ import annotations
+
 from premath.models.serde import (
     checks_for,
     in_wire_order,
@@ -15,10 +16,15 @@ from premath.models.serde import (
     unsigned,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    FeatureStatus = Literal["pending", "in_progress", "blocked", "completed"]
+
 LEDGER_SCHEMA = 1
 LEDGER_KIND = "premath.harness.feature_ledger.v1"
 CHECK_KIND = "premath.harness.feature_ledger.check.v1"
-FeatureStatus = Literal["pending", "in_progress", "blocked", "completed"]
 FEATURE_STATUSES: tuple[FeatureStatus, ...] = ("pending", "in_progress", "blocked", "completed")
 
 LEDGER_ORDER = ("schema", "ledgerKind", "sessionRef", "updatedAt", "features")

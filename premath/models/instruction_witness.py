@@ -6,6 +6,8 @@ MCP mutation gate reads (§1.6). Field order is the reference's struct order; th
 fields are left out when absent, `normalizerId` and `policyDigest` are written as `null`.
 """
 
+from __future__ import annotations
+
 from pathlib import Path
 from typing import Any, Final, Literal
 

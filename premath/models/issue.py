@@ -8,7 +8,9 @@ accept and reject the same rows and write the same bytes. Validate from bytes wi
 `created_at` / `updated_at` as the reference does at load time.
 """
 
-from typing import Any
+from __future__ import annotations
+
+from typing import Any, Literal
 
 from pydantic import (
     AliasChoices,
@@ -20,21 +22,22 @@ from pydantic import (
     model_validator,
 )
 
-from premath.lean_typing import TYPE_CHECKING, typing_form
-from premath.models import issue_row
 from premath.models.issue_row import (
+    DEPENDENCY_TYPES,
     I32_MAX,
     I32_MIN,
+    ISSUE_TYPES,
     normalize_issue_type,
     sort_metadata,
     stored_timestamp,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from premath.models.issue_row import DependencyType, IssueType
-else:  # pydantic reads them at run time: typing's own objects (premath/lean_typing.py)
-    DependencyType = typing_form(issue_row.DependencyType)
-    IssueType = typing_form(issue_row.IssueType)
+else:  # pydantic reads annotations at run time; issue_row spells them for the type checker only
+    DependencyType = Literal[DEPENDENCY_TYPES]
+    IssueType = Literal[ISSUE_TYPES]
 
 
 def _is_empty(value: Any) -> bool:

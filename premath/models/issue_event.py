@@ -7,10 +7,11 @@ new dict in that field order with every value in its stored form (the issue payl
 `check_row`), so `orjson.dumps` of it is the line the reference writes and hashes.
 """
 
-from typing import Any, Literal, NotRequired, TypedDict
+from __future__ import annotations
+
+from typing import Literal, TypedDict
 
 from premath.models.issue_row import (
-    IssueRow,
     RowInvalid,
     check_dependency_type,
     check_row,
@@ -19,6 +20,12 @@ from premath.models.issue_row import (
 )
 from premath.models.serde import describe
 from premath.timefmt import stamps_are_stored
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NotRequired
+
+    from premath.models.issue_row import IssueRow
 
 EVENT_SCHEMA = "issue.event.v1"
 EventAction = Literal["upsert_issue", "add_dependency"]

@@ -8,10 +8,12 @@ in serde's AutoSi `Z` form, `issue_type` trimmed and lowercased, `dep_type` writ
 empty optional fields dropped, `metadata` keys sorted at every level, unknown fields dropped.
 """
 
+from __future__ import annotations
+
 import functools
 import operator
 
-from premath.lean_typing import TYPE_CHECKING, Any, Literal, NamedTuple, NotRequired, TypedDict
+from premath.lean import NamedTuple
 from premath.models.serde import describe
 from premath.timefmt import (
     PADDED_ENDS,
@@ -24,13 +26,67 @@ from premath.timefmt import (
     store_simple_stamps,
 )
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
+    from typing import Any, Literal, NotRequired, TypedDict
 
-FieldKind = Literal[
-    "string", "text", "i32", "issue_type", "lease", "stamp", "optional_stamp", "bool", "labels",
-    "dependencies", "metadata",
-]  # fmt: skip
+    FieldKind = Literal[
+        "string", "text", "i32", "issue_type", "lease", "stamp", "optional_stamp", "bool", "labels",
+        "dependencies", "metadata",
+    ]  # fmt: skip
+
+    IssueType = Literal["epic", "task"]
+
+    DependencyType = Literal[
+        "blocks",
+        "parent-child",
+        "conditional-blocks",
+        "waits-for",
+        "related",
+        "relates-to",
+        "discovered-from",
+        "replies-to",
+        "duplicates",
+        "supersedes",
+    ]
+
+    class LeaseRow(TypedDict):
+        lease_id: str
+        owner: str
+        acquired_at: str
+        expires_at: str
+        renewed_at: NotRequired[str]
+
+    class DependencyRow(TypedDict):
+        issue_id: str
+        depends_on_id: str
+        type: str
+        created_by: NotRequired[str]
+
+    class IssueRow(TypedDict):
+        """One stored issue; keys absent when the reference omits them (empty or unset)."""
+
+        id: str
+        title: str
+        description: NotRequired[str]
+        design: NotRequired[str]
+        acceptance_criteria: NotRequired[str]
+        notes: NotRequired[str]
+        status: str
+        priority: int
+        issue_type: str
+        assignee: NotRequired[str]
+        owner: NotRequired[str]
+        lease: NotRequired[LeaseRow]
+        created_at: str
+        updated_at: str
+        closed_at: NotRequired[str]
+        ephemeral: bool
+        mol_type: NotRequired[str]
+        labels: NotRequired[list[str]]
+        dependencies: NotRequired[list[DependencyRow]]
+        metadata: NotRequired[Any]
 
 
 class Field(NamedTuple):
@@ -70,21 +126,8 @@ contract with serde's messages and field descriptions, and tests prove all of th
 FIELD_ORDER = tuple(field.name for field in ISSUE_FIELDS)
 LEASE_FIELD_ORDER = ("lease_id", "owner", "acquired_at", "expires_at", "renewed_at")
 
-IssueType = Literal["epic", "task"]
 ISSUE_TYPES: tuple[IssueType, ...] = ("epic", "task")
 
-DependencyType = Literal[
-    "blocks",
-    "parent-child",
-    "conditional-blocks",
-    "waits-for",
-    "related",
-    "relates-to",
-    "discovered-from",
-    "replies-to",
-    "duplicates",
-    "supersedes",
-]
 DEPENDENCY_TYPES: tuple[DependencyType, ...] = (
     "blocks",
     "parent-child",
@@ -103,46 +146,6 @@ DEFAULT_STATUS = "open"
 DEFAULT_PRIORITY = 2
 DEFAULT_ISSUE_TYPE: IssueType = "task"
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
-
-
-class LeaseRow(TypedDict):
-    lease_id: str
-    owner: str
-    acquired_at: str
-    expires_at: str
-    renewed_at: NotRequired[str]
-
-
-class DependencyRow(TypedDict):
-    issue_id: str
-    depends_on_id: str
-    type: str
-    created_by: NotRequired[str]
-
-
-class IssueRow(TypedDict):
-    """One stored issue; keys absent when the reference omits them (empty or unset)."""
-
-    id: str
-    title: str
-    description: NotRequired[str]
-    design: NotRequired[str]
-    acceptance_criteria: NotRequired[str]
-    notes: NotRequired[str]
-    status: str
-    priority: int
-    issue_type: str
-    assignee: NotRequired[str]
-    owner: NotRequired[str]
-    lease: NotRequired[LeaseRow]
-    created_at: str
-    updated_at: str
-    closed_at: NotRequired[str]
-    ephemeral: bool
-    mol_type: NotRequired[str]
-    labels: NotRequired[list[str]]
-    dependencies: NotRequired[list[DependencyRow]]
-    metadata: NotRequired[Any]
 
 
 class RowInvalid(ValueError):
@@ -557,7 +560,7 @@ def _line_pattern(stamp: bytes) -> bytes:
 
 
 @functools.cache
-def _line_texts() -> "tuple[re.Pattern[bytes], re.Pattern[bytes]]":
+def _line_texts() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
     # Compiling takes ~6 ms each: only stores big enough to gain from it pay (`text_form`).
     # One match over the whole text, not one per line: no match object per line.
     import re
@@ -589,7 +592,7 @@ def _time_ending(digits: int, last: bytes) -> bytes:
     return rb"(?<=" + _TIME_HEAD + rb"[0-9]{%d}" % (digits - 1) + last + rb'Z")'
 
 
-def _times_ending(lengths: range | tuple[int, ...], last: bytes) -> "re.Pattern[bytes]":
+def _times_ending(lengths: range | tuple[int, ...], last: bytes) -> re.Pattern[bytes]:
     """`Z"` (or `0Z"`) ending a time with a fraction of one of `lengths`, the last digit `last`
     (the literal first: the engine skips to its next occurrence)."""
     import re
@@ -599,7 +602,7 @@ def _times_ending(lengths: range | tuple[int, ...], last: bytes) -> "re.Pattern[
 
 
 @functools.cache
-def _time_texts() -> "tuple[re.Pattern[bytes], re.Pattern[bytes], re.Pattern[bytes]]":
+def _time_texts() -> tuple[re.Pattern[bytes], re.Pattern[bytes], re.Pattern[bytes]]:
     return (
         _times_ending(range(1, 10), b"0"),
         _times_ending((1, 4, 7), b"[1-9]"),
@@ -607,7 +610,7 @@ def _time_texts() -> "tuple[re.Pattern[bytes], re.Pattern[bytes], re.Pattern[byt
     )
 
 
-def _zero_ended_stored(text: bytes, zero_ended: "re.Pattern[bytes]") -> bytes:
+def _zero_ended_stored(text: bytes, zero_ended: re.Pattern[bytes]) -> bytes:
     """`text` with each time whose fraction ends in 0 (rare) in stored form (`autosi_fraction`)."""
     pieces: list[bytes] = []
     done = 0

@@ -7,10 +7,22 @@ by wire name with every field present (defaults filled), so the normaliser never
 checks rather than pydantic: the loop runs this on every step (start-up budget).
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable
 
-from premath.lean_typing import Any, Literal, NamedTuple
+from premath.lean import NamedTuple
 from premath.models.serde import SchemaViolation, describe
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Disposition = Literal["consumed", "observed", "discarded"]
+
+    FieldKind = Literal[
+        "string", "optional_string", "bool", "optional_bool", "strings", "value", "struct", "rows"
+    ]
 
 ACTION = "harness-join-check"
 NORMALIZED_KIND = "premath.harness.typestate_normalized.v1"
@@ -18,7 +30,6 @@ WITNESS_KIND = "premath.harness.join_check.v1"
 SCHEMA = 1
 GOVERNANCE_CLAIM_ID = "profile.doctrine_inf_governance.v0"
 
-Disposition = Literal["consumed", "observed", "discarded"]
 DISPOSITIONS: tuple[Disposition, ...] = ("consumed", "observed", "discarded")
 HANDLED_STOP_REASONS = frozenset({"tool_use", "pause_turn", "max_tokens", "end_turn"})
 
@@ -48,10 +59,6 @@ EMITTED_FAILURE_CLASSES = frozenset(
     }
 )
 
-FieldKind = Literal[
-    "string", "optional_string", "bool", "optional_bool", "strings", "value", "struct", "rows"
-]
-
 
 class Field(NamedTuple):
     """One struct field as serde sees it: kind, whether it must be present, nested struct."""
@@ -59,7 +66,7 @@ class Field(NamedTuple):
     name: str
     kind: FieldKind
     required: bool = False
-    struct: "Struct | None" = None
+    struct: Struct | None = None
 
 
 class Struct(NamedTuple):
@@ -204,7 +211,7 @@ JOIN_CHECK_INPUT = Struct(
 )
 
 
-class JsonObject(dict[str, Any]):
+class JsonObject(dict[str, "Any"]):
     """A decoded object that remembers which keys it saw twice (serde refuses struct repeats)."""
 
     duplicates: frozenset[str] = frozenset()

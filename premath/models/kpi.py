@@ -1,6 +1,10 @@
 """`premath.multithread.throughput.v1`: the KPI report's kind and its documented defaults."""
 
-from typing import Final
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
 
 KPI_SCHEMA: Final = 1
 KPI_KIND: Final = "premath.multithread.throughput.v1"

@@ -4,13 +4,20 @@ the transient state (queued, merging, verifying) its lease renewals carry into t
 `metadata.premathMergeQueue` while the queue works, and how a reader (the dashboard's issue
 detail) gets the current one back."""
 
+from __future__ import annotations
+
 from collections.abc import Mapping, Sequence
 
 from premath.errors import InputInvalid
-from premath.lean_typing import Any, Literal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    QueueState = Literal["queued", "merging", "verifying", "landed", "failed"]
+
 
 QUEUE_NOTE_HEADER = "[harness-merge-queue]"
-QueueState = Literal["queued", "merging", "verifying", "landed", "failed"]
 TRANSIENT_STATES: tuple[QueueState, ...] = ("queued", "merging", "verifying")
 QUEUE_STATE_KEY = "premathMergeQueue"
 """The metadata key of the transient state: written by the holder's renewals, removed by its

@@ -5,6 +5,8 @@ Plain frozen dataclasses, not pydantic: the loader reports the reference's failu
 specs/retry-policy.md describes the file and the rules.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 from typing import Literal
 

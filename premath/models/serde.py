@@ -6,9 +6,16 @@ unknown keys are ignored. Hot commands validate with these plain checks instead 
 its line/column suffix.
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable, Iterable, Mapping
 
-from premath.lean_typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    FieldCheck = Callable[[Any], Any]
+    """Type-checks one field's decoded value and returns it, or raises SchemaViolation."""
 
 U32_MAX = 2**32 - 1
 U64_MAX = 2**64 - 1
@@ -74,10 +81,6 @@ def sequence(value: Any) -> list[Any]:
 
 def string_list(value: Any) -> list[str]:
     return [string(item) for item in sequence(value)]
-
-
-FieldCheck = Callable[[Any], Any]
-"""Type-checks one field's decoded value and returns it, or raises SchemaViolation."""
 
 
 def checks_for(fields: Iterable[str], check: FieldCheck) -> dict[str, FieldCheck]:

@@ -6,6 +6,8 @@ position, and it finds where each top-level value of an object ends, for field e
 Positions: line from 1; column = bytes consumed on that line (the offending byte included).
 """
 
+from __future__ import annotations
+
 from typing import NamedTuple
 
 

@@ -4,7 +4,8 @@ A document is a plain dict in the reference's field order with absent fields lef
 canonical encoders can write it as it stands.
 """
 
-from premath.lean_typing import Any
+from __future__ import annotations
+
 from premath.models.serde import (
     checks_for,
     in_wire_order,
@@ -16,6 +17,10 @@ from premath.models.serde import (
 )
 from premath.models.vocabulary import SESSION_STATES
 from premath.text import rust_trim
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SESSION_SCHEMA = 1
 SESSION_KIND = "premath.harness.session.v1"

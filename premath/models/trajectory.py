@@ -8,7 +8,8 @@ returns what the projection sorts and counts by, for the hot loop over every row
 A hypothesis test proves both accept and reject the same rows with the same messages.
 """
 
-from premath.lean_typing import Any, Final, Literal
+from __future__ import annotations
+
 from premath.models.serde import (
     U64_MAX,
     checks_for,
@@ -22,11 +23,17 @@ from premath.models.vocabulary import STEP_KIND
 from premath.text import RUST_WHITE_SPACE, clean_optional, normalize_refs, rust_trim
 from premath.timefmt import NANOS_PER_SECOND, compiled, parse_strict_rfc3339
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Final, Literal
+
+    QueryMode = Literal["latest", "failed", "retry-needed"]
+
+
 STEP_SCHEMA: Final = 1
 PROJECTION_KIND: Final = "premath.harness.trajectory.projection.v1"
 ROW_STRUCT: Final = "struct HarnessTrajectoryRow"
 
-QueryMode = Literal["latest", "failed", "retry-needed"]
 # The CLI value is `retry-needed`; the projection says `retry_needed` (specs/harness-trajectory.md).
 PROJECTION_MODE: dict[QueryMode, str] = {
     "latest": "latest",

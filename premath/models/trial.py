@@ -3,6 +3,8 @@
 specs/runner.md "Trial outcome classes" and specs/experiment.md "Run folder" give the rules.
 """
 
+from __future__ import annotations
+
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field

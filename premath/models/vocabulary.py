@@ -4,7 +4,30 @@ Each is a value some file, document or option carries verbatim; modules import i
 instead of re-spelling it, so a typo is a name error and a change is one edit.
 """
 
-from premath.lean_typing import Final, Literal
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final, Literal
+
+    SessionState = Literal["active", "stopped"]
+
+    GraphScope = Literal["active", "full"]
+
+    EdgeView = Literal["execution", "gtd", "groupoid"]
+
+    LeaseState = Literal[
+        "missing_issue",
+        "closed_with_lease",
+        "released",
+        "unleased",
+        "stale",
+        "contended",
+        "active",
+    ]
+    """An issue's lease as the loop sees it (specs/harness-loop.md "Lease states"): `lease_state`
+    of issue memory gives the last three for any row, the loop's handoff all of them."""
+
 
 DEFAULT_ISSUES_PATH: Final = ".premath/issues.jsonl"
 """Issue memory, relative to the repository root (the reference's default)."""
@@ -12,25 +35,11 @@ DEFAULT_ISSUES_PATH: Final = ".premath/issues.jsonl"
 STEP_KIND: Final = "premath.harness.step.v1"
 """The `stepKind` of every trajectory row."""
 
-SessionState = Literal["active", "stopped"]
 SESSION_STATES: tuple[SessionState, ...] = ("active", "stopped")
 
-GraphScope = Literal["active", "full"]
 GRAPH_SCOPES: tuple[GraphScope, ...] = ("active", "full")
-EdgeView = Literal["execution", "gtd", "groupoid"]
 EDGE_VIEWS: tuple[EdgeView, ...] = ("execution", "gtd", "groupoid")
 
-LeaseState = Literal[
-    "missing_issue",
-    "closed_with_lease",
-    "released",
-    "unleased",
-    "stale",
-    "contended",
-    "active",
-]
-"""An issue's lease as the loop sees it (specs/harness-loop.md "Lease states"): `lease_state`
-of issue memory gives the last three for any row, the loop's handoff all of them."""
 
 ESCALATION_TITLE_PREFIX: Final = "[HarnessEscalation]"
 """The title of an issue the loop files when retries are spent (specs/retry-policy.md

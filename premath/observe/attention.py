@@ -10,6 +10,8 @@ latest steps and the KPI's decision. Its reasons turn `needsAttention` on and, u
 else the first reason); `coherence` keeps the reference's meaning (D30a-2).
 """
 
+from __future__ import annotations
+
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass

@@ -10,6 +10,8 @@ quirk 21). The bottleneck is the open issue that blocks the most open work, dire
 other issues.
 """
 
+from __future__ import annotations
+
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal

@@ -8,6 +8,8 @@ build leaves the previous surface and events as they were (D21-1); `--out-json` 
 `--out-jsonl` naming one file is refused (D21-2); input errors name the file at fault (D21-3).
 """
 
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass
 
@@ -87,7 +89,7 @@ class BuildPaths:
         issues_path: str = DEFAULT_ISSUES_PATH,
         out_json: str = DEFAULT_SURFACE_PATH,
         out_jsonl: str = DEFAULT_EVENTS_PATH,
-    ) -> "BuildPaths":
+    ) -> BuildPaths:
         """Trimmed; a relative root joins the cwd, the other relative paths join the root."""
         root = rust_join(os.getcwd(), rust_trim(repo_root))
         return cls(

@@ -7,6 +7,8 @@ added, removed or renamed into place), and a file in place is re-read only when 
 changes (inputs.InputReader), so an idle server reads nothing.
 """
 
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass, field
 

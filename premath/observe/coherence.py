@@ -5,16 +5,22 @@ Each part is a plain JSON object with sorted keys. Issue rows are the facts of
 are the reference's and named where they happen.
 """
 
+from __future__ import annotations
+
 import copy
 import functools
 import math
 from collections import Counter
-from typing import Any, cast
+from typing import cast
 
 from premath.issues.graph import find_any_cycle
 from premath.observe.facts import Document, Instant, IssueFacts, instant
 from premath.store.issues_file import IssueMap
 from premath.timefmt import format_autosi_z
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 BLOCKING_TYPES = frozenset({"blocks", "parent-child", "conditional-blocks", "waits-for"})
 ACTIVE_STATUSES = ("open", "in_progress")

@@ -12,13 +12,14 @@ issues file, premath/harness/worker_board.py: statuses judged at every refresh, 
 that falls silent is shown within one poll).
 """
 
+from __future__ import annotations
+
 import os
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from premath.clock import Clock
 from premath.errors import PremathError
 from premath.observe.attention import (
     LiveInputs,
@@ -38,6 +39,10 @@ from premath.observe.surface import SurfaceCache, SurfaceUnavailable
 from premath.observe.views import latest_view
 from premath.store.issues_file import FileIdentity, file_identity
 from premath.timefmt import epoch_nanos
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from premath.clock import Clock
 
 Document = dict[str, Any]
 TRAJECTORY_TAIL = 50

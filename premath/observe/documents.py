@@ -1,10 +1,14 @@
 """Text renderings of the observation commands (observation.md §2.4, §6.3): wire output too."""
 
-from typing import Any
+from __future__ import annotations
 
 from premath.observe.builder import BuildResult
 from premath.observe.schema import Document
 from premath.observe.views import ObserveQuery
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def build_line(result: BuildResult) -> str:

@@ -8,6 +8,8 @@ strict RFC 3339 (the second spelling only when the first does not parse). A live
 the facts of each stored line, so a rewrite of one issue re-reads one row.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 from typing import Any
 

@@ -10,6 +10,8 @@ identity (device, inode, size, mtime) is unchanged is not read again. Every read
 refuses FIFOs and devices (store/files.py), so a hostile witness folder cannot stall a build.
 """
 
+from __future__ import annotations
+
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field

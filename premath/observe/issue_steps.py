@@ -10,6 +10,8 @@ record's own folder. Nothing outside that folder is opened, files are read bound
 missing or unreadable record only leaves its fields empty.
 """
 
+from __future__ import annotations
+
 import os
 from collections.abc import Iterable
 from datetime import datetime

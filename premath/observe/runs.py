@@ -7,6 +7,8 @@ of schedule slots whose last trial row is final, out of the manifest's `trial_co
 never written: the dashboard only reads.
 """
 
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass, field
 from pathlib import Path

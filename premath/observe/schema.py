@@ -8,6 +8,8 @@ free-form values (`coherence`, `scope`, ...) are kept with their keys sorted. Un
 record written as a JSON array of its fields is refused (divergence D21-13).
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -25,7 +27,7 @@ class Field:
     kind: Kind
     omit_absent: bool = False
     """Left out of the document when absent (serde `skip_serializing_if = "Option::is_none"`)."""
-    record: "Record | None" = None
+    record: Record | None = None
 
 
 @dataclass(frozen=True, slots=True)

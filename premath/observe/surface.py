@@ -7,8 +7,9 @@ prefixes with `failed to load observation surface at <path>: ` and the HTTP API 
 again only when its identity (device, inode, size, mtime) changes.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
@@ -17,6 +18,10 @@ from premath.observe.schema import SURFACE, DecodeError, Document, decode
 from premath.store.documents import os_error_text
 from premath.store.files import read_bounded
 from premath.store.issues_file import FileIdentity, file_identity
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SURFACE_SCHEMA = 1
 SURFACE_KIND = "ci.observation.surface.v0"

@@ -2,6 +2,8 @@
 and the MCP `observe_*` tools answer. Views keep struct order; HTTP and MCP sort keys on output.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 from typing import Literal
 

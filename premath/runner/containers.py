@@ -6,14 +6,19 @@ OOM killer's verdict when it ends, and removed with `docker rm -f`, which ends e
 in it, `setsid` descendants included.
 """
 
+from __future__ import annotations
+
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from premath.errors import InputInvalid
 from premath.runner.process import ProcessOutcome, allowlisted_env, run_bounded
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DOCKER_CLIENT_ENV = (
     "DOCKER_HOST",

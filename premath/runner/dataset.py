@@ -5,18 +5,23 @@ stable digest of the task's canonical JSON (`task_<16 hex>`), so the same line a
 same id and resume keys stay valid. Duplicate ids are refused: pairing and resume key on them.
 """
 
+from __future__ import annotations
+
 import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from premath.errors import InputInvalid, NotFound
 from premath.store.canonical import digest_input
 from premath.store.files import ReadCap, read_bounded
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 TASK_CAP = ReadCap("PREMATH_MAX_TASK_BYTES", 64 * 1024 * 1024)
 """One task: a line of the dataset, or the file `premath run` is given."""

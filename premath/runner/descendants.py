@@ -15,6 +15,8 @@ reaped. Elsewhere than Linux (no /proc, no subreaper) nothing is found and the g
 A cgroup would be exact, but is rarely writable for an unprivileged CLI.
 """
 
+from __future__ import annotations
+
 import contextlib
 import ctypes
 import os

@@ -1,6 +1,8 @@
 """Which executor runs a run's trials: chosen here, above the executors, so `executors.py` never
 imports the Ray executor (which builds on it) and importing premath never loads ray."""
 
+from __future__ import annotations
+
 from premath.models.trial import ExecutorName
 from premath.runner.executors import DockerExecutor, Executor, LocalExecutor
 

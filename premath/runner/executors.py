@@ -15,6 +15,8 @@ two paths, the variant's env over a minimal allowlist, and nothing about the run
   and brings the attempt's files back to this machine.
 """
 
+from __future__ import annotations
+
 import hashlib
 import os
 import re

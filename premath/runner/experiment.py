@@ -6,6 +6,8 @@ baseline, images allowed by the executor). The resolved experiment is the fully 
 document a run stores and digests; a resume reads it back instead of the YAML.
 """
 
+from __future__ import annotations
+
 import hashlib
 import os
 import shlex
@@ -13,12 +15,13 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from premath.errors import InputInvalid, NotFound
 from premath.store.canonical import digest_input
 from premath.store.files import ReadCap, read_bounded
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
@@ -42,7 +45,7 @@ class VariantPlan:
 
 @dataclass(frozen=True, slots=True)
 class LoadedExperiment:
-    spec: "ExperimentSpec"
+    spec: ExperimentSpec
     source: Path
     """The experiment file (absolute)."""
 
@@ -73,7 +76,7 @@ def command_argv(command: list[str] | str) -> list[str]:
         raise InputInvalid(f"runtime.command: cannot split {command!r}: {exc}") from exc
 
 
-def variant_plans(spec: "ExperimentSpec") -> list[VariantPlan]:
+def variant_plans(spec: ExperimentSpec) -> list[VariantPlan]:
     """The baseline first, then the plan's variants in file order."""
     base = spec.baseline
     plans = [
@@ -93,7 +96,7 @@ def _location(loc: Iterable[int | str]) -> str:
     return text or "(top level)"
 
 
-def _pydantic_problems(error: "ValidationError") -> list[str]:
+def _pydantic_problems(error: ValidationError) -> list[str]:
     problems = []
     for item in error.errors(include_url=False):
         where = _location(item["loc"])
@@ -161,7 +164,7 @@ def _cross_field_problems(raw: dict[str, Any]) -> list[str]:
     return problems
 
 
-def parse_experiment(data: bytes, source: Path) -> "ExperimentSpec":
+def parse_experiment(data: bytes, source: Path) -> ExperimentSpec:
     """Validate YAML bytes; one InputInvalid lists every problem, each with its field path."""
     import yaml
     from pydantic import ValidationError
@@ -209,13 +212,13 @@ def load_experiment(path: str | os.PathLike[str]) -> LoadedExperiment:
     return LoadedExperiment(parse_experiment(data, source), source)
 
 
-def experiment_images(spec: "ExperimentSpec") -> list[str]:
+def experiment_images(spec: ExperimentSpec) -> list[str]:
     """Every image a docker run of the experiment starts (a variant's own, else the runtime's)."""
     images = {plan.image or spec.runtime.image for plan in variant_plans(spec)}
     return sorted(image for image in images if image is not None)
 
 
-def executor_problems(spec: "ExperimentSpec", executor: str) -> list[str]:
+def executor_problems(spec: ExperimentSpec, executor: str) -> list[str]:
     """What the chosen executor cannot honour; images only make sense in containers."""
     problems = []
     images = [("runtime.image", spec.runtime.image), ("baseline.image", spec.baseline.image)]
@@ -248,12 +251,12 @@ def executor_problems(spec: "ExperimentSpec", executor: str) -> list[str]:
     return problems
 
 
-def uses_containers(spec: "ExperimentSpec", executor: str) -> bool:
+def uses_containers(spec: ExperimentSpec, executor: str) -> bool:
     """Docker runs every trial in a container; Ray does when the experiment names images."""
     return executor == "docker" or (executor == "ray" and bool(experiment_images(spec)))
 
 
-def chosen_executor(spec: "ExperimentSpec", flag: "ExecutorName | None") -> "ExecutorName":
+def chosen_executor(spec: ExperimentSpec, flag: ExecutorName | None) -> ExecutorName:
     """`--executor`, else the file's `executor`, else local."""
     return flag or spec.executor or "local"
 
@@ -278,7 +281,7 @@ def resolved_document(loaded: LoadedExperiment, executor: str) -> dict[str, Any]
     return document
 
 
-def spec_from_resolved(document: dict[str, Any]) -> "ExperimentSpec":
+def spec_from_resolved(document: dict[str, Any]) -> ExperimentSpec:
     from pydantic import ValidationError
 
     from premath.models.experiment import ExperimentSpec
@@ -291,7 +294,7 @@ def spec_from_resolved(document: dict[str, Any]) -> "ExperimentSpec":
         raise InputInvalid(f"the run's resolved experiment is invalid:\n  - {listed}") from None
 
 
-def validate_experiment(path: str, executor: "ExecutorName | None") -> dict[str, Any]:
+def validate_experiment(path: str, executor: ExecutorName | None) -> dict[str, Any]:
     """`experiment validate`: every check a run makes before it writes anything."""
     from premath.runner.dataset import load_tasks
 

@@ -6,6 +6,8 @@ call is bounded in time, reads nothing from a terminal (`GIT_TERMINAL_PROMPT=0`)
 last 64 KiB of each output stream in memory (git's answers here are short).
 """
 
+from __future__ import annotations
+
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass

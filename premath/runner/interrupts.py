@@ -5,12 +5,13 @@ child outlives us, and the caller still records what happened. A supervisor (the
 takes the signal as an event instead: its children stop through `run_bounded`'s `cancel`.
 """
 
+from __future__ import annotations
+
 import contextlib
 from collections.abc import Callable, Iterator
 from types import FrameType
 
-from premath.main_thread import in_main_thread
-from premath.signals import SIGINT, SIGTERM, signal
+from premath.lean import SIGINT, SIGTERM, in_main_thread, signal
 
 _STOP_SIGNALS: dict[int, str] = {SIGTERM: "SIGTERM", SIGINT: "SIGINT"}
 Handler = Callable[[int, FrameType | None], None]
@@ -21,7 +22,7 @@ class InterruptHold:
     would lose the child's pid and orphan it. `release()` (idempotent) raises what arrived
     meanwhile, once the caller can clean the child up. Main thread only; elsewhere a no-op."""
 
-    _active: "InterruptHold | None" = None
+    _active: InterruptHold | None = None
     requested: BaseException | None = None
     """The stop this process was asked for, kept after it was raised: a loop that swallowed it
     (a broad `except`) still starts no new command (`raise_if_stopped`)."""

@@ -5,6 +5,8 @@ become folder names, and every trial folder is checked to stay inside the run fo
 id such as `../../etc` cannot make us write elsewhere.
 """
 
+from __future__ import annotations
+
 import hashlib
 import os
 from dataclasses import dataclass

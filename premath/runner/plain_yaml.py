@@ -6,9 +6,13 @@ Experiment files need neither, so an alias (`*name`) is refused where it appears
 deeper than `MAX_DEPTH` is refused before recursion can fail: every node is composed once.
 """
 
-from typing import Any
+from __future__ import annotations
 
 import yaml
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DEPTH = 64
 """Deeper than any experiment file needs; far below Python's recursion limit."""

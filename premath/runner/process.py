@@ -41,6 +41,8 @@ cannot leave a reader thread hanging; the drain after the leader's exit is bound
 Leader exit is watched with a pidfd where Linux offers one, else polled every few milliseconds.
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 import selectors
@@ -52,7 +54,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Literal
 
 from premath.runner.descendants import (
     OBSERVE_EVERY_S,
@@ -63,6 +65,10 @@ from premath.runner.descendants import (
 )
 from premath.runner.interrupts import InterruptHold
 from premath.store.owners import process_start_time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 ProcessStatus = Literal["ok", "exit_nonzero", "timeout", "cancelled", "spawn_failed", "oom_killed"]
 """`ok`: exit code 0. `exit_nonzero`: any other exit, or death by a signal we did not send.
@@ -331,8 +337,8 @@ def _run_in_flight(
     cwd: str | os.PathLike[str],
     child_env: dict[str, str],
     timeout_s: float | None,
-    out: "_Sink",
-    err: "_Sink",
+    out: _Sink,
+    err: _Sink,
     grace_s: float,
     stdin: bytes | None,
     limits: ResourceLimits | None,
@@ -412,7 +418,7 @@ def _run_in_flight(
 
 
 def _supervise(
-    proc: "subprocess.Popen[bytes]",
+    proc: subprocess.Popen[bytes],
     out: _Sink,
     err: _Sink,
     stdin: bytes | None,

@@ -5,13 +5,18 @@ frame's length, so a shorter frame (the last one drops its `eta`) leaves no stra
 and it stays narrower than the terminal, so it never wraps onto a second line.
 """
 
+from __future__ import annotations
+
 import os
 import sys
 import threading
 import time
-from typing import TextIO
 
 from premath.models.trial import TrialRecord
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TextIO
 
 _WIDTH = 28
 _MIN_BAR = 8

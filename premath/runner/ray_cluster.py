@@ -5,10 +5,15 @@ This module imports ray at the top (and hands it on: `from premath.runner.ray_cl
 ray` fails with what to install); only code that runs on Ray imports it.
 """
 
+from __future__ import annotations
+
 import sys
-from typing import Any, TextIO
 
 from premath.errors import InvalidUsage
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 try:
     import ray

@@ -16,6 +16,8 @@ This module imports ray at the top: only `executor_choice.make_executor("ray")` 
 importing premath never loads ray.
 """
 
+from __future__ import annotations
+
 import os
 import shutil
 import socket
@@ -24,7 +26,7 @@ import tempfile
 import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from premath.errors import PremathError
 from premath.models.trial import ExecutorName
@@ -38,6 +40,10 @@ from premath.runner.paths import AttemptPaths
 from premath.runner.process import DEFAULT_GRACE_S, ProcessOutcome, spawn_failed
 from premath.runner.ray_cluster import RayConnection, ray
 from premath.runner.trial import write_task_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 OUT_TRANSFER_CAP = 64 * 1024 * 1024
 """Bytes of `out/` a task sends back; files past it stay on the node (noted in stderr.txt)."""

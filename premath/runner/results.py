@@ -5,6 +5,8 @@ validated against `HarnessResult`; anything wrong is an `error` trial with its c
 exception (specs/runner.md "Trial outcome classes").
 """
 
+from __future__ import annotations
+
 import errno
 import os
 import stat

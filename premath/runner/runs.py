@@ -6,6 +6,8 @@ dataset and works from any working directory. Facts are append-only: `trials.jso
 row per attempt; the latest row of a (variant, task, replication) slot is its result.
 """
 
+from __future__ import annotations
+
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -13,11 +15,10 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
-from premath.clock import Clock
 from premath.errors import (
     ArtifactInvalid,
     Conflict,
@@ -58,7 +59,9 @@ from premath.terminal import counted
 from premath.text import id_token
 from premath.timefmt import format_seconds_z, session_stamp
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from premath.clock import Clock
     from premath.models.experiment import ExperimentSpec
     from premath.models.trial import ExecutorName, TrialRecord
 
@@ -72,7 +75,7 @@ class RunState:
     paths: RunPaths
     manifest: dict[str, Any]
     resolved: dict[str, Any]
-    spec: "ExperimentSpec"
+    spec: ExperimentSpec
     tasks: list[Task]
     schedule: list[Slot]
 
@@ -81,7 +84,7 @@ class RunState:
         return self.paths.run_id
 
     @property
-    def executor_name(self) -> "ExecutorName":
+    def executor_name(self) -> ExecutorName:
         name: ExecutorName = self.manifest["executor"]
         return name
 
@@ -90,7 +93,7 @@ class RunState:
         return {plan.variant_id: plan for plan in variant_plans(self.spec)}
 
 
-def schedule_for(spec: "ExperimentSpec", tasks: list[Task]) -> list[Slot]:
+def schedule_for(spec: ExperimentSpec, tasks: list[Task]) -> list[Slot]:
     return build_schedule(
         [plan.variant_id for plan in variant_plans(spec)],
         [task.id for task in tasks],
@@ -150,7 +153,7 @@ def create_run(
     *,
     runs_dir: str = DEFAULT_RUNS_DIR,
     run_id: str | None = None,
-    executor: "ExecutorName | None" = None,
+    executor: ExecutorName | None = None,
     issue_id: str | None = None,
     trajectory_path: str | None = None,
     concurrency: int | None = None,
@@ -266,7 +269,7 @@ def open_run(run_ref: str, runs_dir: str = DEFAULT_RUNS_DIR) -> RunState:
     return RunState(paths, manifest, resolved, spec, tasks, schedule)
 
 
-def read_records(paths: RunPaths) -> Iterator["TrialRecord"]:
+def read_records(paths: RunPaths) -> Iterator[TrialRecord]:
     """Rows of trials.jsonl in file order; a line that does not parse is reported and skipped
     (its slot counts as not done, so a resume runs it again)."""
     import sys
@@ -290,7 +293,7 @@ def read_records(paths: RunPaths) -> Iterator["TrialRecord"]:
                 )
 
 
-def latest_records(paths: RunPaths) -> dict[tuple[str, str, int], "TrialRecord"]:
+def latest_records(paths: RunPaths) -> dict[tuple[str, str, int], TrialRecord]:
     """The last row of each (variant, task, replication) slot."""
     latest: dict[tuple[str, str, int], TrialRecord] = {}
     for record in read_records(paths):
@@ -324,7 +327,7 @@ ERROR_MESSAGES_SHOWN = 5
 
 
 def error_messages(
-    records: "Iterable[TrialRecord]", limit: int = ERROR_MESSAGES_SHOWN
+    records: Iterable[TrialRecord], limit: int = ERROR_MESSAGES_SHOWN
 ) -> list[dict[str, Any]]:
     """Why trials ended in error, most common first: each distinct (class, message) once with
     how many trials gave it and in which variants (a harness that cannot start says so in
@@ -438,7 +441,7 @@ def pending_slots(state: RunState, rerun_errors: bool) -> list[tuple[Slot, int]]
 _SIGNAL_POLL_S = 0.2
 
 
-def _wait_interruptibly(futures: list["Future[TrialRecord | None]"]) -> set[Any]:
+def _wait_interruptibly(futures: list[Future[TrialRecord | None]]) -> set[Any]:
     """`wait(FIRST_EXCEPTION)` in short slices: Linux may deliver SIGINT or SIGTERM to a worker
     thread, and a main thread blocked on a lock with no timeout would never run its handler."""
     while True:
@@ -563,7 +566,7 @@ def run_experiment(
     lock_timeout: float,
     runs_dir: str = DEFAULT_RUNS_DIR,
     run_id: str | None = None,
-    executor: "ExecutorName | None" = None,
+    executor: ExecutorName | None = None,
     ray_address: str | None = None,
     concurrency: int | None = None,
     issue_id: str | None = None,

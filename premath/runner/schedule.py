@@ -10,6 +10,8 @@ Slots never change between a run and its resumes: the schedule is rebuilt from t
 resolved experiment and tasks, and the trial ids derive from it.
 """
 
+from __future__ import annotations
+
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass

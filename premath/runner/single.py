@@ -3,12 +3,13 @@
 Same contract, executors and verdicts as an experiment's trials, in one attempt folder.
 """
 
+from __future__ import annotations
+
 import os
 import shlex
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -23,6 +24,10 @@ from premath.runner.trial import write_task_file
 from premath.store.files import read_bounded
 from premath.store.root import rebase
 from premath.timefmt import session_stamp
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def parse_env(pairs: Sequence[str]) -> tuple[tuple[str, str], ...]:

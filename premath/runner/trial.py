@@ -6,13 +6,14 @@ attempt appends one `trials.jsonl` row; `final` is false when the retry policy a
 another attempt. An attempt ended by a cancel (Ctrl-C) appends no row: its slot stays pending.
 """
 
+from __future__ import annotations
+
 import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from premath.clock import Clock
 from premath.errors import PremathError
 from premath.models.experiment import RetryOn
 from premath.models.trial import TrialRecord
@@ -26,6 +27,10 @@ from premath.store.canonical import row_bytes
 from premath.store.files import write_all
 from premath.store.jsonl import append_line
 from premath.timefmt import format_seconds_z
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from premath.clock import Clock
 
 
 @dataclass(frozen=True, slots=True)

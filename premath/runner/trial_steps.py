@@ -7,11 +7,15 @@ imports the runner's process module; the two stay independent layers).
 specs/experiment.md "Trajectory rows".
 """
 
-from typing import Any
+from __future__ import annotations
 
 from premath.models.trajectory import normalize_step
 from premath.models.vocabulary import STEP_KIND
 from premath.store.canonical import row_bytes
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 START_ACTION = "experiment.trial.start"
 END_ACTION = "experiment.trial.end"

@@ -10,20 +10,22 @@ writers (ours, `.<name>.tmp.<pid>.<ns>`, and the reference's issues-file temps,
 `git status`.
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 from collections.abc import Callable, Iterable
 
 from premath.clock import epoch_ns
-from premath.lean_typing import TYPE_CHECKING
 from premath.store.files import write_all
 from premath.store.owners import pid_alive
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # pathlib stays off the import path of hot writers (start-up budget)
     from pathlib import Path
 
 
-def fsync_directory(directory: "str | os.PathLike[str]") -> None:
+def fsync_directory(directory: str | os.PathLike[str]) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -35,7 +37,7 @@ def _temp_prefix(target: str) -> str:
     return f".{os.path.basename(target)}.tmp."
 
 
-def sweep_orphan_temps(target: "str | os.PathLike[str]") -> None:
+def sweep_orphan_temps(target: str | os.PathLike[str]) -> None:
     """Remove temp files of `target` (ours and the reference's) left by writers that no longer
     run; only names whose pid part is a number, never our own pid."""
     target = os.fspath(target)
@@ -70,7 +72,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, durable: bool = T
 def write_atomic_chunks(
     path: str | os.PathLike[str],
     chunks: Iterable[bytes],
-    before_replace: "Callable[[Path], None] | None" = None,
+    before_replace: Callable[[Path], None] | None = None,
     *,
     durable: bool = True,
 ) -> None:

@@ -5,10 +5,15 @@ Each function is a wire contract (specs/cli-conventions.md "Stdout"); golden tes
 lowercase `\\u001f`, `/` and DEL unescaped).
 """
 
+from __future__ import annotations
+
 import math
 
-from premath.lean_typing import Any
 from premath.store.json_codec import RawNumber, dumps
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def raw_number(text: str) -> RawNumber:

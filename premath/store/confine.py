@@ -11,6 +11,8 @@ The check and the later open are two system calls; a client of the server cannot
 symlinks (no tool does), so only someone who can already write into the roots could race them.
 """
 
+from __future__ import annotations
+
 import os
 import stat
 from collections.abc import Iterable
@@ -30,7 +32,7 @@ class PathRoots:
     roots: tuple[str, ...]
 
     @classmethod
-    def of(cls, repo_root: str, allowed: Iterable[str] = ()) -> "PathRoots":
+    def of(cls, repo_root: str, allowed: Iterable[str] = ()) -> PathRoots:
         """The repository root and the explicit allow-list, each resolved once at start-up."""
         return cls(tuple(dict.fromkeys(os.path.realpath(p) for p in (repo_root, *allowed))))
 

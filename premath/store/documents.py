@@ -1,11 +1,16 @@
 """Reading JSON documents, with OS and parse failures worded as the reference words them."""
 
+from __future__ import annotations
+
 import os
 
-from premath.lean_typing import Any
 from premath.store import json_codec
 from premath.store.files import read_bounded
 from premath.store.json_codec import first_repeated_key, loads
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class DocumentUnreadable(Exception):

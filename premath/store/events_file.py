@@ -7,11 +7,13 @@ blank and `#` lines skipped, numbers count from 1 including skipped lines. The r
 pretty-printed document in struct order with no trailing newline, as serde's `to_vec_pretty`.
 """
 
+from __future__ import annotations
+
 import hashlib
 import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import orjson
 
@@ -22,6 +24,10 @@ from premath.store.atomic import write_atomic, write_atomic_chunks
 from premath.store.canonical import row_bytes, with_serde_floats
 from premath.store.documents import os_error_text
 from premath.text import rust_trim_line
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_EVENTS_PATH = ".premath/memory/events.jsonl"
 EVENT_REF_PREFIX = "ev1_"

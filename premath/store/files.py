@@ -8,12 +8,18 @@ under an address-space limit (`ulimit -v`). Caps are named settings (`ReadCaps`)
 by environment variable for the rare legitimate giant.
 """
 
+from __future__ import annotations
+
 import errno
 import os
 import stat
 
 from premath.errors import InputInvalid, InvalidUsage
-from premath.lean_typing import BinaryIO, NamedTuple
+from premath.lean import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 _MIB = 1 << 20
 

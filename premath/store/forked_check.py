@@ -8,12 +8,13 @@ as "do it yourself", never as a fact. A child whose answer is never asked for is
 reaped when the block ends: no child outlives its caller.
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 from collections.abc import Callable, Iterator
 
-from premath.main_thread import alone_in_process
-from premath.signals import SIGKILL
+from premath.lean import SIGKILL, alone_in_process
 
 _NO_ANSWER: Callable[[], bytes | None] = lambda: None  # noqa: E731 - a constant, named once
 

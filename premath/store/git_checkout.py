@@ -2,6 +2,8 @@
 or `packed-refs`; worktrees through `gitdir:` and `commondir`), never by spawning git: a run must
 not depend on a git binary. Below `runner/` and `bench/`, which both record it."""
 
+from __future__ import annotations
+
 import re
 from pathlib import Path
 

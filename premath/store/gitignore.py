@@ -6,6 +6,8 @@ witnesses) stays in; a remote worker's outbox (rows on their way to the authorit
 An existing file is the user's and is never changed.
 """
 
+from __future__ import annotations
+
 import os
 from pathlib import Path
 

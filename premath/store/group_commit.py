@@ -21,6 +21,8 @@ change in practice, but the check is what proves it. A group holds the lock for 
 apply and write, so a reference writer waits at most one group.
 """
 
+from __future__ import annotations
+
 import bisect
 import copy
 import itertools
@@ -30,10 +32,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any, TypeVar
 
 from premath.errors import IoFailure, LockBusy
-from premath.lean_typing import Any, TypeVar
-from premath.models.issue_row import IssueRow
 from premath.store.issues_file import (
     Changes,
     IssueMap,
@@ -46,6 +47,10 @@ from premath.store.issues_file import (
     store_lock,
 )
 from premath.store.json_codec import loads
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from premath.models.issue_row import IssueRow
 
 T = TypeVar("T")
 

@@ -10,6 +10,8 @@ stale marker). Readers take no lock: the
 rename shows them the old file or the new one.
 """
 
+from __future__ import annotations
+
 import bisect
 import contextlib
 import functools
@@ -23,12 +25,11 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 
 from premath.errors import ArtifactInvalid, InputInvalid, IoFailure, NotFound, PremathError
-from premath.lean_typing import Any, NamedTuple, TypeVar
+from premath.lean import NamedTuple
 from premath.models.issue_row import (
     TEXT_STORED,
     TEXT_STORED_BUT_TIMES,
     TEXT_UNKNOWN,
-    IssueRow,
     NotStored,
     RowInvalid,
     check_row,
@@ -52,14 +53,20 @@ from premath.timefmt import (
     stored_forms,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    from premath.models.issue_row import IssueRow
+
+    T = TypeVar("T")
+
 _BIG_STORE_LINES = 10_000
 _WRITTEN_CHECK_LINES = 10_000
 """From this size on, a load first tries `text_form` (its regex costs ~5 ms to compile)."""
 
-IssueMap = dict[str, IssueRow]
+IssueMap = dict[str, "IssueRow"]
 """Issues by id. Insertion order is not meaningful; writers sort by id."""
-
-T = TypeVar("T")
 
 
 def lock_path(issues_path: str | os.PathLike[str]) -> str:
@@ -154,7 +161,7 @@ class StoreView:
         raise NotImplementedError
 
 
-class ViewedIssues(dict[str, IssueRow]):
+class ViewedIssues(dict[str, "IssueRow"]):
     """An issue map with the views derived from it (`views`, by name), kept by a writer that
     tells them of every change (the authority's group commit): readers of the map find them
     there, build a missing one, and use it instead of a pass over every row."""
@@ -482,7 +489,7 @@ def mutate_store(
     *,
     now: datetime,
     timeout_s: float,
-    warm: "WarmStores | None" = None,
+    warm: WarmStores | None = None,
 ) -> T:
     """Run `mutate` on the store under `<path>.lock`; save only when it reports a change.
 
@@ -537,7 +544,7 @@ def _mutate_locked(
     mutate: Callable[[IssueMap], tuple[T, Changes]],
     *,
     now: datetime,
-    warm: "WarmStores | None",
+    warm: WarmStores | None,
     loaded: LoadedStore | None = None,
 ) -> T:
     """`mutate` on the store as loaded (or kept warm, or `loaded`: read before the lock and

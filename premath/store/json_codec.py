@@ -14,16 +14,18 @@ loaded orjson already (the servers), use orjson directly. tests/store/test_json_
 the two paths to the same answers.
 """
 
+from __future__ import annotations
+
 import math
 import os
 import sys
 from _json import encode_basestring, make_encoder, make_scanner
 from collections.abc import Callable
 
-from premath.lean_typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from json import JSONDecodeError as JSONDecodeError
+    from typing import Any
 else:
 
     def __getattr__(name: str) -> Any:

@@ -14,6 +14,8 @@ every reader refuses forever. A short or failed write (full disk, RLIMIT_FSIZE) 
 by truncating to the size before it, so a failed append leaves no partial row either.
 """
 
+from __future__ import annotations
+
 import os
 import stat
 import sys
@@ -21,7 +23,7 @@ from collections.abc import Iterator
 
 from premath.clock import epoch_ns
 from premath.errors import InputInvalid
-from premath.lean_typing import NamedTuple
+from premath.lean import NamedTuple
 from premath.store import json_codec
 from premath.store.atomic import write_atomic
 from premath.store.files import LINE_CAP, open_regular, write_all

@@ -18,6 +18,8 @@ tries the marker as a head does: it has waited longest); and every waiter honour
 A filesystem without `flock` gives no queue: each waiter then polls the marker.
 """
 
+from __future__ import annotations
+
 import contextlib
 import errno
 import fcntl
@@ -26,14 +28,14 @@ import os
 import time
 
 from premath.clock import epoch_ns
-from premath.main_thread import in_main_thread
-from premath.signals import (
+from premath.lean import (
     ITIMER_REAL,
     SIG_DFL,
     SIG_IGN,
     SIGALRM,
     getitimer,
     getsignal,
+    in_main_thread,
     setitimer,
     signal,
 )

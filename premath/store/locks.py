@@ -16,6 +16,8 @@ lacks:
 Why this and not filelock: docs/architecture.md "Dependencies".
 """
 
+from __future__ import annotations
+
 import contextlib
 import math
 import os
@@ -24,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from premath.errors import InvalidUsage, IoFailure, LockBusy
-from premath.lean_typing import NamedTuple
+from premath.lean import NamedTuple
 from premath.store.lock_queue import JUDGE_AFTER_S, TicketQueue, head_pause_s, sweep, wake_every_s
 from premath.store.markers import Claim, claim, marker_owner, marker_state, remove
 from premath.store.owners import owner_state

@@ -7,6 +7,8 @@ share one store. The contents are written once to a private file and published b
 (`Claim`); the queue's tickets (`store/lock_queue.py`) hold the same contents.
 """
 
+from __future__ import annotations
+
 import contextlib
 import errno
 import os
@@ -14,8 +16,12 @@ from collections.abc import Iterator
 
 from premath.clock import SystemClock, epoch_ns
 from premath.store.files import write_all
-from premath.store.owners import Owner, OwnerState, owner_state, this_process
+from premath.store.owners import Owner, owner_state, this_process
 from premath.timefmt import format_seconds_z
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from premath.store.owners import OwnerState
 
 _MARKER_READ_BYTES = 4096
 """A marker holds six short lines; what a longer one (or a FIFO, a device) says is not judged."""

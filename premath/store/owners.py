@@ -8,13 +8,20 @@ namespace) and gone: no such pid, a zombie (killed, not yet reaped), or the pid 
 process that started at another time. Anything it cannot prove is "unknown".
 """
 
+from __future__ import annotations
+
 import errno
 import os
 from functools import cache
 
-from premath.lean_typing import Literal, NamedTuple
+from premath.lean import NamedTuple
 
-OwnerState = Literal["alive", "dead", "unknown"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal
+
+    OwnerState = Literal["alive", "dead", "unknown"]
+
 
 _UNKNOWN = "-"
 

@@ -15,6 +15,8 @@ The root is returned relative to the working folder (`.` when it is the working 
 default paths, and the documents that echo them, stay exactly the reference's at the root.
 """
 
+from __future__ import annotations
+
 import os
 
 from premath.errors import InvalidUsage

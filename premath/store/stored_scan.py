@@ -17,17 +17,18 @@ and the caller takes the full load.
 each row is decoded just long enough to keep the fields the command reads.
 """
 
+from __future__ import annotations
+
 import bisect
 import functools
 import os
 from array import array
 from collections.abc import Callable, Iterator
 
-from premath.lean_typing import Any, NamedTuple
+from premath.lean import NamedTuple
 from premath.models.issue_row import (
     TEXT_STORED,
     TEXT_UNKNOWN,
-    IssueRow,
     store_row_times,
     stored_times_text,
     text_form,
@@ -36,13 +37,19 @@ from premath.store import json_codec
 from premath.store.forked_check import check_in_parallel
 from premath.store.json_codec import decoder_for, loads
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.models.issue_row import IssueRow
+
 CHUNK_BYTES = 1 << 20
 SLIM_FIELDS = ("id", "title", "status", "priority", "assignee", "lease", "dependencies")
 """What the claim rules read of a row that may be claimed (open or in_progress); the title
 says whether it is an escalation (D30a-1)."""
 _CLAIMABLE_STATUSES = frozenset({"open", "in_progress"})
 
-IssueMap = dict[str, IssueRow]
+IssueMap = dict[str, "IssueRow"]
 
 
 class StoredScan(NamedTuple):
@@ -50,7 +57,7 @@ class StoredScan(NamedTuple):
     """Slim rows by id, in file order: open and in_progress rows keep `SLIM_FIELDS` (lease
     times as the file holds them: the claim rules read any form), every other row is one
     shared `{"status": ...}` per status (all a blocker check reads)."""
-    starts: "array[int]"
+    starts: array[int]
     """Byte offset of each line, and the file size last."""
     identity: tuple[int, int, int]
     """(inode, size, mtime ns) of the file scanned."""

@@ -1,6 +1,8 @@
 """Files premath keeps for the user, outside every repository and out of an agent's way: the
 witness MAC keys and the loopback server's own token file (specs/mcp-http.md)."""
 
+from __future__ import annotations
+
 import os
 
 

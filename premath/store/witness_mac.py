@@ -14,6 +14,8 @@ signs, every line verifies, so rotation appends a key and retiring one removes i
 witnesses it signed stop verifying). A key file that others may read or write is refused.
 """
 
+from __future__ import annotations
+
 import contextlib
 import errno
 import hashlib

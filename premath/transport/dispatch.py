@@ -1,13 +1,14 @@
 """`transport-dispatch`: one action with its payload, answered by an envelope (agent-surface.md
 §2.4). A rejection is a document, never an exception: the command exits 0 either way."""
 
+from __future__ import annotations
+
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from premath.issues import leases
 from premath.issues.documents import issue_summary, projection_fields
-from premath.models.issue_row import IssueRow
 from premath.models.serde import SchemaViolation
 from premath.store.issues_file import WarmStores
 from premath.text import id_token, rust_trim
@@ -37,6 +38,10 @@ from premath.transport.registry import (
     resolver_witness_ref,
     ts1,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from premath.models.issue_row import IssueRow
 
 Document = dict[str, Any]
 

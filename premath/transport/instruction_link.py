@@ -13,9 +13,11 @@ instruction whose `scope` names issues authorises mutations of those issues only
 allowed roots (D22-1).
 """
 
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import orjson
 
@@ -26,6 +28,10 @@ from premath.store.files import open_regular, read_capped
 from premath.store.witness_mac import load_keyring, read_private, verify
 from premath.text import rust_trim
 from premath.timefmt import NANOS_PER_SECOND, parse_strict_rfc3339
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MutationPolicy = Literal["open", "instruction-linked"]
 WitnessTrust = Literal["mac", "reference"]

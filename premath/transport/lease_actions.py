@@ -7,6 +7,8 @@ recovery depends on. Claim-next is the one our CLI runs (D3-1, D3-2). Diagnostic
 reference's texts; each rejection carries its failure class.
 """
 
+from __future__ import annotations
+
 import copy
 import os
 from collections.abc import Callable
@@ -16,7 +18,6 @@ from datetime import datetime
 from premath.errors import ArtifactInvalid, IoFailure, LockBusy, NotFound, PremathError
 from premath.issues import leases
 from premath.issues.lifecycle import set_status
-from premath.models.issue_row import IssueRow, LeaseRow
 from premath.store.issues_file import Changes, IssueMap, ViewedIssues, WarmStores, mutate_store
 from premath.store.root import rebase
 from premath.text import rust_trim
@@ -29,9 +30,13 @@ from premath.transport.payloads import (
     blank_to_none,
 )
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from premath.models.issue_row import IssueRow, LeaseRow
+
 DEFAULT_ISSUES_PATH = ".premath/issues.jsonl"
 
-OnChange = Callable[[IssueRow], None]
+OnChange = Callable[["IssueRow"], None]
 """Runs under the store lock on the changed row before it is saved (the MCP write witness)."""
 
 

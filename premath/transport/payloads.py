@@ -6,12 +6,13 @@ Optional strings are trimmed and a blank one is absent, as the reference's `non_
 every optional payload string (`leaseExpiresAt: "  "` beside `leaseTtlSeconds` is a TTL claim,
 not an ambiguous binding); specs/instructions.md "Blank optional strings"."""
 
+from __future__ import annotations
+
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from premath.models.serde import (
-    FieldCheck,
     SchemaViolation,
     describe,
     optional_string,
@@ -20,6 +21,12 @@ from premath.models.serde import (
     typed_fields,
 )
 from premath.text import rust_trim
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.models.serde import FieldCheck
 
 T = TypeVar("T")
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
@@ -124,7 +131,7 @@ _STRING: FieldCheck = string
 _OPTIONAL: FieldCheck = optional_text
 _I64: FieldCheck = optional_i64
 
-Struct = tuple[str, Mapping[str, tuple[str, FieldCheck]], tuple[str, ...]]
+Struct = tuple[str, Mapping[str, tuple[str, "FieldCheck"]], tuple[str, ...]]
 """serde's struct name, wire key -> (attribute, check) in declaration order, required keys."""
 
 _STRUCTS: dict[type, Struct] = {

@@ -4,9 +4,15 @@ Every digest here is constant per action; they are computed, not pasted, and gol
 them to the reference's values.
 """
 
+from __future__ import annotations
+
 import hashlib
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PROFILE_ID = "transport.issue_lease.v1"
 DISPATCH_KIND = "premath.transport_dispatch.v1"

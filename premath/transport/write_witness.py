@@ -1,12 +1,19 @@
 """`metadata.premathWriteWitness`: who wrote an issue row, under which policy and instruction
 (agent-surface.md §1.7)."""
 
+from __future__ import annotations
+
 import os
 import shutil
-from typing import Any
 
 from premath.issues.lifecycle import put_field
-from premath.models.issue_row import IssueRow, sort_metadata
+from premath.models.issue_row import sort_metadata
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.models.issue_row import IssueRow
 
 WITNESS_KIND = "bd.issue.write.v1"
 NANOS_PER_MILLI = 1_000_000

@@ -13,10 +13,12 @@ then the routes, where unknown paths and methods get JSON 404 and 405, and an ex
 (the MCP session manager, the observation watcher) run together.
 """
 
+from __future__ import annotations
+
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from typing import Any, Protocol
+from typing import Protocol
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -29,6 +31,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from premath.store.canonical import response_bytes
 from premath.web.auth import LOGIN_PATH, Access, Gate, Login
 from premath.web.server import CALLER_KEY, RequestGuard, ServerLimits, error_body
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
 API_HEADERS = {"access-control-allow-origin": "*", "access-control-allow-methods": "GET"}

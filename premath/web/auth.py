@@ -19,6 +19,8 @@ for the access log and the faces; no token, code or cookie value is kept or logg
 `/login/code` (a new one-time link, for a bearer token).
 """
 
+from __future__ import annotations
+
 import urllib.parse
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass

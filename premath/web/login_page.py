@@ -4,6 +4,8 @@ for a page without a session) and the page that opens the dashboard once a sessi
 Self-contained: inline style, no script, no image, nothing loaded from elsewhere.
 """
 
+from __future__ import annotations
+
 import html
 
 from premath.web.sessions import CODE_TTL_S

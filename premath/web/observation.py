@@ -17,6 +17,8 @@ loopback bind the dashboard routes check the Host header (DNS rebinding). Routes
   all read-only (D21-10).
 """
 
+from __future__ import annotations
+
 import html
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -34,7 +36,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from premath.clock import Clock
 from premath.errors import NotFound, PremathError
 from premath.observe.dashboard import Dashboard, DashboardSources
 from premath.observe.runs import run_entry, run_report_html
@@ -50,6 +51,10 @@ from premath.observe.views import (
 from premath.web.app import api_json
 from premath.web.auth import VIA_KEY, host_allowed
 from premath.web.server import CALLER_KEY
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from premath.clock import Clock
 
 Document = dict[str, Any]
 Endpoint = Callable[[Request], Awaitable[Response]]

@@ -9,10 +9,10 @@ reference; with one, every route but `/healthz` and the login pages needs the to
 browser session (D21-15).
 """
 
-from dataclasses import dataclass
-from typing import TextIO
+from __future__ import annotations
 
-from premath.clock import Clock
+from dataclasses import dataclass
+
 from premath.errors import IoFailure
 from premath.observe.builder import BuildPaths, rust_join
 from premath.observe.dashboard import DashboardSources
@@ -31,6 +31,12 @@ from premath.web.server import (
     serve,
 )
 from premath.web.tokens import load_token_file
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import TextIO
+
+    from premath.clock import Clock
 
 
 @dataclass(frozen=True)

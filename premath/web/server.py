@@ -32,6 +32,8 @@ streamable-http` both run through `serve` (specs/observation.md "Server", specs/
   `shutdown_grace_s`, then cancels what is left (event streams end at once) and returns.
 """
 
+from __future__ import annotations
+
 import asyncio
 import contextlib
 import ipaddress
@@ -259,7 +261,7 @@ class _CycleTransport:
     body, so the close lingers (`GuardedH11Protocol.close_lingering`) instead of resetting the
     connection, which would discard the answer before the client reads it."""
 
-    def __init__(self, protocol: "GuardedH11Protocol") -> None:
+    def __init__(self, protocol: GuardedH11Protocol) -> None:
         self._protocol = protocol
 
     def __getattr__(self, name: str) -> object:

@@ -11,6 +11,8 @@ can push out another's. Only a token holder can mint or open, so memory is bound
 token file's lines times these caps. Used from the event loop only.
 """
 
+from __future__ import annotations
+
 import hashlib
 import secrets
 import time

@@ -17,6 +17,8 @@ configured token, so neither the match nor its position shows in the timing; the
 only the digests.
 """
 
+from __future__ import annotations
+
 import contextlib
 import hashlib
 import hmac

@@ -1,18 +1,18 @@
 """Every command documents itself, speaks JSON, and hot commands stay off heavy imports."""
 
+import ast
 import re
 import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import get_args
 
 import click
 import orjson
 import pytest
 
+from premath import errors
 from premath.cli import COMMAND_GROUPS, cli
-from premath.errors import ErrorCode
 from tests.support.cli import heavy_imports_of, invoke
 
 
@@ -114,7 +114,21 @@ def test_both_spellings_name_one_option_the_reference_s_first(path, first, alias
     assert option.opts[:2] == [first, alias]
 
 
-ERROR_CODES = get_args(ErrorCode)
+def _error_codes() -> tuple[str, ...]:
+    """`ErrorCode`'s values, read from its source: errors.py spells the `Literal` for the type
+    checker only (a hot command imports no typing)."""
+    tree = ast.parse(Path(errors.__file__).read_text(encoding="utf-8"))
+    (alias,) = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign)
+        and [getattr(target, "id", None) for target in node.targets] == ["ErrorCode"]
+    ]
+    assert isinstance(alias.value, ast.Subscript)
+    return ast.literal_eval(alias.value.slice)
+
+
+ERROR_CODES = _error_codes()
 TESTS = Path(__file__).resolve().parents[1]
 SPEC = TESTS.parent / "specs" / "cli-conventions.md"
 

@@ -2,17 +2,22 @@
 that read up to date: what other writers changed meanwhile is seen, and only the claimed row
 is encoded while every other writer waits (issue 33, the 16-claimer drain)."""
 
+from __future__ import annotations
+
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 import pytest
 
 from premath.issues.memory import claim_next
-from premath.models.issue_row import IssueRow
 from premath.store import issues_file
 from premath.store.issues_file import encode_store, load_issues, lock_path
+
+if TYPE_CHECKING:
+    from premath.models.issue_row import IssueRow
 
 T0 = datetime(2026, 2, 22, tzinfo=UTC)
 

@@ -7,3 +7,5 @@ build their click commands from the same declarations (help taken from the body'
 Making a command hot is `hot=True` on its declaration, in a module its group names
 (`LazyGroup.declarations` in `cli/__init__.py`).
 """
+
+from __future__ import annotations

@@ -1,10 +1,15 @@
 """`harness-join-check`: declaration, body and text; `cli/harness_join_check` builds its click."""
 
+from __future__ import annotations
+
 from functools import partial
 
 from premath.cli._declaration import JSON, command, option
 from premath.cli._reply import Reply
-from premath.lean_typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def join_check_text(document: dict[str, Any], input_path: str) -> str:

@@ -2,10 +2,15 @@
 
 `cli/harness_session.py` builds their click commands from these declarations."""
 
+from __future__ import annotations
+
 from premath.cli._declaration import CHOICE, JSON, command, option, path_param, project_path
 from premath.cli._reply import AppContext, Reply
-from premath.lean_typing import Any
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH, SESSION_STATES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SESSION_PATH = ".premath/harness_session.json"
 LEDGER_PATH = ".premath/harness_feature_ledger.json"

@@ -2,9 +2,14 @@
 
 `cli/harness_trajectory.py` builds their click commands from these declarations."""
 
+from __future__ import annotations
+
 from premath.cli._declaration import CHOICE, JSON, USIZE, command, option, path_param
 from premath.cli._reply import AppContext, Reply
-from premath.lean_typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 TRAJECTORY_PATH = ".premath/harness_trajectory.jsonl"
 TRAJECTORY = path_param(TRAJECTORY_PATH, "Harness trajectory JSONL path", "--trajectory-path")

@@ -2,6 +2,8 @@
 
 `cli/issue.py` builds their click commands from these declarations."""
 
+from __future__ import annotations
+
 import io
 import os
 import sys
@@ -10,7 +12,10 @@ from premath.cli._declaration import FLAG, INT, ISSUES, JSON, PRIORITY, argument
 from premath.cli._reply import AppContext, Reply, usage_error
 from premath.cli._text import lines_text
 from premath.errors import IoFailure
-from premath.lean_typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def list_text(document: dict[str, Any]) -> str:

@@ -1,5 +1,7 @@
 """One call of an extension action as its implementation sees it (host/extension_actions.py)."""
 
+from __future__ import annotations
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime

@@ -6,12 +6,18 @@ treats them (specs/instructions.md "Blank optional strings"), except the fields 
 verbatim (issue texts, where a blank value is a real edit): `verbatim=True`.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from premath.errors import RuleRefused
 from premath.models.serde import SchemaViolation, describe
 from premath.text import rust_trim
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 INVALID = "scheme_eval.invalid_program"
 ArgKind = Literal["string", "u32", "i32", "bool", "strings"]
@@ -34,7 +40,7 @@ class HostActionFailed(Exception):
         self.diagnostic = diagnostic
 
     @classmethod
-    def from_rule(cls, refused: RuleRefused) -> "HostActionFailed":
+    def from_rule(cls, refused: RuleRefused) -> HostActionFailed:
         """A boundary rule's refusal (store/confine.py, the witness rules) as a host failure."""
         return cls(refused.rule, refused.message.removeprefix(f"[failureClass={refused.rule}] "))
 

@@ -6,14 +6,16 @@ own paths as defaults, the claimed issue as every call's `issueId`, the step's l
 every row, and the step's deadline.
 """
 
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 from premath.store.issues_file import IssueMap, WarmStores
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from premath.transport.instruction_link import WitnessRules
 
@@ -39,7 +41,7 @@ class HostContext:
     """Added to every call's row (a worker step's site lineage)."""
     deadline: float | None = None
     """`time.monotonic()` after which no further call starts."""
-    witness_rules: "WitnessRules | None" = None
+    witness_rules: WitnessRules | None = None
     """How far mutations trust their instruction witness (None: the gate's safe defaults, MAC
     required, D22-2)."""
     stores: WarmStores | None = None

@@ -5,13 +5,18 @@ Every other field of the contract is ignored. The default contract is the reposi
 with premath is used (docs/divergences.md D13-1).
 """
 
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from premath.harness.host.startup import StartupError, read_json
 from premath.text import rust_trim
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_CONTRACT_PATH = "specs/premath/draft/CONTROL-PLANE-CONTRACT.json"
 BUILTIN_CONTRACT_PATH = Path(__file__).resolve().parents[2] / "data" / "control-plane-contract.json"

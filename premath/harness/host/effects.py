@@ -1,8 +1,12 @@
 """`premath.host_effect.v0`: digests, refs and step ids of one executed call (§3.7)."""
 
-from typing import Any
+from __future__ import annotations
 
 from premath.harness.instruction.digests import stable_hash
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 EFFECT_SCHEMA = "premath.host_effect.v0"
 

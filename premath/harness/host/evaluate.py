@@ -12,11 +12,12 @@ worker's work step runs programs through `load_program` and `run_program` with i
 `HostContext` (the claimed issue, the loop's paths, a deadline).
 """
 
+from __future__ import annotations
+
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 
 from premath.errors import InputInvalid, IoFailure, LockBusy
 from premath.harness.host import routes
@@ -41,6 +42,10 @@ from premath.harness.host.startup import read_json
 from premath.harness.trajectory import append_step
 from premath.text import rust_trim
 from premath.timefmt import format_seconds_z
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RESULT_KIND = "premath.scheme_eval.result.v0"
 PROFILE = "steel.default.v0"

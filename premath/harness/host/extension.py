@@ -15,13 +15,19 @@ that carries the reference's contract file and not the extension keeps the refer
 behaviour exactly: the added actions are then not allowlisted.
 """
 
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from premath.harness.host.startup import StartupError, read_json
 from premath.text import rust_trim
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 EXTENSION_PATH = "policies/control/host-action-extension-v1.json"
 BUILTIN_EXTENSION_PATH = (

@@ -17,9 +17,10 @@ names no issue unless asked (its row joins the step by its step id and lineage, 
 outcome of its own), and then only the call's.
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 from premath.errors import PremathError
 from premath.harness.host import extension_writes as writes
@@ -29,6 +30,10 @@ from premath.harness.host.context import HostContext
 from premath.harness.host.extension import Effect
 from premath.harness.host.paths import confined_path
 from premath.text import rust_trim
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 EXECUTION_ERROR = "scheme_eval.host_action_execution_error"
 INVALID = "scheme_eval.invalid_program"

@@ -3,16 +3,23 @@ runs the evidence check and the MCP gate first): issue and dependency writes wit
 documents and write witness, the harness artifacts with the CLI's documents, `instruction.run`.
 """
 
+from __future__ import annotations
+
 import os
 from collections.abc import Callable
-from typing import Any
 
 from premath.harness.host.action_run import ActionRun, Document, arg_path
 from premath.harness.host.args import HostActionFailed
 from premath.issues import documents, leases
 from premath.issues import memory as issue_memory
-from premath.models.issue_row import DEPENDENCY_TYPES, IssueRow
+from premath.models.issue_row import DEPENDENCY_TYPES
 from premath.timefmt import epoch_nanos
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.models.issue_row import IssueRow
 
 INVALID = "scheme_eval.invalid_program"
 
@@ -20,7 +27,7 @@ INVALID = "scheme_eval.invalid_program"
 # --- issue mutations: the MCP tools' documents, write witness attached under the lock ---------
 
 
-Describe = Callable[[IssueRow, int], Document]
+Describe = Callable[["IssueRow", int], Document]
 """The action's own result fields (`issue`, `dependency`) from the written row."""
 
 

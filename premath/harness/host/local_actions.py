@@ -1,7 +1,8 @@
 """Host actions that run in-process: the read-only issue queries (agent-surface.md §3.6)."""
 
+from __future__ import annotations
+
 from datetime import datetime
-from typing import Any
 
 from premath.errors import ArtifactInvalid, InputInvalid, IoFailure, NotFound
 from premath.harness.host.args import Arg, HostActionFailed, parse_args
@@ -9,8 +10,13 @@ from premath.harness.host.context import HostContext
 from premath.harness.host.paths import confined_path
 from premath.issues import documents, graph, leases, memory
 from premath.issues.check import check_issues
-from premath.models.vocabulary import GraphScope
 from premath.timefmt import epoch_nanos
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.models.vocabulary import GraphScope
 
 DEFAULT_NOTE_WARN_THRESHOLD = 2000
 EXECUTION_ERROR = "scheme_eval.host_action_execution_error"

@@ -12,6 +12,8 @@ Divergence D24-3: the reference opens whatever path a program names.
 The root and file-kind checks are the MCP server's own (`store/confine.py`, D22-1).
 """
 
+from __future__ import annotations
+
 import re
 
 from premath.harness.host.args import HostActionFailed

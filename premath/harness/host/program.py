@@ -1,7 +1,8 @@
 """The `scheme-eval` request program and how each call's bindings resolve (§3.2)."""
 
+from __future__ import annotations
+
 from dataclasses import dataclass
-from typing import Any
 
 from premath.harness.host.startup import StartupError
 from premath.models.serde import (
@@ -13,6 +14,10 @@ from premath.models.serde import (
     unsigned,
 )
 from premath.text import clean_optional, normalize_refs, rust_trim
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 REQUEST_KINDS = ("premath.scheme_eval.request.v0", "premath.rhai_eval.request.v0")
 INVALID = "scheme_eval.invalid_program"

@@ -16,12 +16,17 @@ the jj snapshot). A call recorded but not run again, or run but not recorded, is
 specs/instructions.md "Replay parity".
 """
 
+from __future__ import annotations
+
 import re
-from typing import Any
 
 from premath.harness.host.effects import EFFECT_SCHEMA
 from premath.harness.host.program import Program
 from premath.harness.host.startup import StartupError, read_json
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 REPLAY_INVALID = "scheme_eval.replay_invalid"
 REPLAY_MISMATCH = "scheme_eval.replay_program_mismatch"

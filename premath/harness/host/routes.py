@@ -1,11 +1,12 @@
 """Host actions that leave the process: transport dispatch with its route preflight, and the
 conformance vector wrappers (agent-surface.md §3.5 steps 7-9, §3.6)."""
 
+from __future__ import annotations
+
 import os
 import sys
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from premath.harness.host.args import HostActionFailed
 from premath.harness.host.context import HostContext
@@ -14,6 +15,10 @@ from premath.harness.host.local_actions import EXECUTION_ERROR
 from premath.harness.host.paths import confined_path, refuse_effects
 from premath.harness.instruction.errors import rust_debug_list
 from premath.text import rust_trim
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 LEASE_FAMILY = "route.issue_claim_lease"
 FIBER_FAMILY = "route.fiber.lifecycle"

@@ -1,9 +1,13 @@
 """Fatal `scheme-eval` errors before any call runs: stderr, exit 1, nothing appended (§3.3)."""
 
-from typing import Any
+from __future__ import annotations
 
 from premath.errors import InputInvalid
 from premath.store.documents import DocumentMalformed, DocumentUnreadable, read_document
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class StartupError(InputInvalid):

@@ -3,3 +3,5 @@
 Behaviour: agent-surface.md §4 (specs in docs/); the witness model is
 premath.models.instruction_witness.
 """
+
+from __future__ import annotations

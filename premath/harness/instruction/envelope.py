@@ -4,8 +4,9 @@
 Every failure is an InstructionError (`<class>: <message>`, exit 2).
 """
 
+from __future__ import annotations
+
 import os
-from typing import Any
 
 import orjson
 
@@ -17,6 +18,10 @@ from premath.harness.instruction.proposal import validate_proposal
 from premath.store.documents import os_error_text
 from premath.store.files import read_bounded
 from premath.text import rust_trim
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SUPPORTED_TYPES = ("ci.gate.check", "ci.gate.pre_commit", "ci.gate.pre_push")
 

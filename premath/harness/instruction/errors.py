@@ -1,5 +1,7 @@
 """The instruction commands' one failure: a class and a message, exit 2 (agent-surface.md §4.1)."""
 
+from __future__ import annotations
+
 from premath.errors import InvalidUsage
 
 

@@ -12,6 +12,8 @@ witness lands at `artifacts/ciwitness/<instructionId>.json` (atomic), with its M
 Every path the witness names is relative to the root.
 """
 
+from __future__ import annotations
+
 import os
 import shlex
 import time
@@ -19,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from premath.harness.commands import command_env, missing_program, run_command
 from premath.harness.instruction.envelope import (
@@ -36,6 +37,10 @@ from premath.harness.instruction.witness import (
 from premath.models.instruction_witness import InstructionWitness, witness_relative_path
 from premath.store.witness_mac import new_run_id
 from premath.timefmt import format_seconds_z
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_CHECK_COMMAND = "mise run {check}"
 CHECK_TIMEOUT_S = 3600.0

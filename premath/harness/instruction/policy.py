@@ -6,10 +6,11 @@ A repository without that folder uses the registry shipped with premath (diverge
 the repository's own folder, when present, wins whole.
 """
 
+from __future__ import annotations
+
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from premath.errors import IoFailure
 from premath.harness.instruction.digests import stable_hash
@@ -21,6 +22,10 @@ from premath.store.documents import (
     read_document,
 )
 from premath.text import rust_trim
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 POLICY_KIND = "ci.instruction.policy.v1"
 POLICY_DIGEST_PREFIX = "pol1_"

@@ -3,11 +3,15 @@
 Documents are plain dicts in the reference's struct order; digests hash them key-sorted.
 """
 
-from typing import Any
+from __future__ import annotations
 
 from premath.harness.instruction.digests import stable_hash
 from premath.harness.instruction.errors import InstructionError, rust_debug_list
 from premath.harness.instruction.policy import non_empty_string
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PROPOSAL_KINDS = ["value", "derivation", "refinementPlan"]
 REFINEMENT_OBLIGATIONS = (

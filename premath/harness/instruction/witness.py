@@ -5,9 +5,10 @@ envelope; pre-execution mode records a reject before anything ran, reading the e
 as far as it parses. `write_witness` stores the witness where the MCP gate reads it.
 """
 
+from __future__ import annotations
+
 import os
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -51,6 +52,10 @@ from premath.store.witness_mac import (
     sidecar_path,
 )
 from premath.text import rust_trim
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 RUNTIME_INVALID = "instruction_runtime_invalid"
 RUNTIME_STRINGS = (

@@ -5,6 +5,8 @@ classes are reported sorted and unique. A rejection is data (`result: "rejected"
 cannot be evaluated raises InvalidUsage, whose message starts `harness_join_check_invalid: `.
 """
 
+from __future__ import annotations
+
 from premath.errors import InvalidUsage
 from premath.harness.join.typestate import (
     EvidenceInvalid,
@@ -12,7 +14,6 @@ from premath.harness.join.typestate import (
     ascii_lower,
     normalize_evidence,
 )
-from premath.lean_typing import Any
 from premath.models.join_check import (
     ACTION,
     GOVERNANCE_CLAIM_ID,
@@ -30,7 +31,12 @@ from premath.store.files import read_bounded
 from premath.store.json_codec import decode_with_pairs, loads
 from premath.text import clean_optional, normalize_refs
 
-Row = dict[str, Any]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    Row = dict[str, Any]
+
 INVALID_PREFIX = "harness_join_check_invalid: "
 
 

@@ -5,12 +5,17 @@ writes the same bytes except for numbers serde stores as f64: their text follows
 (ryu) layout via `serde_float`, and integers outside i64/u64 become f64 first, as in serde.
 """
 
+from __future__ import annotations
+
 import hashlib
 import math
 
-from premath.lean_typing import Any
 from premath.models.serde import SchemaViolation
 from premath.store.canonical import digest_input, raw_number
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 EMPTY_SET_DIGEST = "sha256:4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945"
 """`digest([])`: what every empty row set hashes to."""

@@ -6,10 +6,15 @@ is allowed, the turn's mutation policy is the active one, and the join witness i
 A refusal is data, never an exception: the loop records the classes and skips every mutation.
 """
 
+from __future__ import annotations
+
 from collections.abc import Mapping
-from typing import Any
 
 from premath.text import clean_optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 POLICY_DIGEST_MISMATCH = "mutation.policy_digest_mismatch"
 USE_EVIDENCE_MISSING = "mutation.use_evidence_missing"

@@ -9,13 +9,18 @@ we could not keep whole must not authorise a mutation.
 specs/harness-loop.md "Gate".
 """
 
+from __future__ import annotations
+
 import hashlib
 from collections.abc import Sequence
-from typing import Any
 
 from premath.harness.commands import CommandRun, error_message
 from premath.harness.work import ProgramRun, StepRun
 from premath.store.canonical import digest_input
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 NORMALIZER_ID = "premath.harness.loop.v1"
 NO_POLICY = "none"

@@ -5,10 +5,12 @@ Mirrors the reference's `normalize_typestate_evidence` (specs/join-check.md "Nor
 optionals left out), so the digests hash exactly what is printed.
 """
 
+from __future__ import annotations
+
 from collections.abc import Callable, Iterable
 
 from premath.harness.join.digests import digest, digest_string
-from premath.lean_typing import Any, NamedTuple
+from premath.lean import NamedTuple
 from premath.models.join_check import (
     CALL_SPEC_FIELDS,
     DISPOSITIONS,
@@ -19,7 +21,12 @@ from premath.models.join_check import (
 )
 from premath.text import clean_optional, normalize_refs, rust_trim
 
-Row = dict[str, Any]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    Row = dict[str, Any]
+
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 

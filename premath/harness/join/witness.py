@@ -5,13 +5,18 @@ form (sorted keys, 2-space indent, `\\n`). Its default name is content-addressed
 the same witness twice gives the same bytes at the same path: an atomic replace needs no lock.
 """
 
+from __future__ import annotations
+
 from collections.abc import Mapping
-from typing import Any
 
 from premath.harness.join.digests import digest
 from premath.store.atomic import write_atomic
 from premath.store.canonical import stdout_bytes
 from premath.text import id_token
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_WITNESS_DIRECTORY = ".premath/join-witnesses"
 

@@ -6,12 +6,13 @@ task are not independent, so they are averaged into the task's success rate befo
 or interval, and bootstraps resample tasks (specs/experiment.md "Report").
 """
 
+from __future__ import annotations
+
 import os
 import random
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from premath.runner.report.stats import (
     Interval,
@@ -28,7 +29,10 @@ from premath.runner.report.stats import (
 from premath.runner.runs import RunState, error_messages, latest_records, open_run
 from premath.store.atomic import write_atomic
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from premath.models.trial import TrialRecord
 
 REPORT_KIND = "premath.experiment.report.v2"
@@ -75,7 +79,7 @@ class TaskTally:
         return sum(self.objective) / len(self.objective) if self.objective else None
 
 
-def _tally(records: list["TrialRecord"]) -> TaskTally:
+def _tally(records: list[TrialRecord]) -> TaskTally:
     counts = Counter(record.outcome for record in records)
     return TaskTally(
         counts["success"],
@@ -97,7 +101,7 @@ def _mean(values: list[float]) -> float | None:
 def _variant_summary(
     variant_id: str,
     is_baseline: bool,
-    records: list["TrialRecord"],
+    records: list[TrialRecord],
     tallies: dict[str, TaskTally],
     confidence: float,
 ) -> dict[str, Any]:
@@ -265,7 +269,7 @@ def _unpaired(
 
 def _grid(
     state: RunState,
-    by_variant: dict[str, list["TrialRecord"]],
+    by_variant: dict[str, list[TrialRecord]],
     tallies: dict[str, dict[str, TaskTally]],
     baseline_id: str,
 ) -> list[dict[str, Any]]:
@@ -306,7 +310,7 @@ def _grid(
     return rows
 
 
-def _metadata(state: RunState, final: list["TrialRecord"]) -> dict[str, Any]:
+def _metadata(state: RunState, final: list[TrialRecord]) -> dict[str, Any]:
     """When the run was made, started and finished; an unfinished run (interrupted, trials
     pending) has no finish time, whatever its last trial's."""
     design = state.spec.design

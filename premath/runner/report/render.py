@@ -6,12 +6,17 @@ came from the experiment, so it can be opened or mailed as one file; its only li
 relative ones to the run's trial folders.
 """
 
+from __future__ import annotations
+
 import html
 import os
 from pathlib import Path
-from typing import Any
 
 from premath.terminal import counted, fit_table, terminal_width, wrap
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MISSING = "\u2013"  # an en dash
 """What a value without data shows (no judged trial, no pair, no test)."""

@@ -5,6 +5,8 @@ computed by hand and, on random data, against scipy and statsmodels (test-only d
 the runtime stays small and starts fast).
 """
 
+from __future__ import annotations
+
 import math
 import random
 from collections.abc import Sequence
