@@ -21,7 +21,9 @@ import os
 import stat
 import zlib
 
-from premath.harness.trajectory_scan import (
+from premath.lean_typing import Any
+from premath.models.trajectory import QueryMode, step_order_fields
+from premath.record.trajectory_scan import (
     MODES,
     Candidate,
     Limits,
@@ -30,8 +32,6 @@ from premath.harness.trajectory_scan import (
     scan_file,
     scan_from,
 )
-from premath.lean_typing import Any
-from premath.models.trajectory import QueryMode, step_order_fields
 from premath.store import json_codec
 from premath.store.files import read_capped
 from premath.store.json_codec import dumps, loads

@@ -10,11 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from premath.errors import PremathError
-from premath.harness import trajectory_index, trajectory_scan
+from premath.harness import trajectory_index
 from premath.harness.trajectory import query_trajectory
 from premath.harness.trajectory_index import index_path, query_selection
-from premath.harness.trajectory_scan import read_rows, select_rows
-from tests.harness.test_trajectory_scan import row
+from premath.record import trajectory_scan
+from premath.record.trajectory_scan import read_rows, select_rows
+from tests.record.test_trajectory_scan import row
 
 ROWS = st.builds(
     row, st.integers(0, 30), st.integers(0, 600), st.sampled_from(["ok", "timeout", "boom"])
