@@ -226,7 +226,7 @@ def record_step(
 ) -> dict[str, Any]:
     """A step's trajectory row: appended to the local trajectory where issue memory is local;
     for a remote authority kept in the outbox and delivered (with the step folder's record)."""
-    from premath.harness.trajectory import append_step, step_row
+    from premath.record.trajectory import append_step, step_row
 
     if not isinstance(cfg.memory, StepShipping):
         return append_step(cfg.paths.trajectory, now=now, lock_timeout=cfg.lock_timeout_s, **fields)

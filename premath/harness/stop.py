@@ -47,7 +47,7 @@ def stop_worker(
     """`memory`: issue memory's authority (default: the issues file of `paths`)."""
     from premath.harness.authority import LocalAuthority
     from premath.harness.session import write_session
-    from premath.harness.trajectory import append_step
+    from premath.record.trajectory import append_step
 
     memory = memory or LocalAuthority(paths.issues, lock_timeout_s)
 

@@ -66,7 +66,7 @@ def read_trajectory_facts(path: str, now: datetime) -> TrajectoryFacts | None:
     """The facts of the trajectory at `path`; None when it cannot be read (the dashboard and
     `harness-kpi` say why)."""
     from premath.harness.kpi import kpi_report
-    from premath.harness.trajectory import query_trajectory
+    from premath.record.trajectory import query_trajectory
 
     try:
         latest = query_trajectory(path, "latest", RECENT_STEPS)

@@ -61,7 +61,7 @@ def _now_pair(now: datetime) -> tuple[int, int]:
 
 def _trajectory_sections(path: str, now: datetime) -> tuple[Document, Document]:
     from premath.harness.kpi import kpi_report
-    from premath.harness.trajectory import query_trajectory
+    from premath.record.trajectory import query_trajectory
 
     try:
         latest = query_trajectory(path, "latest", TRAJECTORY_TAIL)

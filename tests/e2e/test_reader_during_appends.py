@@ -9,7 +9,7 @@ import time
 from datetime import UTC, datetime
 
 from premath.harness.kpi import load_kpi_rows
-from premath.harness.trajectory import append_step, query_trajectory
+from premath.record.trajectory import append_step, query_trajectory
 from premath.store.jsonl import iter_lines
 
 FORK = multiprocessing.get_context("fork")

@@ -10,7 +10,6 @@ import orjson
 import pytest
 
 from premath.errors import InputInvalid
-from premath.harness.trajectory import append_step
 from premath.harness.worker_board import silent_worker_reasons, status_text, workers_document
 from premath.harness.worker_registry import (
     MAX_WORKERS,
@@ -21,6 +20,7 @@ from premath.harness.worker_registry import (
     WorkerRegistry,
     registry_path,
 )
+from premath.record.trajectory import append_step
 
 
 def registration(worker_id: str = "fleet.1", **fields) -> Registration:

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from premath.errors import PremathError
-from premath.harness.trajectory import query_trajectory
 from premath.record import trajectory_index, trajectory_scan
+from premath.record.trajectory import query_trajectory
 from premath.record.trajectory_index import index_path, query_selection
 from premath.record.trajectory_scan import read_rows, select_rows
 from tests.record.test_trajectory_scan import row
