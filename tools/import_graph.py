@@ -64,7 +64,7 @@ class Import:
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:
-    """`premath.harness.kpi` for premath/harness/kpi.py; a package is named by its __init__."""
+    """`premath.record.kpi` for premath/record/kpi.py; a package is named by its __init__."""
     parts = path.relative_to(package.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 

@@ -38,8 +38,8 @@ def worker_status(entry: Document, now_ns: int) -> tuple[str, float | None]:
 
 def step_stats(trajectory_path: str | None) -> tuple[dict[str, Document], Document | None]:
     """Per worker: steps, closes and pass rate in the KPI's window (the `window_hours` before
-    the latest row, premath.harness.kpi), and that window; ({}, None) without rows."""
-    from premath.harness.kpi import load_kpi_rows, worker_id_of
+    the latest row, premath.record.kpi), and that window; ({}, None) without rows."""
+    from premath.record.kpi import load_kpi_rows, worker_id_of
 
     rows = load_kpi_rows(trajectory_path) if trajectory_path else []
     if not rows:

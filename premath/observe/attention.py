@@ -65,7 +65,7 @@ def trajectory_facts(items: Sequence[Document], kpi: Document | None) -> Traject
 def read_trajectory_facts(path: str, now: datetime) -> TrajectoryFacts | None:
     """The facts of the trajectory at `path`; None when it cannot be read (the dashboard and
     `harness-kpi` say why)."""
-    from premath.harness.kpi import kpi_report
+    from premath.record.kpi import kpi_report
     from premath.record.trajectory import query_trajectory
 
     try:

@@ -60,7 +60,7 @@ def _now_pair(now: datetime) -> tuple[int, int]:
 
 
 def _trajectory_sections(path: str, now: datetime) -> tuple[Document, Document]:
-    from premath.harness.kpi import kpi_report
+    from premath.record.kpi import kpi_report
     from premath.record.trajectory import query_trajectory
 
     try:

@@ -8,7 +8,7 @@ import multiprocessing
 import time
 from datetime import UTC, datetime
 
-from premath.harness.kpi import load_kpi_rows
+from premath.record.kpi import load_kpi_rows
 from premath.record.trajectory import append_step, query_trajectory
 from premath.store.jsonl import iter_lines
 
