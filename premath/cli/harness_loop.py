@@ -758,7 +758,7 @@ def harness_loop_status(app: AppContext, /, **options: Any) -> Reply:
         --mcp-url http://host:8765/mcp --token-file tokens
     """
     from premath.harness.worker_board import status_text, workers_document
-    from premath.harness.worker_registry import registry_path
+    from premath.record.worker_registry import registry_path
 
     paths = loop_paths({**options, "session": "", "ledger": ""})
     with remote_authority(options, "status") as memory:

@@ -5,7 +5,7 @@ deregisters with its reason when it stops. The loop calls a `Presence`; a local 
 
 from typing import Protocol
 
-from premath.harness.worker_registry import Phase
+from premath.record.worker_registry import Phase
 
 
 class Presence(Protocol):

@@ -9,9 +9,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from premath.errors import PremathError
-from premath.harness.worker_registry import read_registry
 from premath.models.kpi import DEFAULT_WINDOW_HOURS
 from premath.models.trajectory import is_failed
+from premath.record.worker_registry import read_registry
 from premath.timefmt import epoch_nanos, format_seconds_z, parse_strict_rfc3339
 
 Document = dict[str, Any]
@@ -82,7 +82,7 @@ def attention_reasons(workers: list[Document]) -> list[str]:
 
 def silent_worker_reasons(issues_path: str, now: datetime) -> list[str]:
     """The attention reasons of the project's silent workers now (none without a registry)."""
-    from premath.harness.worker_registry import registry_path
+    from premath.record.worker_registry import registry_path
 
     rows = worker_rows(read_registry(registry_path(issues_path)), {}, epoch_nanos(now))
     return attention_reasons(rows)
@@ -90,7 +90,7 @@ def silent_worker_reasons(issues_path: str, now: datetime) -> list[str]:
 
 def silent_workers_at(issues_path: str, now: datetime) -> tuple[str, ...]:
     """The project's silent workers now, by id (none without a registry)."""
-    from premath.harness.worker_registry import registry_path
+    from premath.record.worker_registry import registry_path
 
     return silent_worker_ids(read_registry(registry_path(issues_path)), now)
 

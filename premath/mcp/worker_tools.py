@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 from premath.clock import Clock
 from premath.errors import PolicyDenied
-from premath.harness.worker_registry import (
+from premath.mcp.caller import current_caller
+from premath.mcp.worker_identity import token_may_act_as
+from premath.record.worker_registry import (
     Beat,
     Registration,
     WorkerRegistry,
     checked_phase,
     registry_path,
 )
-from premath.mcp.caller import current_caller
-from premath.mcp.worker_identity import token_may_act_as
 
 if TYPE_CHECKING:
     from premath.mcp.tools import ServerConfig

@@ -152,7 +152,7 @@ class Dashboard:
     def _silent_workers(self, now: datetime) -> tuple[str, ...]:
         """The fleet registry's silent workers now; the registry re-read only when it moved."""
         from premath.harness.worker_board import silent_worker_ids
-        from premath.harness.worker_registry import read_registry, registry_path
+        from premath.record.worker_registry import read_registry, registry_path
 
         assert self.sources.live is not None
         path = registry_path(self.sources.live.issues_path)
@@ -254,7 +254,7 @@ class Dashboard:
         did, each worker's status judged now. Times since the last beat are the page's to count
         (from `lastHeartbeatAt` and the server's clock), so an idle fleet sends nothing."""
         from premath.harness.worker_board import status_counts, step_stats, worker_rows
-        from premath.harness.worker_registry import read_registry, registry_path
+        from premath.record.worker_registry import read_registry, registry_path
 
         live = self.sources.live
         if live is None:

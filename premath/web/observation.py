@@ -215,7 +215,7 @@ class ObservationService:
         """`/workers`: the fleet's workers now (premath/harness/worker_board.py); only where
         the issues are watched (`--live`), whose folder holds the registry."""
         from premath.harness.worker_board import workers_document
-        from premath.harness.worker_registry import registry_path
+        from premath.record.worker_registry import registry_path
 
         live = self.config.sources.live
         if live is None:
