@@ -757,7 +757,7 @@ def harness_loop_status(app: AppContext, /, **options: Any) -> Reply:
     premath harness-loop status --json \\
         --mcp-url http://host:8765/mcp --token-file tokens
     """
-    from premath.harness.worker_board import status_text, workers_document
+    from premath.record.worker_board import status_text, workers_document
     from premath.record.worker_registry import registry_path
 
     paths = loop_paths({**options, "session": "", "ledger": ""})

@@ -98,7 +98,7 @@ class WorkerTools:
         }
 
     def harness_workers(self, args: Document) -> Document:
-        from premath.harness.worker_board import workers_document
+        from premath.record.worker_board import workers_document
 
         path = self._worker_registry().path
         trajectory = os.path.join(os.path.dirname(path), TRAJECTORY_NAME)

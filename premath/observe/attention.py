@@ -45,7 +45,7 @@ class LiveInputs:
     now: datetime
     trajectory: TrajectoryFacts | None
     silent_workers: tuple[str, ...] = ()
-    """The fleet registry's workers whose heartbeats stopped (premath/harness/worker_board.py)."""
+    """The fleet registry's workers whose heartbeats stopped (premath/record/worker_board.py)."""
 
 
 def trajectory_facts(items: Sequence[Document], kpi: Document | None) -> TrajectoryFacts:

@@ -1,5 +1,5 @@
 """The fleet's worker registry (premath/record/worker_registry.py) and its view
-(premath/harness/worker_board.py): what is stored, what a flood stores, when a worker is silent
+(premath/record/worker_board.py): what is stored, what a flood stores, when a worker is silent
 or gone, its steps in the KPI window."""
 
 import os
@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from premath.errors import InputInvalid
-from premath.harness.worker_board import silent_worker_reasons, status_text, workers_document
 from premath.record.trajectory import append_step
+from premath.record.worker_board import silent_worker_reasons, status_text, workers_document
 from premath.record.worker_registry import (
     MAX_WORKERS,
     Beat,
