@@ -232,7 +232,7 @@ def loop_options(function: F) -> F:
 
 def loop_paths(options: dict[str, Any]) -> Any:
     """`LoopPaths` from the memory-path options (consumed from `options`)."""
-    from premath.harness.loop_config import LoopPaths
+    from premath.harness.loop_paths import LoopPaths
     from premath.store.root import discover_root
 
     root = options.pop("repo_root")

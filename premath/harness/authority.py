@@ -27,7 +27,7 @@ from premath.models.boot_report import BootFailureClass
 from premath.models.vocabulary import is_escalation_title
 
 if TYPE_CHECKING:
-    from premath.harness.loop_config import LoopPaths
+    from premath.harness.loop_paths import LoopPaths
 
 
 @dataclass(frozen=True, slots=True)

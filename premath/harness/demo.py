@@ -96,7 +96,8 @@ def _run_in(
     kept: bool,
 ) -> dict[str, Any]:
     from premath.harness.coordinator import CoordinatorConfig, run_coordinator
-    from premath.harness.loop_config import LoopPaths, WorkerSettings
+    from premath.harness.loop_config import WorkerSettings
+    from premath.harness.loop_paths import LoopPaths
     from premath.issues.memory import check
     from premath.record.kpi import kpi_report
 

@@ -30,7 +30,7 @@ import orjson
 
 from premath.errors import AuthorityRefused, AuthorityUnreachable, PremathError
 from premath.harness.fleet_record import STEP_RECORD_CAP
-from premath.harness.loop_config import per_worker_path
+from premath.harness.loop_paths import per_worker_path
 from premath.store.atomic import write_atomic
 from premath.store.canonical import row_bytes
 from premath.store.jsonl import append_line

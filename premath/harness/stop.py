@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from premath.errors import InvalidUsage, LeaseRefused, NotFound
 from premath.harness.handoff import classify_failed_handoff
-from premath.harness.loop_config import LoopPaths
+from premath.harness.loop_paths import LoopPaths
 from premath.harness.refs import step_id as make_step_id
 from premath.timefmt import format_seconds_z
 
