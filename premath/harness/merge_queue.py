@@ -15,15 +15,15 @@ import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from premath.errors import InputInvalid
+from premath.harness.refs import commit_ref
 from premath.models.merge_queue import QUEUE_NOTE_HEADER, QueueState
 from premath.runner.git import GitRun, run_git
 
 if TYPE_CHECKING:
     from premath.harness.commands import CommandRun
-    from premath.harness.delivery import GitDelivery
 
 DEFAULT_INTEGRATION_BRANCH = "premath/integration"
 IntegrationFailure = Literal[
@@ -92,8 +92,6 @@ class Landing:
     def refs(self) -> tuple[str, ...]:
         """The integration commit as a witness ref: what a closed issue cites."""
         if self.ok and self.commit:
-            from premath.harness.delivery import commit_ref
-
             return (commit_ref(self.integration_branch, self.commit),)
         return ()
 
@@ -153,12 +151,23 @@ def _tail(run: "CommandRun") -> str:
     return text[-OUTPUT_TAIL_CHARS:]
 
 
+class Delivering(Protocol):
+    """What the queue needs of the delivery it lands (harness/delivery.py's `GitDelivery`): its
+    clone and git identity, the base branch; once prepared, the queue is the delivery's."""
+
+    home: str
+    worktree: str
+    base_ref: str | None
+    identity: dict[str, str]
+    queue: "MergeQueue | None"
+
+
 class MergeQueue:
     """The integration branch of one worker's remote, merged onto in `<home>/integration`, a
     worktree of the worker's clone (its objects shared, its checkout cleaned for each merge)."""
 
     def __init__(
-        self, delivery: "GitDelivery", integration_branch: str = DEFAULT_INTEGRATION_BRANCH
+        self, delivery: Delivering, integration_branch: str = DEFAULT_INTEGRATION_BRANCH
     ) -> None:
         self.delivery = delivery
         self.integration_branch = integration_branch
