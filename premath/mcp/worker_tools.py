@@ -7,7 +7,7 @@ is the caller's identity."""
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from premath.clock import Clock
 from premath.errors import PolicyDenied
@@ -21,18 +21,27 @@ from premath.record.worker_registry import (
     registry_path,
 )
 
-if TYPE_CHECKING:
-    from premath.mcp.tools import ServerConfig
-
 Document = dict[str, Any]
 TRAJECTORY_NAME = "harness_trajectory.jsonl"
 IDENTITY_REFUSED = "worker.identity_refused"
 
 
+class RegistryConfig(Protocol):
+    """What the registry's tools read of the server's configuration (mcp/tools.py's
+    `ServerConfig`): where the issues file is, the lock bound, whether one token is shared."""
+
+    @property
+    def issues_path(self) -> str: ...
+    @property
+    def lock_timeout_s(self) -> float: ...
+    @property
+    def single_token(self) -> bool: ...
+
+
 class WorkerTools:
     """The registry's tools, mixed into `ToolService` (its `config` and `clock`)."""
 
-    config: "ServerConfig"
+    config: RegistryConfig
     clock: Clock
     _registry: WorkerRegistry | None = None
     _registry_guard = threading.Lock()
