@@ -35,8 +35,8 @@ from benchmarks._measure import Row, ms, verdict
 from benchmarks.bench_remote import _cpu_s
 from premath.clock import SystemClock
 from premath.harness.outbox import Outbox, ship_kept
-from premath.harness.trajectory import append_step, step_row
 from premath.issues.memory import add_issue
+from premath.record.trajectory import append_step, step_row
 
 CLOCK = SystemClock()
 SHIP_TARGET_S = 0.020

@@ -20,7 +20,8 @@ from benchmarks._measure import Row, ms, verdict
 from premath.cli.harness_loop import worker_command
 from premath.clock import SystemClock
 from premath.harness.coordinator import CoordinatorConfig, run_coordinator
-from premath.harness.loop_config import LoopPaths, WorkerSettings, make_worker_config
+from premath.harness.loop_config import WorkerSettings, make_worker_config
+from premath.harness.loop_paths import LoopPaths
 from premath.harness.step import run_step
 from premath.issues.memory import add_issue
 from premath.runner.process import allowlisted_env, run_bounded

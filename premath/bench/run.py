@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import orjson
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
         FailureClass,
         HarnessProcess,
         Outcome,
+        RunMetadata,
         RunStatus,
         RunSummary,
     )
@@ -374,28 +376,9 @@ def _checked_image(request: BenchRequest) -> ImageIdentity | None:
 
 def run_benchmark(request: BenchRequest, *, clock: Clock, lock_timeout_s: float) -> dict[str, Any]:
     """Run one task; the completion document (status, exit code, artifact paths)."""
-    from premath.atif.export import check_schema_version
-    from premath.bench.provenance import commit_sha
-    from premath.models.bench import (
-        APPROVAL_MODE,
-        AtifError,
-        HarnessIdentity,
-        ModelInfo,
-        RunMetadata,
-        RunSummary,
-        ToolCounts,
-        TrajectoryCheck,
-        Usage,
-    )
+    from premath.models.bench import APPROVAL_MODE
 
-    if request.atif_schema_version is not None:
-        check_schema_version(request.atif_schema_version)
-    if not request.command:
-        raise InputInvalid("--command is empty; give the harness command line")
-    if not request.cwd.is_dir():
-        raise InputInvalid(f"--cwd {request.cwd} is not a folder")
-    passed_env(request.pass_env)  # refuses PREMATH_* names before the run folder exists
-    image = _checked_image(request)
+    image = _checked_request(request)
     started = clock.now()
     started_monotonic = time.monotonic()
     paths = create_run_folder(request.run_dir or new_run_dir(started))
@@ -426,9 +409,67 @@ def run_benchmark(request: BenchRequest, *, clock: Clock, lock_timeout_s: float)
     exit_code = 0 if verdict.failure_class is None else 1
     status: RunStatus = "succeeded" if exit_code == 0 else "failed"
     record("run.finished", status=status, exit_code=exit_code, failure_class=verdict.failure_class)
-    schema_version = trajectory.get("schema_version")
     model_name = _model_name(request, trajectory)
-    metadata = RunMetadata(
+    metadata = _metadata(
+        request,
+        verdict,
+        image,
+        trajectory,
+        started=started,
+        exit_code=exit_code,
+        session_id=request.session_id or paths.run_id,
+        model_name=model_name,
+        policy_digest=pinned_policy,
+    )
+    write_atomic(paths.metadata, document_bytes(metadata.model_dump(mode="json")))
+    summary = _summary(
+        request,
+        verdict,
+        harness,
+        trajectory,
+        atif_errors,
+        events,
+        status=status,
+        exit_code=exit_code,
+        model_name=model_name,
+        span=(started, clock.now(), round(time.monotonic() - started_monotonic, 3)),
+    )
+    write_atomic(paths.summary, document_bytes(summary.model_dump(mode="json")))
+    return completion_document(paths, summary)
+
+
+def _checked_request(request: BenchRequest) -> ImageIdentity | None:
+    """Refuse a request that cannot run before its run folder exists; with the docker
+    backend, the harness image's identity once it is known to work."""
+    from premath.atif.export import check_schema_version
+
+    if request.atif_schema_version is not None:
+        check_schema_version(request.atif_schema_version)
+    if not request.command:
+        raise InputInvalid("--command is empty; give the harness command line")
+    if not request.cwd.is_dir():
+        raise InputInvalid(f"--cwd {request.cwd} is not a folder")
+    passed_env(request.pass_env)  # refuses PREMATH_* names before the run folder exists
+    return _checked_image(request)
+
+
+def _metadata(
+    request: BenchRequest,
+    verdict: _Verdict,
+    image: ImageIdentity | None,
+    trajectory: dict[str, Any],
+    *,
+    started: datetime,
+    exit_code: int,
+    session_id: str,
+    model_name: str | None,
+    policy_digest: str,
+) -> RunMetadata:
+    """meta/metadata.json: what ran (harness, image, dataset, model, policy) and how it ended."""
+    from premath.bench.provenance import commit_sha
+    from premath.models.bench import APPROVAL_MODE, HarnessIdentity, RunMetadata
+
+    return RunMetadata(
         timestamp_utc=format_seconds_z(started),
         premath_commit_sha=commit_sha(),
         premath_version=__version__,
@@ -445,24 +486,51 @@ def run_benchmark(request: BenchRequest, *, clock: Clock, lock_timeout_s: float)
         model_name=model_name,
         approval_mode=APPROVAL_MODE,
         sandbox_backend=request.sandbox_backend,
-        atif_schema_version=schema_version,
+        atif_schema_version=trajectory.get("schema_version"),
         exit_status=exit_code,
-        session_id=request.session_id or paths.run_id,
+        session_id=session_id,
         pass_env=list(request.pass_env),
         pass_env_missing=request.missing_pass_env(),
-        policy_digest=pinned_policy,
+        policy_digest=policy_digest,
     )
-    write_atomic(paths.metadata, document_bytes(metadata.model_dump(mode="json")))
+
+
+def _summary(
+    request: BenchRequest,
+    verdict: _Verdict,
+    harness: HarnessProcess,
+    trajectory: dict[str, Any],
+    atif_errors: list[dict[str, str]],
+    events: list[Any],
+    *,
+    status: RunStatus,
+    exit_code: int,
+    model_name: str | None,
+    span: tuple[datetime, datetime, float],
+) -> RunSummary:
+    """The run's summary: its verdict, (started, finished, seconds), usage, tool counts and
+    the ATIF check."""
+    from premath.models.bench import (
+        APPROVAL_MODE,
+        AtifError,
+        ModelInfo,
+        RunSummary,
+        ToolCounts,
+        TrajectoryCheck,
+        Usage,
+    )
+
+    started, finished, duration_s = span
     totals = trajectory.get("final_metrics") or {}
-    summary = RunSummary(
+    return RunSummary(
         status=status,
         exit_code=exit_code,
         failure_class=verdict.failure_class,
         failure_message=verdict.failure_message,
         outcome=verdict.outcome,
         started_at=event_time(started),
-        finished_at=event_time(clock.now()),
-        duration_s=round(time.monotonic() - started_monotonic, 3),
+        finished_at=event_time(finished),
+        duration_s=duration_s,
         usage=Usage(
             prompt_tokens=totals.get("total_prompt_tokens"),
             completion_tokens=totals.get("total_completion_tokens"),
@@ -475,14 +543,12 @@ def run_benchmark(request: BenchRequest, *, clock: Clock, lock_timeout_s: float)
         tools=ToolCounts(**_tool_counts(events)),
         trajectory=TrajectoryCheck(
             path="atif/trajectory.json",
-            schema_version=schema_version,
+            schema_version=trajectory.get("schema_version"),
             steps=len(trajectory.get("steps") or ()),
             valid=not atif_errors,
             errors=[AtifError(**error) for error in atif_errors],
         ),
     )
-    write_atomic(paths.summary, document_bytes(summary.model_dump(mode="json")))
-    return completion_document(paths, summary)
 
 
 def completion_document(paths: BenchRunPaths, summary: RunSummary) -> dict[str, Any]:

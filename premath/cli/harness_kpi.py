@@ -64,7 +64,7 @@ def harness_kpi(
     \b
     premath harness-kpi --window-hours 24 --json
     """
-    from premath.harness.kpi import kpi_report, kpi_text
+    from premath.record.kpi import kpi_report, kpi_text
 
     report = kpi_report(
         trajectory_path=trajectory_path,

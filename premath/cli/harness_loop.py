@@ -234,7 +234,7 @@ def loop_options(function: F) -> F:
 
 def loop_paths(options: dict[str, Any]) -> Any:
     """`LoopPaths` from the memory-path options (consumed from `options`)."""
-    from premath.harness.loop_config import LoopPaths
+    from premath.harness.loop_paths import LoopPaths
     from premath.store.root import discover_root
 
     root = options.pop("repo_root")
@@ -759,8 +759,8 @@ def harness_loop_status(app: AppContext, /, **options: Any) -> Reply:
     premath harness-loop status --json \\
         --mcp-url http://host:8765/mcp --token-file tokens
     """
-    from premath.harness.worker_board import status_text, workers_document
-    from premath.harness.worker_registry import registry_path
+    from premath.record.worker_board import status_text, workers_document
+    from premath.record.worker_registry import registry_path
 
     paths = loop_paths({**options, "session": "", "ledger": ""})
     with remote_authority(options, "status") as memory:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import re
 import sys
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
 import click
 
@@ -18,6 +20,11 @@ from premath.cli.observe import (
     live_dashboard_options,
 )
 from premath.errors import InputInvalid, InvalidUsage
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from premath.mcp.server import CallLimits
+    from premath.mcp.tools import ServerConfig
 
 
 @click.command("mcp-serve", cls=StrictCommand, context_settings=CONTEXT_SETTINGS)
@@ -152,39 +159,7 @@ from premath.errors import InputInvalid, InvalidUsage
 )
 @json_option
 @pass_app
-def mcp_serve(
-    app: AppContext,
-    issues: str,
-    issue_query_backend: str,
-    issue_query_projection: str,
-    mutation_policy: str,
-    surface: str,
-    repo_root: str,
-    server_name: str,
-    server_version: str,
-    transport: str,
-    bind: str,
-    token_file: str | None,
-    tls_cert: str | None,
-    tls_key: str | None,
-    observe: bool,
-    live: bool,
-    ciwitness_dir: str,
-    out_jsonl: str,
-    trajectory_path: str,
-    runs_dir: str,
-    public_url: str | None,
-    allow_path: tuple[str, ...],
-    call_timeout: float,
-    instruction_run_timeout: float,
-    witness_trust: str,
-    witness_max_age: str,
-    witness_key_file: str | None,
-    max_body_bytes: int,
-    client_timeout: float,
-    max_connections: int,
-    access_log: str | None,
-) -> int:
+def mcp_serve(app: AppContext, /, **options: Any) -> int:
     """Serve the issue tools over MCP (stdio or HTTP).
 
     Stdio speaks newline-delimited JSON-RPC to one client; streamable HTTP serves many at
@@ -198,114 +173,236 @@ def mcp_serve(
     premath mcp-serve --transport streamable-http --token-file tokens
     premath mcp-serve --transport streamable-http --observe --live
     """
+    serve_options = ServeOptions.of(options)
+    _announce(serve_options)
+    choices = _checked_choices(serve_options.tools)
+    _check_dashboard(serve_options)
+    from premath.mcp.access_log import open_access_log
+    from premath.mcp.server import CallLimits, serve  # lazy: the SDK loads only here
+
+    config = _server_config(serve_options.tools, choices, app.lock_timeout())
+    limits = CallLimits(
+        call_timeout_s=serve_options.call_timeout,
+        run_timeout_s=serve_options.instruction_run_timeout,
+    )
+    if serve_options.transport == "stdio":
+        serve(
+            config,
+            serve_options.server_name,
+            serve_options.server_version,
+            limits,
+            open_access_log(serve_options.access_log),
+        )
+        return 0
+    _serve_http(config, limits, serve_options)
+    return 0
+
+
+@dataclass(frozen=True)
+class ToolOptions:
+    """What the tools serve: the stores, their backend, the mutation gate and its witnesses."""
+
+    issues: str
+    issue_query_backend: str
+    issue_query_projection: str
+    mutation_policy: str
+    surface: str
+    repo_root: str
+    allow_path: tuple[str, ...]
+    witness_trust: str
+    witness_max_age: str
+    witness_key_file: str | None
+    trajectory_path: str
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """Where and how streamable HTTP listens, and the bounds it puts on clients."""
+
+    bind: str
+    token_file: str | None
+    tls_cert: str | None
+    tls_key: str | None
+    public_url: str | None
+    max_body_bytes: int
+    client_timeout: float
+    max_connections: int
+
+
+@dataclass(frozen=True)
+class DashboardOptions:
+    """`--observe` and the live dashboard's inputs."""
+
+    observe: bool
+    live: bool
+    ciwitness_dir: str
+    out_jsonl: str
+    runs_dir: str
+
+
+_Group = TypeVar("_Group", ToolOptions, HttpOptions, DashboardOptions)
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """`mcp-serve`'s options, grouped by what they configure."""
+
+    transport: str
+    server_name: str
+    server_version: str
+    call_timeout: float
+    instruction_run_timeout: float
+    access_log: str | None
+    tools: ToolOptions
+    http: HttpOptions
+    dashboard: DashboardOptions
+
+    @classmethod
+    def of(cls, options: dict[str, Any]) -> ServeOptions:
+        """The groups from click's keyword arguments (one per option, named as its flag)."""
+
+        def group(kind: type[_Group]) -> _Group:
+            return kind(**{field.name: options[field.name] for field in fields(kind)})
+
+        groups: dict[str, Any] = {
+            "tools": group(ToolOptions),
+            "http": group(HttpOptions),
+            "dashboard": group(DashboardOptions),
+        }
+        top = {field.name: options[field.name] for field in fields(cls) if field.name not in groups}
+        return cls(**top, **groups)
+
+
+def _announce(options: ServeOptions) -> None:
+    """The start-up lines on stderr, before anything is checked."""
+    tools = options.tools
     lines = [
         "premath mcp-serve",
-        f"  transport: {transport}",
-        f"  server: {server_name} {server_version}",
-        f"  default issues path: {issues}",
-        f"  issue query backend: {issue_query_backend}",
-        f"  issue query projection: {issue_query_projection}",
-        f"  mutation policy: {mutation_policy}",
-        f"  default surface path: {surface}",
-        f"  repo root: {repo_root}",
+        f"  transport: {options.transport}",
+        f"  server: {options.server_name} {options.server_version}",
+        f"  default issues path: {tools.issues}",
+        f"  issue query backend: {tools.issue_query_backend}",
+        f"  issue query projection: {tools.issue_query_projection}",
+        f"  mutation policy: {tools.mutation_policy}",
+        f"  default surface path: {tools.surface}",
+        f"  repo root: {tools.repo_root}",
     ]
     sys.stderr.write("\n".join(lines) + "\n")
     sys.stderr.flush()
-    backend = issue_query_backend.strip()
+
+
+def _checked_choices(tools: ToolOptions) -> tuple[str, str, float | None]:
+    """(query backend, mutation policy, witness max age in seconds), refused with the
+    reference's words when they name no choice."""
+    backend = tools.issue_query_backend.strip()
     if backend not in ("jsonl", "surreal"):
         raise InputInvalid(
             f"mcp server failed: invalid issue_query_backend `{backend}` "
             "(expected `jsonl` or `surreal`)"
         )
-    policy = mutation_policy.strip()
+    policy = tools.mutation_policy.strip()
     if policy not in ("open", "instruction-linked"):
         raise InputInvalid(
             f"mcp server failed: invalid mutation_policy `{policy}` "
             "(expected `open` or `instruction-linked`)"
         )
-    max_age_s = _duration_s(witness_max_age)
-    if observe and transport == "stdio":
+    return backend, policy, _duration_s(tools.witness_max_age)
+
+
+def _check_dashboard(options: ServeOptions) -> None:
+    """The dashboard's flags need HTTP and each other (exit 2)."""
+    dashboard = options.dashboard
+    if dashboard.observe and options.transport == "stdio":
         raise InvalidUsage(
             "--observe serves the dashboard over HTTP: add --transport streamable-http"
         )
-    if live and not observe:
+    if dashboard.live and not dashboard.observe:
         raise InvalidUsage("--live rebuilds the surface the dashboard shows: add --observe")
-    if public_url is not None and not observe:
+    if options.http.public_url is not None and not dashboard.observe:
         raise InvalidUsage("--public-url names the login links of the dashboard: add --observe")
-    from premath.mcp.access_log import open_access_log
-    from premath.mcp.server import CallLimits, serve  # lazy: the SDK loads only here
+
+
+def _server_config(
+    tools: ToolOptions, choices: tuple[str, str, float | None], lock_timeout_s: float
+) -> ServerConfig:
     from premath.mcp.tools import ServerConfig
 
-    root = repo_root if os.path.isabs(repo_root) else os.path.join(os.getcwd(), repo_root)
-    projection = issue_query_projection
+    backend, policy, max_age_s = choices
+    root = (
+        tools.repo_root
+        if os.path.isabs(tools.repo_root)
+        else os.path.join(os.getcwd(), tools.repo_root)
+    )
+    projection = tools.issue_query_projection
     if not os.path.isabs(projection):
         projection = os.path.join(root, projection)
-    config = ServerConfig(
-        issues_path=issues,
+    return ServerConfig(
+        issues_path=tools.issues,
         query_backend=backend,
         projection_path=projection,
         mutation_policy="open" if policy == "open" else "instruction-linked",
-        surface_path=surface,
+        surface_path=tools.surface,
         repo_root=root,
-        lock_timeout_s=app.lock_timeout(),
-        allowed_paths=allow_path,
-        witness_trust="reference" if witness_trust == "reference" else "mac",
+        lock_timeout_s=lock_timeout_s,
+        allowed_paths=tools.allow_path,
+        witness_trust="reference" if tools.witness_trust == "reference" else "mac",
         witness_max_age_s=max_age_s,
-        witness_key_file=witness_key_file,
-        trajectory_path=trajectory_path,
+        witness_key_file=tools.witness_key_file,
+        trajectory_path=tools.trajectory_path,
     )
-    limits = CallLimits(call_timeout_s=call_timeout, run_timeout_s=instruction_run_timeout)
-    if transport == "stdio":
-        serve(config, server_name, server_version, limits, open_access_log(access_log))
-        return 0
+
+
+def _serve_http(config: ServerConfig, limits: CallLimits, options: ServeOptions) -> None:
+    """Streamable HTTP at /mcp (and with --observe the dashboard beside it) until stopped."""
+    from premath.mcp.access_log import open_access_log
     from premath.mcp.http import serve_http
     from premath.web.serve import ObservationOptions
     from premath.web.server import ServerLimits, parse_bind, parse_public_url, tls_files
     from premath.web.tokens import resolve_tokens
 
+    http, dashboard, tools = options.http, options.dashboard, options.tools
     try:
-        address = parse_bind(bind)
+        address = parse_bind(http.bind)
     except InputInvalid:
         raise InvalidUsage(
             f"--bind must be HOST:PORT with an IP address, [IPv6 address] or localhost as HOST "
-            f"(e.g. 127.0.0.1:8765), got {bind!r}"
+            f"(e.g. 127.0.0.1:8765), got {http.bind!r}"
         ) from None
-    tls = tls_files(tls_cert, tls_key)
-    tokens, note = resolve_tokens(token_file, loopback=address.loopback, where=bind)
+    tls = tls_files(http.tls_cert, http.tls_key)
+    tokens, note = resolve_tokens(http.token_file, loopback=address.loopback, where=http.bind)
     if note:
         sys.stderr.write(f"  {note}\n")
     server_limits = ServerLimits(
-        client_timeout_s=client_timeout,
-        max_body_bytes=max_body_bytes,
-        max_connections=max_connections,
-        shutdown_grace_s=int(call_timeout) + 5,
+        client_timeout_s=http.client_timeout,
+        max_body_bytes=http.max_body_bytes,
+        max_connections=http.max_connections,
+        shutdown_grace_s=int(options.call_timeout) + 5,
     )
     observation = None
-    if observe:
+    if dashboard.observe:
         observation = ObservationOptions(
-            surface=surface,
-            live=live,
-            repo_root=repo_root,
-            ciwitness_dir=ciwitness_dir,
-            issues_path=os.path.abspath(issues),
-            out_jsonl=out_jsonl,
-            trajectory_path=trajectory_path,
-            runs_dir=runs_dir,
+            surface=tools.surface,
+            live=dashboard.live,
+            repo_root=tools.repo_root,
+            ciwitness_dir=dashboard.ciwitness_dir,
+            issues_path=os.path.abspath(tools.issues),
+            out_jsonl=dashboard.out_jsonl,
+            trajectory_path=tools.trajectory_path,
+            runs_dir=dashboard.runs_dir,
         )
     serve_http(
         config,
-        server_name,
-        server_version,
+        options.server_name,
+        options.server_version,
         bind=address,
         tokens=tokens,
         limits=limits,
         server_limits=server_limits,
-        log=open_access_log(access_log or "-"),
+        log=open_access_log(options.access_log or "-"),
         tls=tls,
         observation=observation,
-        public_url=parse_public_url(public_url),
+        public_url=parse_public_url(http.public_url),
     )
-    return 0
 
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd]?)")

@@ -116,10 +116,10 @@ def observe_build(
     \b
     premath observe-build --json
     """
-    from premath.harness.worker_board import silent_workers_at
     from premath.observe.attention import LiveInputs, read_trajectory_facts
     from premath.observe.builder import BuildPaths, build_observation, rust_join
     from premath.observe.documents import build_line
+    from premath.record.worker_board import silent_workers_at
 
     paths = BuildPaths.resolve(repo_root, ciwitness_dir, issues_path, out_json, out_jsonl)
     live = None

@@ -32,7 +32,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from premath.harness.loop_config import LoopPaths
+    from premath.harness.loop_paths import LoopPaths
     from premath.issues.held import FinishStatus
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 from premath.errors import InputInvalid
+from premath.harness.refs import commit_ref
 from premath.runner.git import GitRun, run_git
 from premath.store.git_checkout import checkout_commit
 
@@ -58,11 +59,6 @@ def branch_for(issue_id: str) -> str:
 def shown_remote(remote: str) -> str:
     """The remote as records name it: credentials in a URL (`https://user:token@host`) cut."""
     return _CREDENTIALS.sub("", remote)
-
-
-def commit_ref(branch: str, commit: str) -> str:
-    """`git://<branch>@<commit>`: the witness ref of a delivered commit."""
-    return f"git://{branch}@{commit}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,9 +101,10 @@ def _run_in(
     kept: bool,
 ) -> dict[str, Any]:
     from premath.harness.coordinator import CoordinatorConfig, run_coordinator
-    from premath.harness.kpi import kpi_report
-    from premath.harness.loop_config import LoopPaths, WorkerSettings
+    from premath.harness.loop_config import WorkerSettings
+    from premath.harness.loop_paths import LoopPaths
     from premath.issues.memory import check
+    from premath.record.kpi import kpi_report
 
     python = shlex.quote(sys.executable)
     lines: list[str] = []
@@ -149,7 +150,7 @@ _INTERNAL_LINES = ("[coordinator] worker logs: ",)
 
 def demo_text(document: dict[str, Any], verbose: bool = False) -> str:
     """What happened, in words; the KPI explained; what to try next (divergence-free: ours)."""
-    from premath.harness.kpi import kpi_text
+    from premath.record.kpi import kpi_text
     from premath.terminal import counted, terminal_width, wrap
 
     coordinator, kpi = document["coordinator"], document["kpi"]

@@ -33,7 +33,8 @@ from typing import Any
 from premath.clock import SystemClock
 from premath.errors import PremathError
 from premath.harness.authority import IssueAuthority
-from premath.harness.loop_config import LoopPaths, WorkerSettings, worker_config
+from premath.harness.loop_config import WorkerSettings, worker_config
+from premath.harness.loop_paths import LoopPaths
 from premath.harness.stop_reason import WorkerEnd, failure_stop
 from premath.runner.interrupts import on_stop_signals
 from premath.runner.ray_cluster import RayConnection, ray

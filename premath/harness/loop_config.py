@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
-from premath.errors import InvalidUsage, NotFound
+from premath.errors import InvalidUsage
+from premath.harness.authority import IssueAuthority, LocalAuthority
 from premath.harness.lane import MutationAuthority, resolve_mutation_authority
+from premath.harness.loop_paths import (
+    DEFAULT_LEDGER_PATH,
+    DEFAULT_SESSION_PATH,
+    DEFAULT_TRAJECTORY_PATH,
+    LoopPaths,
+)
 from premath.models.retry_policy import RetryPolicy
 from premath.models.vocabulary import DEFAULT_ISSUES_PATH
 from premath.runner.process import passed_env
@@ -20,12 +26,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from premath.harness.authority import IssueAuthority
     from premath.harness.delivery import GitDelivery
 
-DEFAULT_SESSION_PATH = ".premath/harness_session.json"
-DEFAULT_LEDGER_PATH = ".premath/harness_feature_ledger.json"
-DEFAULT_TRAJECTORY_PATH = ".premath/harness_trajectory.jsonl"
 DEFAULT_WORK_CMD = "true"
 DEFAULT_VERIFY_CMD = "mise run ci-check"
 DEFAULT_WITNESS_PREFIX = "worker://loop"
@@ -37,77 +39,6 @@ VERIFY_CMD_ENV = "PREMATH_VERIFY_CMD"
 WITNESS_PREFIX_ENV = "PREMATH_WITNESS_REF_PREFIX"
 WORKER_ID_ENV = "PREMATH_WORKER_ID"
 WORKTREES_ENV = "PREMATH_WORKTREES"
-
-
-@dataclass(frozen=True, slots=True)
-class LoopPaths:
-    """Absolute paths of the memory roots (relative ones resolve against `repo_root`)."""
-
-    repo_root: str
-    issues: str
-    session: str
-    ledger: str
-    trajectory: str
-    steps_dir: str
-    """Per-step command logs and step witnesses: `<dir of trajectory>/harness_steps`."""
-    join_witness_dir: str
-
-    @classmethod
-    def resolve(
-        cls,
-        repo_root: str = ".",
-        *,
-        issues: str = DEFAULT_ISSUES_PATH,
-        session: str = DEFAULT_SESSION_PATH,
-        ledger: str = DEFAULT_LEDGER_PATH,
-        trajectory: str = DEFAULT_TRAJECTORY_PATH,
-    ) -> LoopPaths:
-        root = os.path.abspath(repo_root)
-
-        def under_root(path: str) -> str:
-            return os.path.normpath(os.path.join(root, path))
-
-        trajectory_abs = under_root(trajectory)
-        premath_dir = os.path.dirname(trajectory_abs)
-        return cls(
-            repo_root=root,
-            issues=under_root(issues),
-            session=under_root(session),
-            ledger=under_root(ledger),
-            trajectory=trajectory_abs,
-            steps_dir=os.path.join(premath_dir, "harness_steps"),
-            join_witness_dir=os.path.join(premath_dir, "join-witnesses"),
-        )
-
-    def require_issues(self) -> None:
-        """Refuse to start (writing nothing) where there is no issue memory: outside a
-        project a loop command would otherwise leave a `.premath/` behind and fail."""
-        if not os.path.isfile(self.issues):
-            raise NotFound(
-                f"issues file not found: {self.issues}: no premath project here (no .premath/ "
-                "in this folder or above); start one with `premath issue add TITLE` or "
-                "`premath init`, or pass --repo-root"
-            )
-
-    def relative(self, path: str) -> str:
-        """`path` as committed artifacts name it (divergence D16-7): relative to the repository
-        root and `/`-separated, so the same run committed from two machines is the same bytes."""
-        return Path(os.path.relpath(path, self.repo_root)).as_posix()
-
-    def for_worker(self, worker_id: str) -> LoopPaths:
-        """Session and ledger of one worker among many (D5-11: the reference's workers shared
-        one session and one ledger and overwrote each other); the trajectory stays shared."""
-        return replace(
-            self,
-            session=per_worker_path(self.session, worker_id),
-            ledger=per_worker_path(self.ledger, worker_id),
-        )
-
-
-def per_worker_path(path: str, worker_id: str) -> str:
-    """`.premath/harness_session.json` -> `.premath/harness_session.<worker>.json`."""
-    target = Path(path)
-    return str(target.with_name(f"{target.stem}.{worker_id}{target.suffix}"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,8 +201,6 @@ def worker_config(
     Without `memory` the loop's authority is the issues file (`LocalAuthority`); `paths`
     replace the settings' (a fleet worker's records live in its home on its node); `presence`
     reports the worker to its remote authority (harness/presence.py)."""
-    from premath.harness.authority import LocalAuthority
-
     cleaned = checked_worker_id(worker_id)
     worktree_abs = os.path.abspath(worktree)
     if not os.path.isdir(worktree_abs):

@@ -17,9 +17,10 @@ import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, Protocol
 
 from premath.errors import InputInvalid
+from premath.harness.refs import commit_ref
 from premath.models.merge_queue import QUEUE_NOTE_HEADER
 from premath.runner.git import GitRun, run_git
 
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from premath.harness.commands import CommandRun
-    from premath.harness.delivery import GitDelivery
     from premath.models.merge_queue import QueueState
 
 DEFAULT_INTEGRATION_BRANCH = "premath/integration"
@@ -98,8 +98,6 @@ class Landing:
     def refs(self) -> tuple[str, ...]:
         """The integration commit as a witness ref: what a closed issue cites."""
         if self.ok and self.commit:
-            from premath.harness.delivery import commit_ref
-
             return (commit_ref(self.integration_branch, self.commit),)
         return ()
 
@@ -159,12 +157,23 @@ def _tail(run: CommandRun) -> str:
     return text[-OUTPUT_TAIL_CHARS:]
 
 
+class Delivering(Protocol):
+    """What the queue needs of the delivery it lands (harness/delivery.py's `GitDelivery`): its
+    clone and git identity, the base branch; once prepared, the queue is the delivery's."""
+
+    home: str
+    worktree: str
+    base_ref: str | None
+    identity: dict[str, str]
+    queue: MergeQueue | None
+
+
 class MergeQueue:
     """The integration branch of one worker's remote, merged onto in `<home>/integration`, a
     worktree of the worker's clone (its objects shared, its checkout cleaned for each merge)."""
 
     def __init__(
-        self, delivery: GitDelivery, integration_branch: str = DEFAULT_INTEGRATION_BRANCH
+        self, delivery: Delivering, integration_branch: str = DEFAULT_INTEGRATION_BRANCH
     ) -> None:
         self.delivery = delivery
         self.integration_branch = integration_branch

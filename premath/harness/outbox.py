@@ -32,7 +32,7 @@ import orjson
 
 from premath.errors import AuthorityRefused, AuthorityUnreachable, PremathError
 from premath.harness.fleet_record import STEP_RECORD_CAP
-from premath.harness.loop_config import per_worker_path
+from premath.harness.loop_paths import per_worker_path
 from premath.store.atomic import write_atomic
 from premath.store.canonical import row_bytes
 from premath.store.jsonl import append_line
@@ -231,7 +231,7 @@ def record_step(
 ) -> dict[str, Any]:
     """A step's trajectory row: appended to the local trajectory where issue memory is local;
     for a remote authority kept in the outbox and delivered (with the step folder's record)."""
-    from premath.harness.trajectory import append_step, step_row
+    from premath.record.trajectory import append_step, step_row
 
     if not isinstance(cfg.memory, StepShipping):
         return append_step(cfg.paths.trajectory, now=now, lock_timeout=cfg.lock_timeout_s, **fields)

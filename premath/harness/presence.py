@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from premath.harness.worker_registry import Phase
+from premath.record.worker_registry import Phase
 
 
 class Presence(Protocol):

@@ -1,4 +1,5 @@
-"""The loop's refs: lineage (`ctx://`, `cover://`, `refinement://`), lease handoff, policy audit.
+"""The loop's refs: lineage (`ctx://`, `cover://`, `refinement://`), lease handoff, policy audit,
+delivered commits (`git://`).
 
 Each is `sha256(compact, key-sorted JSON)` of a fixed object (specs/harness-loop.md
 "Step"), so a ref names exactly the facts it was computed from.
@@ -142,3 +143,8 @@ def step_folder_name(step_id: str) -> str:
     import re
 
     return re.sub(r"[^A-Za-z0-9._-]", "_", step_id).lstrip(".") or "step"
+
+
+def commit_ref(branch: str, commit: str) -> str:
+    """`git://<branch>@<commit>`: the witness ref of a delivered commit."""
+    return f"git://{branch}@{commit}"

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from premath.errors import InvalidUsage, LeaseRefused, NotFound
 from premath.harness.handoff import classify_failed_handoff
-from premath.harness.loop_config import LoopPaths
+from premath.harness.loop_paths import LoopPaths
 from premath.harness.refs import step_id as make_step_id
 from premath.timefmt import format_seconds_z
 
@@ -51,7 +51,7 @@ def stop_worker(
     """`memory`: issue memory's authority (default: the issues file of `paths`)."""
     from premath.harness.authority import LocalAuthority
     from premath.harness.session import write_session
-    from premath.harness.trajectory import append_step
+    from premath.record.trajectory import append_step
 
     memory = memory or LocalAuthority(paths.issues, lock_timeout_s)
 

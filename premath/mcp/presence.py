@@ -23,9 +23,9 @@ from collections.abc import Callable
 from premath import __version__
 from premath.clock import SystemClock
 from premath.errors import AuthorityRefused, AuthorityUnreachable, PremathError
-from premath.harness.worker_registry import NOT_REGISTERED, Phase
 from premath.mcp.remote import McpAuthority, ToolError
 from premath.mcp.worker_tools import IDENTITY_REFUSED
+from premath.record.worker_registry import NOT_REGISTERED, Phase
 from premath.timefmt import format_seconds_z
 
 TYPE_CHECKING = False

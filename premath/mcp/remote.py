@@ -42,7 +42,7 @@ from premath.errors import (
 )
 from premath.harness.authority import BootView, Claimed, HeldLease, refused
 from premath.harness.handoff import LeaseSnapshot
-from premath.harness.loop_config import LoopPaths
+from premath.harness.loop_paths import LoopPaths
 from premath.issues.held import Discovery, Finished, holder_problem
 from premath.text import id_token
 

@@ -121,6 +121,8 @@ def _issue_fields(row: IssueRow, now_ns: int) -> Document:
 class ToolService(WorkerTools):
     """One server's tools over its configuration, clock and warm stores."""
 
+    config: ServerConfig
+
     def __init__(self, config: ServerConfig, clock: Clock) -> None:
         self.config = config
         self.clock = clock

@@ -9,33 +9,44 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from typing import Any, Protocol
 
 from premath.errors import PolicyDenied
-from premath.harness.worker_registry import (
+from premath.mcp.caller import current_caller
+from premath.mcp.worker_identity import token_may_act_as
+from premath.record.worker_registry import (
     Beat,
     Registration,
     WorkerRegistry,
     checked_phase,
     registry_path,
 )
-from premath.mcp.caller import current_caller
-from premath.mcp.worker_identity import token_may_act_as
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from premath.clock import Clock
-    from premath.mcp.tools import ServerConfig
 
 Document = dict[str, Any]
 TRAJECTORY_NAME = "harness_trajectory.jsonl"
 IDENTITY_REFUSED = "worker.identity_refused"
 
 
+class RegistryConfig(Protocol):
+    """What the registry's tools read of the server's configuration (mcp/tools.py's
+    `ServerConfig`): where the issues file is, the lock bound, whether one token is shared."""
+
+    @property
+    def issues_path(self) -> str: ...
+    @property
+    def lock_timeout_s(self) -> float: ...
+    @property
+    def single_token(self) -> bool: ...
+
+
 class WorkerTools:
     """The registry's tools, mixed into `ToolService` (its `config` and `clock`)."""
 
-    config: ServerConfig
+    config: RegistryConfig
     clock: Clock
     _registry: WorkerRegistry | None = None
     _registry_guard = threading.Lock()
@@ -101,7 +112,7 @@ class WorkerTools:
         }
 
     def harness_workers(self, args: Document) -> Document:
-        from premath.harness.worker_board import workers_document
+        from premath.record.worker_board import workers_document
 
         path = self._worker_registry().path
         trajectory = os.path.join(os.path.dirname(path), TRAJECTORY_NAME)

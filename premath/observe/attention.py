@@ -47,7 +47,7 @@ class LiveInputs:
     now: datetime
     trajectory: TrajectoryFacts | None
     silent_workers: tuple[str, ...] = ()
-    """The fleet registry's workers whose heartbeats stopped (premath/harness/worker_board.py)."""
+    """The fleet registry's workers whose heartbeats stopped (premath/record/worker_board.py)."""
 
 
 def trajectory_facts(items: Sequence[Document], kpi: Document | None) -> TrajectoryFacts:
@@ -67,8 +67,8 @@ def trajectory_facts(items: Sequence[Document], kpi: Document | None) -> Traject
 def read_trajectory_facts(path: str, now: datetime) -> TrajectoryFacts | None:
     """The facts of the trajectory at `path`; None when it cannot be read (the dashboard and
     `harness-kpi` say why)."""
-    from premath.harness.kpi import kpi_report
-    from premath.harness.trajectory import query_trajectory
+    from premath.record.kpi import kpi_report
+    from premath.record.trajectory import query_trajectory
 
     try:
         latest = query_trajectory(path, "latest", RECENT_STEPS)

@@ -8,7 +8,7 @@ Sections: `surface` (the latest view, or the loader's error), `issues` (the boar
 upserts and removals), `bottleneck`, `trajectory` (latest steps and latest failures), `kpi`,
 `issueSteps` (each issue's latest step among those, with its retry state), `runs`, `live`
 (the last rebuild's outcome) and `workers` (the fleet's registry beside the
-issues file, premath/harness/worker_board.py: statuses judged at every refresh, so a worker
+issues file, premath/record/worker_board.py: statuses judged at every refresh, so a worker
 that falls silent is shown within one poll).
 """
 
@@ -65,8 +65,8 @@ def _now_pair(now: datetime) -> tuple[int, int]:
 
 
 def _trajectory_sections(path: str, now: datetime) -> tuple[Document, Document]:
-    from premath.harness.kpi import kpi_report
-    from premath.harness.trajectory import query_trajectory
+    from premath.record.kpi import kpi_report
+    from premath.record.trajectory import query_trajectory
 
     try:
         latest = query_trajectory(path, "latest", TRAJECTORY_TAIL)
@@ -156,8 +156,8 @@ class Dashboard:
 
     def _silent_workers(self, now: datetime) -> tuple[str, ...]:
         """The fleet registry's silent workers now; the registry re-read only when it moved."""
-        from premath.harness.worker_board import silent_worker_ids
-        from premath.harness.worker_registry import read_registry, registry_path
+        from premath.record.worker_board import silent_worker_ids
+        from premath.record.worker_registry import read_registry, registry_path
 
         assert self.sources.live is not None
         path = registry_path(self.sources.live.issues_path)
@@ -258,8 +258,8 @@ class Dashboard:
         """The worker panel: the registry re-read when it changed, steps when the trajectory
         did, each worker's status judged now. Times since the last beat are the page's to count
         (from `lastHeartbeatAt` and the server's clock), so an idle fleet sends nothing."""
-        from premath.harness.worker_board import status_counts, step_stats, worker_rows
-        from premath.harness.worker_registry import read_registry, registry_path
+        from premath.record.worker_board import status_counts, step_stats, worker_rows
+        from premath.record.worker_registry import read_registry, registry_path
 
         live = self.sources.live
         if live is None:

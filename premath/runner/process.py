@@ -382,9 +382,9 @@ def _run_in_flight(
         if ticket is not None:
             _write_ticket(ticket, proc.pid)
         applied = preset_limits or _apply_limits(proc.pid, limits)
-        ended_by_us, leftover = _supervise(
+        ended_by_us, leftover = _Supervision(
             proc, out, err, stdin, started, timeout_s, grace_s, cancel, tree
-        )
+        ).run()
         returncode = proc.wait()
         duration = time.monotonic() - started
     except BaseException:  # Ctrl-C in the caller's thread, or a bug of ours: never orphan it
@@ -417,117 +417,149 @@ def _run_in_flight(
     )
 
 
-def _supervise(
-    proc: subprocess.Popen[bytes],
-    out: _Sink,
-    err: _Sink,
-    stdin: bytes | None,
-    started: float,
-    timeout_s: float | None,
-    grace_s: float,
-    cancel: threading.Event | None,
-    tree: CallTree,
-) -> tuple[Literal["timeout", "cancelled"] | None, int]:
+class _Supervision:
     """Drain the pipes, enforce the deadline and `cancel` until the leader has exited.
 
-    Returns why we ended the group ("timeout" or "cancelled", None if it ended by itself) and
-    how many descendants outside the group were still running when the leader exited.
-
-    On return the leader is a zombie (not yet reaped) and the rest of its group, and every
-    descendant that left it, has been killed.
+    `run` returns why we ended the group ("timeout" or "cancelled", None if it ended by
+    itself) and how many descendants outside the group were still running when the leader
+    exited. On return the leader is a zombie (not yet reaped) and the rest of its group, and
+    every descendant that left it, has been killed.
     """
-    assert proc.stdout is not None
-    assert proc.stderr is not None
-    selector = selectors.DefaultSelector()
-    sinks = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
-    for fd in sinks:
-        selector.register(fd, selectors.EVENT_READ)
-    pending_input = memoryview(stdin or b"")
-    stdin_fd: int | None = None
-    if proc.stdin is not None:
-        stdin_fd = proc.stdin.fileno()
-        os.set_blocking(stdin_fd, False)
-        selector.register(stdin_fd, selectors.EVENT_WRITE)
-    pidfd = _open_pidfd(proc.pid)
-    if pidfd is not None:
-        selector.register(pidfd, selectors.EVENT_READ)
 
-    deadline = None if timeout_s is None else started + max(timeout_s, 0.0)
-    kill_at: float | None = None
-    drain_until: float | None = None
-    ended_by_us: Literal["timeout", "cancelled"] | None = None
-    leader_done = False
-    leftover = 0
-    observe_at = started + OBSERVE_EVERY_S
-    try:
-        while sinks or not leader_done:
-            now = time.monotonic()
-            if not leader_done:
-                if ended_by_us is None:
-                    if deadline is not None and now >= deadline:
-                        ended_by_us = "timeout"
-                    elif cancel is not None and cancel.is_set():
-                        ended_by_us = "cancelled"
-                    if ended_by_us is not None:
-                        _signal_group(proc.pid, signal.SIGTERM)
-                        kill_at = now + grace_s
-                if kill_at is not None and now >= kill_at:
-                    _signal_group(proc.pid, signal.SIGKILL)
-                    kill_at = None
-                if now >= observe_at:
-                    tree.observe()
-                    observe_at = now + OBSERVE_EVERY_S
-                if _leader_exited(proc.pid):
-                    leader_done = True
-                    _signal_group(proc.pid, signal.SIGKILL)
-                    leftover = tree.end_remaining()
-                    drain_until = time.monotonic() + grace_s
-                    if pidfd is not None:
-                        selector.unregister(pidfd)
-                        os.close(pidfd)
-                        pidfd = None
-                    continue
-            elif drain_until is not None and now >= drain_until:
-                break  # an escaped descendant holds a pipe open; stop reading it
-            if leader_done:
-                wake = [drain_until] if drain_until is not None else []
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        out: _Sink,
+        err: _Sink,
+        stdin: bytes | None,
+        started: float,
+        timeout_s: float | None,
+        grace_s: float,
+        cancel: threading.Event | None,
+        tree: CallTree,
+    ) -> None:
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        self.proc, self.grace_s, self.cancel, self.tree = proc, grace_s, cancel, tree
+        self.selector = selectors.DefaultSelector()
+        self.sinks = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+        for fd in self.sinks:
+            self.selector.register(fd, selectors.EVENT_READ)
+        self.pending_input = memoryview(stdin or b"")
+        self.stdin_fd: int | None = None
+        if proc.stdin is not None:
+            self.stdin_fd = proc.stdin.fileno()
+            os.set_blocking(self.stdin_fd, False)
+            self.selector.register(self.stdin_fd, selectors.EVENT_WRITE)
+        self.pidfd = _open_pidfd(proc.pid)
+        if self.pidfd is not None:
+            self.selector.register(self.pidfd, selectors.EVENT_READ)
+        self.deadline = None if timeout_s is None else started + max(timeout_s, 0.0)
+        self.kill_at: float | None = None
+        self.drain_until: float | None = None
+        self.ended_by_us: Literal["timeout", "cancelled"] | None = None
+        self.leader_done = False
+        self.leftover = 0
+        self.observe_at = started + OBSERVE_EVERY_S
+
+    def run(self) -> tuple[Literal["timeout", "cancelled"] | None, int]:
+        try:
+            while self.sinks or not self.leader_done:
+                now = time.monotonic()
+                if not self.leader_done:
+                    if self._leader_ended(now):
+                        continue
+                elif self.drain_until is not None and now >= self.drain_until:
+                    break  # an escaped descendant holds a pipe open; stop reading it
+                self._pump(self._wait_s(now))
+        finally:
+            self._close()
+        return self.ended_by_us, self.leftover
+
+    def _leader_ended(self, now: float) -> bool:
+        """Signal the group at the deadline or on cancel (TERM, then KILL after the grace),
+        look at the call tree now and then; True once the leader has exited (the group and
+        every descendant killed, the pipes drained for at most the grace from now)."""
+        pid = self.proc.pid
+        if self.ended_by_us is None:
+            if self.deadline is not None and now >= self.deadline:
+                self.ended_by_us = "timeout"
+            elif self.cancel is not None and self.cancel.is_set():
+                self.ended_by_us = "cancelled"
+            if self.ended_by_us is not None:
+                _signal_group(pid, signal.SIGTERM)
+                self.kill_at = now + self.grace_s
+        if self.kill_at is not None and now >= self.kill_at:
+            _signal_group(pid, signal.SIGKILL)
+            self.kill_at = None
+        if now >= self.observe_at:
+            self.tree.observe()
+            self.observe_at = now + OBSERVE_EVERY_S
+        if not _leader_exited(pid):
+            return False
+        self.leader_done = True
+        _signal_group(pid, signal.SIGKILL)
+        self.leftover = self.tree.end_remaining()
+        self.drain_until = time.monotonic() + self.grace_s
+        if self.pidfd is not None:
+            self.selector.unregister(self.pidfd)
+            os.close(self.pidfd)
+            self.pidfd = None
+        return True
+
+    def _wait_s(self, now: float) -> float | None:
+        """How long the next select may block: until the next deadline, kill or look at the
+        tree, or a short poll where no pidfd wakes us when the leader exits."""
+        if self.leader_done:
+            wake = [self.drain_until] if self.drain_until is not None else []
+        else:
+            pending = None if self.ended_by_us else self.deadline
+            wake = [t for t in (pending, self.kill_at) if t is not None]
+        wait = max(0.0, min(wake) - now) if wake else None
+        if not self.leader_done:
+            poll = (
+                _POLL_S
+                if self.pidfd is None
+                else _CANCEL_POLL_S
+                if self.cancel is not None
+                else None
+            )
+            if poll is not None:
+                wait = poll if wait is None else min(wait, poll)
+            until_observe = max(0.0, self.observe_at - now)
+            wait = until_observe if wait is None else min(wait, until_observe)
+        return wait
+
+    def _pump(self, wait: float | None) -> None:
+        """Feed stdin and drain stdout and stderr for what is ready within `wait`."""
+        for key, _ in self.selector.select(wait):
+            fd = key.fd
+            if fd == self.pidfd:
+                continue
+            if fd == self.stdin_fd:
+                self.pending_input = _feed(fd, self.pending_input)
+                if not self.pending_input:
+                    self.selector.unregister(fd)
+                    assert self.proc.stdin is not None
+                    with contextlib.suppress(OSError):
+                        self.proc.stdin.close()
+                    self.stdin_fd = None
+                continue
+            data = os.read(fd, _READ_CHUNK)
+            if data:
+                self.sinks[fd].write(data)
             else:
-                wake = [t for t in (None if ended_by_us else deadline, kill_at) if t is not None]
-            wait = max(0.0, min(wake) - now) if wake else None
-            if not leader_done:
-                poll = _POLL_S if pidfd is None else _CANCEL_POLL_S if cancel is not None else None
-                if poll is not None:
-                    wait = poll if wait is None else min(wait, poll)
-                until_observe = max(0.0, observe_at - now)
-                wait = until_observe if wait is None else min(wait, until_observe)
-            for key, _ in selector.select(wait):
-                fd = key.fd
-                if fd == pidfd:
-                    continue
-                if fd == stdin_fd:
-                    pending_input = _feed(fd, pending_input)
-                    if not pending_input:
-                        selector.unregister(fd)
-                        assert proc.stdin is not None
-                        with contextlib.suppress(OSError):
-                            proc.stdin.close()
-                        stdin_fd = None
-                    continue
-                data = os.read(fd, _READ_CHUNK)
-                if data:
-                    sinks[fd].write(data)
-                else:
-                    selector.unregister(fd)
-                    del sinks[fd]
-    finally:
-        if pidfd is not None:
-            os.close(pidfd)
-        selector.close()
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
+                self.selector.unregister(fd)
+                del self.sinks[fd]
+
+    def _close(self) -> None:
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+        self.selector.close()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
-    return ended_by_us, leftover
 
 
 def _feed(fd: int, pending: memoryview) -> memoryview:

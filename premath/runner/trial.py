@@ -19,7 +19,7 @@ from premath.models.experiment import RetryOn
 from premath.models.trial import TrialRecord
 from premath.runner.executors import Executor, Invocation
 from premath.runner.paths import AttemptPaths, RunPaths
-from premath.runner.process import spawn_failed
+from premath.runner.process import ProcessOutcome, spawn_failed
 from premath.runner.results import DEFAULT_RESULT_CAP, Verdict, judge
 from premath.runner.schedule import Slot
 from premath.runner.trial_steps import END_ACTION, START_ACTION, STARTED_CLASS, trial_step_line
@@ -99,106 +99,133 @@ def run_slot(
     on_record: Callable[[TrialRecord], None],
 ) -> TrialRecord | None:
     """Run attempts until one is final; None when cancelled before a final verdict."""
-    executor = context.executor
     attempt = first_attempt
     while True:
-        if executor.cancel.is_set():
+        if context.executor.cancel.is_set():
             return None
-        trial_id = slot.trial_id
-        paths = context.paths.attempt(trial_id, attempt)
+        paths = context.paths.attempt(slot.trial_id, attempt)
         if paths.root.exists():  # left by a crashed run: never reuse an attempt folder
             attempt += 1
             continue
         _prepare(paths, task_payload)
-        started = format_seconds_z(context.clock.now())
-        step = {
-            "run_id": context.run_id,
-            "trial_id": trial_id,
-            "attempt": attempt,
-            "experiment_ref": context.experiment_ref,
-            "issue_id": context.issue_id,
-        }
-        _append(
-            context.trajectory_path,
-            trial_step_line(
-                **step,
-                action=START_ACTION,
-                result_class=STARTED_CLASS,
-                started_at=None,
-                finished_at=started,
-            ),
-            context.lock_timeout,
-        )
-        executor_error: Verdict | None = None
-        try:
-            process = executor.execute(invocation, paths)
-        except PremathError as exc:  # e.g. a path docker cannot mount: this attempt only
-            process = spawn_failed(exc.message)  # nothing ran
-            executor_error = Verdict("error", "executor_failed", exc.message)
-        finished = format_seconds_z(context.clock.now())
-        if process.status == "cancelled":
-            _append(
-                context.trajectory_path,
-                trial_step_line(
-                    **step,
-                    action=END_ACTION,
-                    result_class="cancelled",
-                    started_at=started,
-                    finished_at=finished,
-                ),
-                context.lock_timeout,
-            )
+        may_retry = attempt - first_attempt + 1 < context.max_attempts
+        record = _run_attempt(context, slot, invocation, paths, attempt, may_retry)
+        if record is None:
             return None
-        verdict = executor_error or judge(
-            process, paths.result_file, context.result_cap, paths.stderr_file
-        )
-        retry = (
-            wants_retry(verdict, context.retry_on)
-            and attempt - first_attempt + 1 < context.max_attempts
-        )
-        record = TrialRecord(
-            run_id=context.run_id,
-            trial_id=trial_id,
-            schedule_index=slot.schedule_index,
-            variant_id=slot.variant_id,
-            task_id=slot.task_id,
-            task_index=slot.task_index,
-            replication=slot.replication,
-            attempt=attempt,
-            final=not retry,
-            outcome=verdict.outcome,
-            error_class=verdict.error_class,
-            message=verdict.message,
-            objective=verdict.objective,
-            metrics=verdict.metrics,
-            exit_code=process.exit_code,
-            signal=process.signal,
-            duration_ms=round(process.duration_s * 1000),
-            executor=executor.name,
-            started_at=started,
-            finished_at=finished,
-            stdout_truncated=process.stdout_truncated,
-            stderr_truncated=process.stderr_truncated,
-            leftover_descendants=process.leftover_descendants,
-        )
-        _append(
-            context.paths.trials_log,
-            row_bytes(record.model_dump(mode="json")),
-            context.lock_timeout,
-        )
+        on_record(record)
+        if record.final:
+            return record
+        attempt += 1
+
+
+def _run_attempt(
+    context: RunContext,
+    slot: Slot,
+    invocation: Invocation,
+    paths: AttemptPaths,
+    attempt: int,
+    may_retry: bool,
+) -> TrialRecord | None:
+    """One attempt in its prepared folder, its start and end on the trajectory and its record
+    in trials.jsonl; None when it was cancelled (its end row says so, no record)."""
+    executor = context.executor
+    started = format_seconds_z(context.clock.now())
+    step = {
+        "run_id": context.run_id,
+        "trial_id": slot.trial_id,
+        "attempt": attempt,
+        "experiment_ref": context.experiment_ref,
+        "issue_id": context.issue_id,
+    }
+    _append(
+        context.trajectory_path,
+        trial_step_line(
+            **step,
+            action=START_ACTION,
+            result_class=STARTED_CLASS,
+            started_at=None,
+            finished_at=started,
+        ),
+        context.lock_timeout,
+    )
+    executor_error: Verdict | None = None
+    try:
+        process = executor.execute(invocation, paths)
+    except PremathError as exc:  # e.g. a path docker cannot mount: this attempt only
+        process = spawn_failed(exc.message)  # nothing ran
+        executor_error = Verdict("error", "executor_failed", exc.message)
+    finished = format_seconds_z(context.clock.now())
+    if process.status == "cancelled":
         _append(
             context.trajectory_path,
             trial_step_line(
                 **step,
                 action=END_ACTION,
-                result_class=verdict.error_class or verdict.outcome,
-                witness_refs=(f"trial://{context.run_id}/{trial_id}/attempt-{attempt}",),
+                result_class="cancelled",
                 started_at=started,
                 finished_at=finished,
             ),
             context.lock_timeout,
         )
-        on_record(record)
-        if not retry:
-            return record
-        attempt += 1
+        return None
+    verdict = executor_error or judge(
+        process, paths.result_file, context.result_cap, paths.stderr_file
+    )
+    final = not (may_retry and wants_retry(verdict, context.retry_on))
+    record = _trial_record(context, slot, attempt, final, verdict, process, (started, finished))
+    _append(
+        context.paths.trials_log,
+        row_bytes(record.model_dump(mode="json")),
+        context.lock_timeout,
+    )
+    _append(
+        context.trajectory_path,
+        trial_step_line(
+            **step,
+            action=END_ACTION,
+            result_class=verdict.error_class or verdict.outcome,
+            witness_refs=(f"trial://{context.run_id}/{slot.trial_id}/attempt-{attempt}",),
+            started_at=started,
+            finished_at=finished,
+        ),
+        context.lock_timeout,
+    )
+    return record
+
+
+def _trial_record(
+    context: RunContext,
+    slot: Slot,
+    attempt: int,
+    final: bool,
+    verdict: Verdict,
+    process: ProcessOutcome,
+    span: tuple[str, str],
+) -> TrialRecord:
+    """The attempt's row of trials.jsonl: the slot, the verdict and what the process did."""
+    started, finished = span
+    return TrialRecord(
+        run_id=context.run_id,
+        trial_id=slot.trial_id,
+        schedule_index=slot.schedule_index,
+        variant_id=slot.variant_id,
+        task_id=slot.task_id,
+        task_index=slot.task_index,
+        replication=slot.replication,
+        attempt=attempt,
+        final=final,
+        outcome=verdict.outcome,
+        error_class=verdict.error_class,
+        message=verdict.message,
+        objective=verdict.objective,
+        metrics=verdict.metrics,
+        exit_code=process.exit_code,
+        signal=process.signal,
+        duration_ms=round(process.duration_s * 1000),
+        executor=context.executor.name,
+        started_at=started,
+        finished_at=finished,
+        stdout_truncated=process.stdout_truncated,
+        stderr_truncated=process.stderr_truncated,
+        leftover_descendants=process.leftover_descendants,
+    )

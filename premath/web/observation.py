@@ -217,10 +217,10 @@ class ObservationService:
             return _error(404, exc.key)
 
     def _workers(self, _: Request) -> Response:
-        """`/workers`: the fleet's workers now (premath/harness/worker_board.py); only where
+        """`/workers`: the fleet's workers now (premath/record/worker_board.py); only where
         the issues are watched (`--live`), whose folder holds the registry."""
-        from premath.harness.worker_board import workers_document
-        from premath.harness.worker_registry import registry_path
+        from premath.record.worker_board import workers_document
+        from premath.record.worker_registry import registry_path
 
         live = self.config.sources.live
         if live is None:

@@ -8,8 +8,8 @@ import multiprocessing
 import time
 from datetime import UTC, datetime
 
-from premath.harness.kpi import load_kpi_rows
-from premath.harness.trajectory import append_step, query_trajectory
+from premath.record.kpi import load_kpi_rows
+from premath.record.trajectory import append_step, query_trajectory
 from premath.store.jsonl import iter_lines
 
 FORK = multiprocessing.get_context("fork")
@@ -81,7 +81,7 @@ def test_iter_lines_stops_at_the_line_still_landing(tmp_path):
 
 
 def test_the_query_scan_stops_at_the_line_still_landing(tmp_path):
-    from premath.harness.trajectory_scan import _scan
+    from premath.record.trajectory_scan import _scan
 
     path = tmp_path / "t.jsonl"
     path.write_bytes(ROW % b"s1" + b"\n" + (ROW % b"s2")[:40])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from premath.harness.trajectory import append_step, query_trajectory
+from premath.record.trajectory import append_step, query_trajectory
 from tests.support.cli import run_premath
 from tests.support.processes import kill_after
 

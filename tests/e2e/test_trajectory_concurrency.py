@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 
-from premath.harness.trajectory import append_step, query_trajectory
+from premath.record.trajectory import append_step, query_trajectory
 
 NOW = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 FORK = multiprocessing.get_context("fork")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 
-from premath.harness.trajectory import append_step, query_trajectory
+from premath.record.trajectory import append_step, query_trajectory
 from tests.support.cli import run_premath
 from tests.support.markers import marker_of
 from tests.support.processes import kill_after

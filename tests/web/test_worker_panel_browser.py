@@ -12,7 +12,7 @@ import anyio
 import httpx2
 import pytest
 
-from premath.harness.trajectory import append_step
+from premath.record.trajectory import append_step
 from tests.mcp.client import call, http_server, http_session, new_token, token_file
 from tests.support.browser import open_page, screenshot_folder
 from tests.support.observation import seed_project

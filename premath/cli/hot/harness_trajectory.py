@@ -67,7 +67,7 @@ def harness_trajectory_append(app: AppContext, /, path: str, **fields: Any) -> R
     premath harness-trajectory append --step-id w1.bd-7.3 --action run.check \\
         --result-class completed --witness-ref artifacts/ciwitness/w1.json --json
     """
-    from premath.harness.trajectory import append_trajectory_row
+    from premath.record.trajectory import append_trajectory_row
 
     document = append_trajectory_row(
         path, now=app.clock.now(), lock_timeout=app.lock_timeout(), **fields
@@ -96,6 +96,6 @@ def harness_trajectory_query(path: str, mode: str, limit: int) -> Reply:
     \b
     premath harness-trajectory query --mode failed --limit 20 --json
     """
-    from premath.harness.trajectory import query_trajectory
+    from premath.record.trajectory import query_trajectory
 
     return Reply(query_trajectory(path, mode, limit), text=query_text)  # type: ignore[arg-type]

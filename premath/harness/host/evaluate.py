@@ -39,7 +39,7 @@ from premath.harness.host.extension_actions import EXTENSION_EFFECTS, run_extens
 from premath.harness.host.local_actions import LOCAL_ACTIONS, run_local_action
 from premath.harness.host.program import Bindings, Call, Program, check_program, parse_program
 from premath.harness.host.startup import read_json
-from premath.harness.trajectory import append_step
+from premath.record.trajectory import append_step
 from premath.text import rust_trim
 from premath.timefmt import format_seconds_z
 

@@ -219,7 +219,7 @@ def feature_write(run: ActionRun) -> Document:
 
 
 def trajectory_append(run: ActionRun) -> Document:
-    from premath.harness.trajectory import append_trajectory_row
+    from premath.record.trajectory import append_trajectory_row
 
     args = run.args
     path = arg_path(args, "path", run.context.trajectory_path)

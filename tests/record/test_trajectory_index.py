@@ -1,4 +1,4 @@
-"""The query's side index (harness/trajectory_index.py) answers exactly as a full scan does,
+"""The query's side index (record/trajectory_index.py) answers exactly as a full scan does,
 whatever happens to the file between queries: appends, torn tails, truncation, replacement."""
 
 import os
@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from premath.errors import PremathError
-from premath.harness import trajectory_index, trajectory_scan
-from premath.harness.trajectory import query_trajectory
-from premath.harness.trajectory_index import index_path, query_selection
-from premath.harness.trajectory_scan import read_rows, select_rows
-from tests.harness.test_trajectory_scan import row
+from premath.record import trajectory_index, trajectory_scan
+from premath.record.trajectory import query_trajectory
+from premath.record.trajectory_index import index_path, query_selection
+from premath.record.trajectory_scan import read_rows, select_rows
+from tests.record.test_trajectory_scan import row
 
 ROWS = st.builds(
     row, st.integers(0, 30), st.integers(0, 600), st.sampled_from(["ok", "timeout", "boom"])

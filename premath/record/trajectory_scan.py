@@ -5,7 +5,7 @@ kept, in a buffer sorted and cut back whenever it fills, so memory follows `limi
 file. The hot loop is one `loads` (orjson's on a big file) and `step_order_fields` per raw
 line; a candidate is the row's sort key and where its line lies, and full rows are read again
 and built by the caller, only for the rows it returns. The result covers the file's terminated
-lines, with a last unterminated line apart, so `harness/trajectory_index.py` can keep it and
+lines, with a last unterminated line apart, so `record/trajectory_index.py` can keep it and
 later scan only what was appended.
 
 A large file on a machine with a second core is split at a line boundary near its middle, and a

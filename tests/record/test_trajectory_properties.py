@@ -11,7 +11,6 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from premath.errors import PremathError
-from premath.harness.trajectory import append_step, query_trajectory
 from premath.models.serde import SchemaViolation
 from premath.models.trajectory import (
     FIELD_ORDER,
@@ -22,6 +21,7 @@ from premath.models.trajectory import (
     parse_step,
     step_order_fields,
 )
+from premath.record.trajectory import append_step, query_trajectory
 from premath.store.canonical import row_bytes
 from premath.text import RUST_WHITE_SPACE, normalize_refs, rust_trim
 from premath.timefmt import parse_strict_rfc3339

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from premath.errors import PremathError
-from premath.harness import trajectory_scan
-from premath.harness.trajectory_scan import select_rows
+from premath.record import trajectory_scan
+from premath.record.trajectory_scan import select_rows
 from tests.support.threads import wait_alone_in_process
 
 

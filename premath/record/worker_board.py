@@ -11,9 +11,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from premath.errors import PremathError
-from premath.harness.worker_registry import read_registry
 from premath.models.kpi import DEFAULT_WINDOW_HOURS
 from premath.models.trajectory import is_failed
+from premath.record.worker_registry import read_registry
 from premath.timefmt import epoch_nanos, format_seconds_z, parse_strict_rfc3339
 
 Document = dict[str, Any]
@@ -40,8 +40,8 @@ def worker_status(entry: Document, now_ns: int) -> tuple[str, float | None]:
 
 def step_stats(trajectory_path: str | None) -> tuple[dict[str, Document], Document | None]:
     """Per worker: steps, closes and pass rate in the KPI's window (the `window_hours` before
-    the latest row, premath.harness.kpi), and that window; ({}, None) without rows."""
-    from premath.harness.kpi import load_kpi_rows, worker_id_of
+    the latest row, premath.record.kpi), and that window; ({}, None) without rows."""
+    from premath.record.kpi import load_kpi_rows, worker_id_of
 
     rows = load_kpi_rows(trajectory_path) if trajectory_path else []
     if not rows:
@@ -84,7 +84,7 @@ def attention_reasons(workers: list[Document]) -> list[str]:
 
 def silent_worker_reasons(issues_path: str, now: datetime) -> list[str]:
     """The attention reasons of the project's silent workers now (none without a registry)."""
-    from premath.harness.worker_registry import registry_path
+    from premath.record.worker_registry import registry_path
 
     rows = worker_rows(read_registry(registry_path(issues_path)), {}, epoch_nanos(now))
     return attention_reasons(rows)
@@ -92,7 +92,7 @@ def silent_worker_reasons(issues_path: str, now: datetime) -> list[str]:
 
 def silent_workers_at(issues_path: str, now: datetime) -> tuple[str, ...]:
     """The project's silent workers now, by id (none without a registry)."""
-    from premath.harness.worker_registry import registry_path
+    from premath.record.worker_registry import registry_path
 
     return silent_worker_ids(read_registry(registry_path(issues_path)), now)
 

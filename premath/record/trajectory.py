@@ -129,7 +129,7 @@ def query_trajectory(path: str, mode: QueryMode, limit: int) -> dict[str, Any]:
     `limit` rows, not the file; a large file is read again only from where the last query's
     index stopped (D26-3). Raises ArtifactInvalid or IoFailure naming the file and line.
     """
-    from premath.harness.trajectory_index import query_selection
+    from premath.record.trajectory_index import query_selection
 
     selection, rows = query_selection(path, mode, limit)
     if selection.torn_tail is not None:

@@ -23,7 +23,8 @@ import os
 import stat
 import zlib
 
-from premath.harness.trajectory_scan import (
+from premath.models.trajectory import step_order_fields
+from premath.record.trajectory_scan import (
     MODES,
     Candidate,
     Limits,
@@ -32,7 +33,6 @@ from premath.harness.trajectory_scan import (
     scan_file,
     scan_from,
 )
-from premath.models.trajectory import step_order_fields
 from premath.store import json_codec
 from premath.store.files import read_capped
 from premath.store.json_codec import dumps, loads

@@ -1,5 +1,5 @@
-"""The fleet's worker registry (premath/harness/worker_registry.py) and its view
-(premath/harness/worker_board.py): what is stored, what a flood stores, when a worker is silent
+"""The fleet's worker registry (premath/record/worker_registry.py) and its view
+(premath/record/worker_board.py): what is stored, what a flood stores, when a worker is silent
 or gone, its steps in the KPI window."""
 
 import os
@@ -10,9 +10,9 @@ import orjson
 import pytest
 
 from premath.errors import InputInvalid
-from premath.harness.trajectory import append_step
-from premath.harness.worker_board import silent_worker_reasons, status_text, workers_document
-from premath.harness.worker_registry import (
+from premath.record.trajectory import append_step
+from premath.record.worker_board import silent_worker_reasons, status_text, workers_document
+from premath.record.worker_registry import (
     MAX_WORKERS,
     Beat,
     HeartbeatLimiter,
@@ -123,7 +123,7 @@ def test_a_heartbeat_flood_is_not_stored_each(tmp_path, clock):
 
 
 def test_made_up_ids_cost_no_memory_that_stays(monkeypatch):
-    monkeypatch.setattr("premath.harness.worker_registry.MAX_BUCKETS", 8)
+    monkeypatch.setattr("premath.record.worker_registry.MAX_BUCKETS", 8)
     limiter = HeartbeatLimiter(burst=2, refill_s=1e-9)
     for n in range(100):
         assert limiter.admit(f"made.up.{n}")

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from premath.harness.kpi import kpi_report, worker_id_of
+from premath.record.kpi import kpi_report, worker_id_of
 
 
 def _row(step, issue, result, finished):

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import pytest
 
 from premath.errors import InputInvalid, InvalidUsage, IoFailure, LockBusy
-from premath.harness.trajectory import append_step
+from premath.record.trajectory import append_step
 from tests.support.markers import REFERENCE_MARKER, marker_of
 
 NOW = datetime(2026, 3, 1, 10, 0, 59, 999999, tzinfo=UTC)
