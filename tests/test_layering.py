@@ -23,6 +23,7 @@ LAYER = {
     "issues": 3,
     "transport": 3,
     "observe": 3,
+    "ops": 3,
     "store": 2,
     "models": 1,
 }
