@@ -116,9 +116,12 @@ def _issue_update(args: Document, terms: WriteTerms) -> Document:
 
 def _edge_params(*, replace: bool = False, created_by: bool = True) -> tuple[Param, ...]:
     kinds = (
-        (param("fromDepType"), param("toDepType", required=True))
+        (
+            param("fromDepType", choices=DEPENDENCY_TYPES),
+            param("toDepType", required=True, choices=DEPENDENCY_TYPES),
+        )
         if replace
-        else (param("depType"),)
+        else (param("depType", choices=DEPENDENCY_TYPES),)
     )
     return (
         param("issueId", required=True),

@@ -38,7 +38,7 @@ class Faces:
     cli: CliFace | None = None
     transport: str | None = None
     remote: str | None = None
-    """The remote authority client's method (premath/mcp/remote.py)."""
+    """The remote client's method that calls it, `module:Class.method`."""
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,9 @@ class Param:
     faces: frozenset[str] | None = None
     """The faces that take it (None: every face), e.g. `instructionId` at MCP only: a host
     action's instruction comes with the call."""
+    choices: tuple[str, ...] = ()
+    """A closed vocabulary the operation's `check` enforces in its own words (a dependency
+    type); the published schema leaves the field open, as the reference's does."""
 
 
 def param(
@@ -62,11 +65,12 @@ def param(
     verbatim: bool = False,
     path: bool = False,
     faces: frozenset[str] | None = None,
+    choices: tuple[str, ...] = (),
 ) -> Param:
     """A parameter whose alias is its snake_case spelling (when that differs)."""
     snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
     spelled = snake if alias and snake != name else None
-    return Param(name, kind, required, spelled, verbatim, path, faces)
+    return Param(name, kind, required, spelled, verbatim, path, faces, choices)
 
 
 @dataclass(frozen=True)
