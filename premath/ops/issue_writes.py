@@ -139,6 +139,7 @@ def _dep(
     run: Run,
     *,
     options: dict[str, str],
+    omits: dict[str, tuple[str, ...]] | None = None,
     replace: bool = False,
     created_by: bool = True,
 ) -> Operation:
@@ -149,7 +150,7 @@ def _dep(
         faces=Faces(
             mcp=f"dep_{verb}",
             host=f"dep.{verb}",
-            cli=CliFace(("dep", verb), ("issueId", "dependsOnId"), options),
+            cli=CliFace(("dep", verb), ("issueId", "dependsOnId"), options, omits or {}),
         ),
         run=run,
         check=_dep_checked,
@@ -167,6 +168,7 @@ DEP_ADD = _dep(
     "Add a dependency edge between issues",
     _dep_add,
     options={"depType": "--type", "createdBy": "--created-by", **_ISSUES_FLAG},
+    omits={"dependency": ("createdBy",)},
 )
 DEP_REMOVE = _dep(
     "remove",

@@ -27,6 +27,9 @@ class CliFace:
     path: tuple[str, ...]
     arguments: tuple[str, ...] = ()
     options: dict[str, str] = field(default_factory=dict)
+    omits: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Result fields the CLI's document leaves out where the reference's CLI does (its
+    `dep add` edge has no `createdBy`; the MCP tool's has)."""
 
 
 @dataclass(frozen=True)
