@@ -160,12 +160,7 @@ TOOLS: tuple[Tool, ...] = (
         False,
         (_f("id", required=True), _f("assignee"), _f("leaseId"), INSTRUCTION, ISSUES),
     ),
-    Tool(
-        "issue_discover",
-        "Create a follow-up issue and link it with discovered-from dependency",
-        False,
-        (_f("parentIssueId", required=True), *_NEW_ISSUE, *_ISSUE_DETAILS),
-    ),
+    Tool.of(ops.ISSUE_DISCOVER),
     Tool.of(ops.ISSUE_UPDATE),
     Tool.of(ops.DEP_ADD),
     Tool.of(ops.DEP_REMOVE),

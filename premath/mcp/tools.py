@@ -421,33 +421,6 @@ class ToolService(WorkerTools):
         }
         return fields
 
-    def issue_discover(self, args: Document) -> Document:
-        fields = self._new_issue_fields(args)
-        parent = args["parentIssueId"]
-
-        def extra(row: IssueRow, now_ns: int) -> Document:
-            edge = {"issueId": row["id"], "dependsOnId": parent, "type": "discovered-from"}
-            return {**_issue_fields(row, now_ns), "dependency": edge}
-
-        return self._write(
-            "issue.discover",
-            args,
-            self._described(
-                lambda path, now, on_row: issue_memory.discover_issue(
-                    path,
-                    parent,
-                    args["title"],
-                    now=now,
-                    timeout_s=self._timeout(),
-                    on_row=on_row,
-                    warm=self.warm,
-                    **fields,
-                ),
-                extra,
-            ),
-            targets=(parent,),
-        )
-
     # --- lease tools: the transport's actions, witness attached under the same lock -----------
 
     def _lease(

@@ -1,12 +1,19 @@
 """Every operation the catalogue declares, and each face's lookup by its own name.
 
-Migrated so far: the dependency edges and `issue update` (MCP tools, host actions, CLI), and
-the fleet record's tools (MCP). The other operations are still declared at their faces
-(mcp/catalogue.py, harness/host/extension_actions.py) until their family moves here.
+Migrated so far: the dependency edges, `issue update` and `issue discover` (MCP tools and host
+actions; the CLI builds the `dep` commands from here), and the fleet record's tools (MCP). The
+other operations are still declared at their faces (mcp/catalogue.py,
+harness/host/extension_actions.py) until their family moves here.
 """
 
 from premath.ops.fleet import FLEET_OPERATIONS, HARNESS_TRAJECTORY_APPEND, WORKER_OPERATIONS
-from premath.ops.issue_writes import DEP_ADD, DEP_REMOVE, DEP_REPLACE, ISSUE_UPDATE
+from premath.ops.issue_writes import (
+    DEP_ADD,
+    DEP_REMOVE,
+    DEP_REPLACE,
+    ISSUE_DISCOVER,
+    ISSUE_UPDATE,
+)
 from premath.ops.operation import Operation
 
 __all__ = [
@@ -14,6 +21,7 @@ __all__ = [
     "DEP_REMOVE",
     "DEP_REPLACE",
     "HARNESS_TRAJECTORY_APPEND",
+    "ISSUE_DISCOVER",
     "ISSUE_UPDATE",
     "OPERATIONS",
     "WORKER_OPERATIONS",
@@ -25,6 +33,7 @@ OPERATIONS: tuple[Operation, ...] = (
     DEP_REMOVE,
     DEP_REPLACE,
     ISSUE_UPDATE,
+    ISSUE_DISCOVER,
     *FLEET_OPERATIONS,
 )
 

@@ -1,5 +1,6 @@
-"""Issue and dependency mutations (specs/issue-memory.md): `dep.add|remove|replace` and
-`issue.update`, each declared once for the MCP tools, the host actions and the CLI."""
+"""Issue and dependency mutations (specs/issue-memory.md): `dep.add|remove|replace`,
+`issue.update` and `issue.discover`, each declared once for the MCP tools, the host actions and
+the CLI."""
 
 from typing import Any
 
@@ -224,4 +225,82 @@ ISSUE_UPDATE = Operation(
     failure_classes=WRITE_FAILURES,
     read_only=False,
     hot=True,
+)
+
+
+NEW_ISSUE_DEFAULTS: Document = {
+    "description": "",
+    "priority": 2,
+    "assignee": "",
+    "owner": "",
+}
+"""A new issue's fields where the call leaves them out (lifecycle.NewIssue's defaults)."""
+
+
+def _discover_checked(args: Document) -> Document:
+    return {
+        **NEW_ISSUE_DEFAULTS,
+        **args,
+        "id": _blank_none(args, "id"),
+        "issueType": _blank_none(args, "issueType") or "task",
+    }
+
+
+def _issue_discover(args: Document, terms: WriteTerms) -> Document:
+    parent = args["parentIssueId"]
+    row = issue_memory.discover_issue(
+        terms.path,
+        parent,
+        args["title"],
+        issue_id=args["id"],
+        description=args["description"],
+        priority=args["priority"],
+        issue_type=args["issueType"],
+        assignee=args["assignee"],
+        owner=args["owner"],
+        **terms.store_terms(),
+    )
+    edge = {"issueId": row["id"], "dependsOnId": parent, "type": "discovered-from"}
+    return {"issue": documents.lease_summary(row, epoch_nanos(terms.now)), "dependency": edge}
+
+
+ISSUE_DISCOVER = Operation(
+    action="issue.discover",
+    summary="Create a follow-up issue and link it with discovered-from dependency",
+    params=(
+        param("parentIssueId", required=True),
+        param("title", required=True),
+        param("id"),
+        param("description", verbatim=True),
+        param("priority", "i32"),
+        param("issueType"),
+        param("assignee", verbatim=True),
+        param("owner", verbatim=True),
+        INSTRUCTION,
+        ISSUES,
+    ),
+    faces=Faces(
+        mcp="issue_discover",
+        host="issue.discover",
+        cli=CliFace(
+            ("issue", "discover"),
+            ("parentIssueId", "title"),
+            {
+                "id": "--id",
+                "description": "--description",
+                "priority": "--priority",
+                "issueType": "--type",
+                "assignee": "--assignee",
+                "owner": "--owner",
+                **_ISSUES_FLAG,
+            },
+        ),
+    ),
+    run=_issue_discover,
+    check=_discover_checked,
+    mutates=True,
+    gate="issue.discover",
+    issue_param="parentIssueId",
+    failure_classes=WRITE_FAILURES,
+    read_only=False,
 )

@@ -67,17 +67,6 @@ ARG_SPECS: dict[str, tuple[Param, ...]] = {
     ),
     "instruction.check": (_plain("instructionPath", required=True, path=True),),
     "instruction.run": (_plain("instructionPath", required=True, path=True),),
-    "issue.discover": (
-        param("parentIssueId"),
-        _plain("title", required=True),
-        _plain("id"),
-        _plain("description", verbatim=True),
-        _plain("priority", kind="i32"),
-        param("issueType"),
-        _plain("assignee", verbatim=True),
-        _plain("owner", verbatim=True),
-        _ISSUES,
-    ),
     "harness.session.write": (
         _plain("path", path=True),
         _plain("sessionId"),
@@ -126,7 +115,6 @@ EXTENSION_EFFECTS: dict[str, Effect] = {
 
 ISSUE_ARG = {
     "issue.show": "id",
-    "issue.discover": "parentIssueId",
     "harness.session.write": "issueId",
     "harness.feature.write": "issueId",
     **{
@@ -137,7 +125,7 @@ ISSUE_ARG = {
 }
 """The argument naming the issue an action reads or changes; it defaults to the call's issue."""
 ISSUE_ARG_REQUIRED = frozenset(
-    {"issue.show", "issue.discover"}
+    {"issue.show"}
     | {action for action, operation in CATALOGUED.items() if operation.issue_param is not None}
 )
 
@@ -308,7 +296,6 @@ _ACTIONS: dict[str, Callable[[ActionRun], Document]] = {
     "observe.projection": _observe,
     "instruction.check": _instruction_check,
     "instruction.run": writes.instruction_run,
-    "issue.discover": writes.issue_discover,
     "harness.session.write": writes.session_write,
     "harness.feature.write": writes.feature_write,
     "harness.trajectory.append": writes.trajectory_append,

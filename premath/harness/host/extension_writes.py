@@ -8,12 +8,9 @@ from collections.abc import Callable
 
 from premath.harness.host.action_run import ActionRun, Document, arg_path
 from premath.harness.host.args import HostActionFailed
-from premath.issues import documents
-from premath.issues import memory as issue_memory
-from premath.ops.operation import Operation, WriteTerms
+from premath.ops.operation import Operation
 from premath.ops.params import ArgumentRefused
 from premath.ops.witnessed import Witnessing, witnessed_write
-from premath.timefmt import epoch_nanos
 
 INVALID = "scheme_eval.invalid_program"
 
@@ -51,29 +48,6 @@ def catalogued(operation: Operation) -> Callable[[ActionRun], Document]:
         )
 
     return act
-
-
-def issue_discover(run: ActionRun) -> Document:
-    args = run.args
-    parent = args["parentIssueId"]
-    fields = {
-        "issue_id": args.get("id"),
-        "description": args.get("description", ""),
-        "priority": args.get("priority", 2),
-        "issue_type": args.get("issueType", "task"),
-        "assignee": args.get("assignee", ""),
-        "owner": args.get("owner", ""),
-    }
-
-    def write(terms: WriteTerms) -> Document:
-        row = issue_memory.discover_issue(
-            terms.path, parent, args["title"], **fields, **terms.store_terms()
-        )
-        edge = {"issueId": row["id"], "dependsOnId": parent, "type": "discovered-from"}
-        issue = documents.lease_summary(row, epoch_nanos(terms.now))
-        return {"issue": issue, "dependency": edge}
-
-    return witnessed_write(run.call.action, run.issues_path(), write, _witnessing(run))
 
 
 # --- harness artifacts: the CLI commands' documents, plus the instruction link ---------------
