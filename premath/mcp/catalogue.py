@@ -121,12 +121,7 @@ TOOLS: tuple[Tool, ...] = (
         True,
         (ISSUES,),
     ),
-    Tool(
-        "issue_add",
-        "Add an issue to the JSONL substrate",
-        False,
-        (*_NEW_ISSUE, _f("status"), *_ISSUE_DETAILS),
-    ),
+    Tool.of(ops.ISSUE_ADD),
     Tool(
         "issue_claim",
         "Atomically claim an issue for work (sets assignee + in_progress)",

@@ -23,7 +23,6 @@ from typing import Any
 from premath.clock import Clock
 from premath.errors import InputInvalid, PremathError
 from premath.issues import documents, graph, leases
-from premath.issues import memory as issue_memory
 from premath.issues.check import check_issues
 from premath.mcp.caller import current_caller
 from premath.mcp.ready_view import ReadyView, render_ready
@@ -363,63 +362,14 @@ class ToolService(WorkerTools):
             checked = operation.check(args)
         except ArgumentRefused as refused:
             raise ToolRefused(refused.message) from None
+        target = checked.get(operation.issue_param)
         return self._write(
             operation.action,
             checked,
             lambda terms: run(checked, terms),
-            targets=(checked[operation.issue_param],),
+            must_exist=not operation.creates_store,
+            targets=() if target is None else (target,),
         )
-
-    @staticmethod
-    def _described(run: Any, describe: Callable[[IssueRow, int], Document]) -> Any:
-        """A writer `run(path, now, on_row)` whose result fields come from the row it wrote."""
-
-        def write(terms: WriteTerms) -> Document:
-            rows: list[IssueRow] = []
-
-            def on_row(row: IssueRow) -> None:
-                assert terms.on_row is not None
-                terms.on_row(row)
-                rows.append(row)
-
-            run(terms.path, terms.now, on_row)
-            return describe(rows[-1], epoch_nanos(terms.now))
-
-        return write
-
-    def issue_add(self, args: Document) -> Document:
-        fields = self._new_issue_fields(args)
-        if (status := self._blank_none(args, "status")) is not None:
-            fields["status"] = status
-        return self._write(
-            "issue.add",
-            args,
-            self._described(
-                lambda path, now, on_row: issue_memory.add_issue(
-                    path,
-                    args["title"],
-                    now=now,
-                    timeout_s=self._timeout(),
-                    on_row=on_row,
-                    warm=self.warm,
-                    **fields,
-                ),
-                _issue_fields,
-            ),
-            must_exist=False,
-            targets=(fields["issue_id"],) if fields["issue_id"] is not None else (),
-        )
-
-    def _new_issue_fields(self, args: Document) -> Document:
-        fields: Document = {
-            "issue_id": self._blank_none(args, "id"),
-            "description": args.get("description", ""),
-            "priority": args.get("priority", 2),
-            "issue_type": self._blank_none(args, "issueType") or "task",
-            "assignee": args.get("assignee", ""),
-            "owner": args.get("owner", ""),
-        }
-        return fields
 
     # --- lease tools: the transport's actions, witness attached under the same lock -----------
 

@@ -1,8 +1,8 @@
 """Every operation the catalogue declares, and each face's lookup by its own name.
 
-Migrated so far: the dependency edges, `issue update` and `issue discover` (MCP tools and host
-actions; the CLI builds the `dep` commands from here), and the fleet record's tools (MCP). The
-other operations are still declared at their faces (mcp/catalogue.py,
+Migrated so far: the dependency edges, `issue update`, `issue discover` and `issue add` (MCP
+tools and host actions; the CLI builds the `dep` commands from here), and the fleet record's
+tools (MCP). The other operations are still declared at their faces (mcp/catalogue.py,
 harness/host/extension_actions.py) until their family moves here.
 """
 
@@ -11,6 +11,7 @@ from premath.ops.issue_writes import (
     DEP_ADD,
     DEP_REMOVE,
     DEP_REPLACE,
+    ISSUE_ADD,
     ISSUE_DISCOVER,
     ISSUE_UPDATE,
 )
@@ -21,6 +22,7 @@ __all__ = [
     "DEP_REMOVE",
     "DEP_REPLACE",
     "HARNESS_TRAJECTORY_APPEND",
+    "ISSUE_ADD",
     "ISSUE_DISCOVER",
     "ISSUE_UPDATE",
     "OPERATIONS",
@@ -34,6 +36,7 @@ OPERATIONS: tuple[Operation, ...] = (
     DEP_REPLACE,
     ISSUE_UPDATE,
     ISSUE_DISCOVER,
+    ISSUE_ADD,
     *FLEET_OPERATIONS,
 )
 

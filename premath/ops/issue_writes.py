@@ -228,6 +228,15 @@ ISSUE_UPDATE = Operation(
 )
 
 
+_NEW_ISSUE_FLAGS = {
+    "id": "--id",
+    "description": "--description",
+    "priority": "--priority",
+    "issueType": "--type",
+    "assignee": "--assignee",
+    "owner": "--owner",
+    **_ISSUES_FLAG,
+}
 NEW_ISSUE_DEFAULTS: Document = {
     "description": "",
     "priority": 2,
@@ -237,28 +246,40 @@ NEW_ISSUE_DEFAULTS: Document = {
 """A new issue's fields where the call leaves them out (lifecycle.NewIssue's defaults)."""
 
 
-def _discover_checked(args: Document) -> Document:
+def _new_issue_checked(args: Document) -> Document:
     return {
         **NEW_ISSUE_DEFAULTS,
         **args,
         "id": _blank_none(args, "id"),
         "issueType": _blank_none(args, "issueType") or "task",
+        "status": _blank_none(args, "status"),
     }
+
+
+def _new_issue_fields(args: Document) -> Document:
+    """`issues/memory`'s keywords for a new issue (lifecycle.NewIssue's fields)."""
+    fields = {
+        "issue_id": args["id"],
+        "description": args["description"],
+        "priority": args["priority"],
+        "issue_type": args["issueType"],
+        "assignee": args["assignee"],
+        "owner": args["owner"],
+    }
+    return fields if args["status"] is None else {**fields, "status": args["status"]}
+
+
+def _issue_add(args: Document, terms: WriteTerms) -> Document:
+    row = issue_memory.add_issue(
+        terms.path, args["title"], **_new_issue_fields(args), **terms.store_terms()
+    )
+    return {"issue": documents.lease_summary(row, epoch_nanos(terms.now))}
 
 
 def _issue_discover(args: Document, terms: WriteTerms) -> Document:
     parent = args["parentIssueId"]
     row = issue_memory.discover_issue(
-        terms.path,
-        parent,
-        args["title"],
-        issue_id=args["id"],
-        description=args["description"],
-        priority=args["priority"],
-        issue_type=args["issueType"],
-        assignee=args["assignee"],
-        owner=args["owner"],
-        **terms.store_terms(),
+        terms.path, parent, args["title"], **_new_issue_fields(args), **terms.store_terms()
     )
     edge = {"issueId": row["id"], "dependsOnId": parent, "type": "discovered-from"}
     return {"issue": documents.lease_summary(row, epoch_nanos(terms.now)), "dependency": edge}
@@ -285,22 +306,42 @@ ISSUE_DISCOVER = Operation(
         cli=CliFace(
             ("issue", "discover"),
             ("parentIssueId", "title"),
-            {
-                "id": "--id",
-                "description": "--description",
-                "priority": "--priority",
-                "issueType": "--type",
-                "assignee": "--assignee",
-                "owner": "--owner",
-                **_ISSUES_FLAG,
-            },
+            _NEW_ISSUE_FLAGS,
         ),
     ),
     run=_issue_discover,
-    check=_discover_checked,
+    check=_new_issue_checked,
     mutates=True,
     gate="issue.discover",
     issue_param="parentIssueId",
+    failure_classes=WRITE_FAILURES,
+    read_only=False,
+)
+ISSUE_ADD = Operation(
+    action="issue.add",
+    summary="Add an issue to the JSONL substrate",
+    params=(
+        param("title", required=True),
+        param("id"),
+        param("description"),
+        param("status"),
+        param("priority", "i32"),
+        param("issueType"),
+        param("assignee"),
+        param("owner"),
+        INSTRUCTION,
+        ISSUES,
+    ),
+    faces=Faces(
+        mcp="issue_add",
+        cli=CliFace(("issue", "add"), ("title",), {**_NEW_ISSUE_FLAGS, "status": "--status"}),
+    ),
+    run=_issue_add,
+    check=_new_issue_checked,
+    mutates=True,
+    gate="issue.add",
+    issue_param="id",
+    creates_store=True,
     failure_classes=WRITE_FAILURES,
     read_only=False,
 )

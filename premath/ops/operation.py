@@ -97,7 +97,11 @@ class Operation:
     """The instruction gate's action claim (`capabilities.change_morphisms.<gate>`)."""
     issue_param: str | None = None
     """The parameter naming the issue it changes: the gate's scope; a host action defaults
-    it to the call's issue, so it is optional there (agent-surface.md §3.5)."""
+    it to the call's issue, so it is optional there (agent-surface.md §3.5). Where it is
+    optional and left out (a new issue of no given id), the written row must be one the
+    witness's scope names."""
+    creates_store: bool = False
+    """It creates the issues file when missing (`issue add`); else a missing file refuses."""
     failure_classes: tuple[str, ...] = ()
     read_only: bool = True
     idempotent: bool = False
