@@ -84,9 +84,18 @@ def _dep_replace(args: Document, terms: WriteTerms) -> Document:
     return {"dependency": edge}
 
 
-UPDATE_FIELDS = ("title", "description", "notes", "status", "priority", "assignee", "owner")
-"""`issue update`'s fields: one list for every face (a new field is added here, in its
-parameter below and in issues/memory.py's `update_issue`)."""
+UPDATE_PARAMS = (
+    param("title", verbatim=True),
+    param("description", verbatim=True),
+    param("notes", verbatim=True),
+    param("status"),
+    param("priority", "i32"),
+    param("assignee", verbatim=True),
+    param("owner", verbatim=True),
+)
+"""`issue update`'s fields, for every face: a new field is one parameter here (and its
+keyword in issues/memory.py's `update_issue`; the CLI's option in cli/issue.py)."""
+UPDATE_FIELDS = tuple(spec.name for spec in UPDATE_PARAMS)
 
 
 def _update_checked(args: Document) -> Document:
@@ -193,18 +202,7 @@ DEP_REPLACE = _dep(
 ISSUE_UPDATE = Operation(
     action="issue.update",
     summary="Update mutable issue fields by id",
-    params=(
-        param("id", required=True),
-        param("title", verbatim=True),
-        param("description", verbatim=True),
-        param("notes", verbatim=True),
-        param("status"),
-        param("priority", "i32"),
-        param("assignee", verbatim=True),
-        param("owner", verbatim=True),
-        INSTRUCTION,
-        ISSUES,
-    ),
+    params=(param("id", required=True), *UPDATE_PARAMS, INSTRUCTION, ISSUES),
     faces=Faces(
         mcp="issue_update",
         host="issue.update",
