@@ -28,9 +28,9 @@ FLOORS: dict[str, int] = {
     "cli": 8,
     "mcp": 8,
     "web": 8,
-    "ops": 7,
-    "harness": 6,
-    "bench": 6,
+    "harness": 7,
+    "bench": 7,
+    "ops": 6,
     "observe": 5,
     "transport": 5,
     "issues": 4,
@@ -41,8 +41,9 @@ FLOORS: dict[str, int] = {
     "models": 1,
 }
 """Each top-level package's floor: a module imports only from its own floor and the floors below.
-The faces (8) over the operation catalogue (7, issue 32's premath/ops/) over the services: the
-loop and benchmark runs (6) over the observation surface and transport (5), over issue memory
+The faces (8) over the loop and benchmark runs (7; the host actions, a face of the loop, live in
+harness/host/) over the operation catalogue (6, premath/ops/: each operation declared once, run
+by every face) over the observation surface and transport (5), over issue memory
 (4), over the loop's record, processes and runs, ATIF (3); then store (2), models (1) and the
 modules outside every package (errors.py, clock.py, ...), the leaves (0)."""
 LEAF = 0

@@ -5,10 +5,12 @@ from __future__ import annotations
 import click
 
 from premath.cli._issues import issues_option, lines_text
+from premath.cli._operations import operation_command
 from premath.cli._options import json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.models.issue_row import DEPENDENCY_TYPES
 from premath.models.vocabulary import EDGE_VIEWS, GRAPH_SCOPES
+from premath.ops.catalogue import DEP_ADD, DEP_REMOVE, DEP_REPLACE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -86,106 +88,63 @@ def dep() -> None:
     """
 
 
-@dep.command("add")
-@click.argument("issue_id", metavar="ISSUE")
-@click.argument("target", metavar="DEPENDS_ON")
-@edge_type_option
-@click.option("--created-by", default="", help="Who added the edge")
-@issues_option
-@json_option
-@pass_app
-def dep_add(
-    app: AppContext, issue_id: str, target: str, kind: str, created_by: str, issues: str
-) -> Reply:
-    """Make ISSUE depend on DEPENDS_ON. Self-loops, duplicates and cycles are refused.
+dep_add = operation_command(
+    dep,
+    DEP_ADD,
+    click.argument("issue_id", metavar="ISSUE"),
+    click.argument("target", metavar="DEPENDS_ON"),
+    edge_type_option,
+    click.option("--created-by", default="", help="Who added the edge"),
+    issues_option,
+    json_option,
+    help_text="""Make ISSUE depend on DEPENDS_ON. Self-loops, duplicates and cycles are refused.
 
     \b
     premath dep add bd-2 bd-1 --type blocks --json
-    """
-    from premath.issues.documents import edge_document
-    from premath.issues.memory import dep_add as add
-
-    add(
-        issues,
-        issue_id,
-        target,
-        kind=kind,
-        created_by=created_by,
-        now=app.clock.now(),
-        timeout_s=app.lock_timeout(),
-    )
-    document = edge_document("dep.add", issues, issue_id, target, kind)
-    return Reply(document, text=lambda d: edge_text("add", "Added", d))
-
-
-@dep.command("remove")
-@click.argument("issue_id", metavar="ISSUE")
-@click.argument("target", metavar="DEPENDS_ON")
-@edge_type_option
-@issues_option
-@json_option
-@pass_app
-def dep_remove(app: AppContext, issue_id: str, target: str, kind: str, issues: str) -> Reply:
-    """Remove the ISSUE -> DEPENDS_ON edge of one type.
+    """,
+    text=lambda d: edge_text("add", "Added", d),
+)
+dep_remove = operation_command(
+    dep,
+    DEP_REMOVE,
+    click.argument("issue_id", metavar="ISSUE"),
+    click.argument("target", metavar="DEPENDS_ON"),
+    edge_type_option,
+    issues_option,
+    json_option,
+    help_text="""Remove the ISSUE -> DEPENDS_ON edge of one type.
 
     \b
     premath dep remove bd-2 bd-1 --type blocks --json
-    """
-    from premath.issues.documents import edge_document
-    from premath.issues.memory import dep_remove as remove
-
-    remove(issues, issue_id, target, kind=kind, now=app.clock.now(), timeout_s=app.lock_timeout())
-    document = edge_document("dep.remove", issues, issue_id, target, kind)
-    return Reply(document, text=lambda d: edge_text("remove", "Removed", d))
-
-
-@dep.command("replace")
-@click.argument("issue_id", metavar="ISSUE")
-@click.argument("target", metavar="DEPENDS_ON")
-@click.option(
-    "--from-type",
-    type=dependency_type,
-    metavar="TYPE",
-    default="blocks",
-    show_default=True,
-    help=f"The edge's current type: {TYPES_HELP}",
+    """,
+    text=lambda d: edge_text("remove", "Removed", d),
 )
-@click.option(
-    "--to-type", type=dependency_type, metavar="TYPE", required=True, help="The edge's new type"
-)
-@click.option("--created-by", default="", help="Who changed the edge (kept when blank)")
-@issues_option
-@json_option
-@pass_app
-def dep_replace(
-    app: AppContext,
-    issue_id: str,
-    target: str,
-    from_type: str,
-    to_type: str,
-    created_by: str,
-    issues: str,
-) -> Reply:
-    """Change the type of the ISSUE -> DEPENDS_ON edge in place.
+dep_replace = operation_command(
+    dep,
+    DEP_REPLACE,
+    click.argument("issue_id", metavar="ISSUE"),
+    click.argument("target", metavar="DEPENDS_ON"),
+    click.option(
+        "--from-type",
+        type=dependency_type,
+        metavar="TYPE",
+        default="blocks",
+        show_default=True,
+        help=f"The edge's current type: {TYPES_HELP}",
+    ),
+    click.option(
+        "--to-type", type=dependency_type, metavar="TYPE", required=True, help="The edge's new type"
+    ),
+    click.option("--created-by", default="", help="Who changed the edge (kept when blank)"),
+    issues_option,
+    json_option,
+    help_text="""Change the type of the ISSUE -> DEPENDS_ON edge in place.
 
     \b
     premath dep replace bd-2 bd-1 --from-type blocks --to-type related --json
-    """
-    from premath.issues.documents import edge_replaced_document
-    from premath.issues.memory import dep_replace as replace
-
-    replace(
-        issues,
-        issue_id,
-        target,
-        from_kind=from_type,
-        to_kind=to_type,
-        created_by=created_by,
-        now=app.clock.now(),
-        timeout_s=app.lock_timeout(),
-    )
-    document = edge_replaced_document(issues, issue_id, target, from_type, to_type, created_by)
-    return Reply(document, text=lambda d: edge_text("replace", "Replaced", d))
+    """,
+    text=lambda d: edge_text("replace", "Replaced", d),
+)
 
 
 @dep.command("project")

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from premath.errors import InputInvalid
+from premath.issues.holder import holder_mismatch
 from premath.issues.lifecycle import NewIssue, new_issue, put_field, set_status, set_text
 from premath.lean import NamedTuple
 from premath.models.issue_row import sort_metadata
@@ -78,11 +79,8 @@ def holder_problem(row: IssueRow | None, worker_id: str, lease_id: str | None) -
     lease = row.get("lease")
     if lease is None:
         return "issue has no lease (released or never claimed)"
-    if lease["owner"] != worker_id:
-        return f"lease is held by {lease['owner']}"
-    if lease_id is not None and lease["lease_id"] != lease_id:
-        return f"lease id changed to {lease['lease_id']} (reclaimed)"
-    return ""
+    mismatch = holder_mismatch(row["id"], lease, worker_id, lease_id, "finish")
+    return "" if mismatch is None else mismatch[1]
 
 
 def merge_notes(existing: str, note: str) -> str:

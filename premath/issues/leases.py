@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from premath.errors import InputInvalid, LeaseRefused, NotFound, PremathError
 from premath.issues.graph import is_unblocked
+from premath.issues.holder import holder_mismatch
 from premath.issues.lifecycle import put_field, set_status
 from premath.lean import NamedTuple
 from premath.models.vocabulary import is_escalation_title
@@ -562,16 +563,9 @@ def _held_lease(row: IssueRow, assignee: str, lease_id: str | None, now_ns: int)
             f"lease expired at {lease['expires_at']}: {row['id']} (lease_id={lease['lease_id']}); "
             "claim the issue again (issue claim or claim-next)",
         )
-    if lease["owner"] != assignee:
-        raise lease_error(
-            "lease_owner_mismatch",
-            f"lease owner mismatch on {row['id']}: expected={lease['owner']}, got={assignee}",
-        )
-    if lease_id is not None and lease["lease_id"] != lease_id:
-        raise lease_error(
-            "lease_id_mismatch",
-            f"lease id mismatch on {row['id']}: expected={lease['lease_id']}, got={lease_id}",
-        )
+    mismatch = holder_mismatch(row["id"], lease, assignee, lease_id, "cli")
+    if mismatch is not None:
+        raise lease_error(*mismatch)
     return lease
 
 

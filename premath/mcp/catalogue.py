@@ -7,25 +7,19 @@ needs), `harness_trajectory_append` (the fleet's record, specs/remote-workers.md
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+
+from premath.ops import catalogue as ops
+from premath.ops.operation import Operation
+from premath.ops.params import ENUM_VALUES, Param
+from premath.ops.params import param as _f
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-Kind = Literal[
-    "string", "i32", "i64", "u64", "bool", "scope", "match", "finish", "strings", "phase",
-    "object", "objects",
-]  # fmt: skip
-
-ENUM_VALUES: dict[str, list[str]] = {
-    "scope": ["active", "full"],
-    "match": ["typed", "compatibility_alias"],
-    "finish": ["closed", "blocked", "open"],
-    "phase": ["claiming", "working", "verifying", "closing", "idle"],
-}
 _SCHEMA_TYPES = {
     "string": "string",
+    "u32": "integer",
     "i32": "integer",
     "i64": "integer",
     "u64": "integer",
@@ -41,22 +35,24 @@ _SCHEMA_TYPES = {
 
 
 @dataclass(frozen=True)
-class Field:
-    """One input: its camelCase name, the snake_case alias accepted beside it, its type."""
-
-    name: str
-    kind: Kind = "string"
-    required: bool = False
-    alias: str | None = None
-
-
-@dataclass(frozen=True)
 class Tool:
     name: str
     description: str
     read_only: bool
-    fields: tuple[Field, ...]
+    fields: tuple[Param, ...]
     idempotent: bool = False
+
+    @classmethod
+    def of(cls, operation: Operation) -> Tool:
+        """The tool an operation of the catalogue offers at MCP (premath/ops/)."""
+        assert operation.faces.mcp is not None
+        return cls(
+            operation.faces.mcp,
+            operation.summary,
+            operation.read_only,
+            operation.params_at("mcp"),
+            operation.idempotent,
+        )
 
     def input_schema(self) -> dict[str, Any]:
         properties: dict[str, Any] = {}
@@ -78,12 +74,6 @@ class Tool:
             "properties": properties,
             "required": [field.name for field in self.fields if field.required],
         }
-
-
-def _f(name: str, kind: Kind = "string", *, required: bool = False, alias: bool = True) -> Field:
-    """A field whose alias is its snake_case spelling (when that differs)."""
-    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
-    return Field(name, kind, required, snake if alias and snake != name else None)
 
 
 ISSUES = _f("issuesPath")
@@ -136,12 +126,7 @@ TOOLS: tuple[Tool, ...] = (
         True,
         (ISSUES,),
     ),
-    Tool(
-        "issue_add",
-        "Add an issue to the JSONL substrate",
-        False,
-        (*_NEW_ISSUE, _f("status"), *_ISSUE_DETAILS),
-    ),
+    Tool.of(ops.ISSUE_ADD),
     Tool(
         "issue_claim",
         "Atomically claim an issue for work (sets assignee + in_progress)",
@@ -175,68 +160,11 @@ TOOLS: tuple[Tool, ...] = (
         False,
         (_f("id", required=True), _f("assignee"), _f("leaseId"), INSTRUCTION, ISSUES),
     ),
-    Tool(
-        "issue_discover",
-        "Create a follow-up issue and link it with discovered-from dependency",
-        False,
-        (_f("parentIssueId", required=True), *_NEW_ISSUE, *_ISSUE_DETAILS),
-    ),
-    Tool(
-        "issue_update",
-        "Update mutable issue fields by id",
-        False,
-        (
-            _f("id", required=True),
-            _f("title"),
-            _f("description"),
-            _f("notes"),
-            _f("status"),
-            _f("priority", "i32"),
-            _f("assignee"),
-            _f("owner"),
-            INSTRUCTION,
-            ISSUES,
-        ),
-    ),
-    Tool(
-        "dep_add",
-        "Add a dependency edge between issues",
-        False,
-        (
-            _f("issueId", required=True),
-            _f("dependsOnId", required=True),
-            _f("depType"),
-            _f("createdBy"),
-            INSTRUCTION,
-            ISSUES,
-        ),
-    ),
-    Tool(
-        "dep_remove",
-        "Remove a dependency edge between issues",
-        False,
-        (
-            _f("issueId", required=True),
-            _f("dependsOnId", required=True),
-            _f("depType"),
-            INSTRUCTION,
-            ISSUES,
-        ),
-    ),
-    Tool(
-        "dep_replace",
-        "Replace one dependency edge type with another",
-        False,
-        (
-            _f("issueId", required=True),
-            _f("dependsOnId", required=True),
-            _f("fromDepType"),
-            _f("toDepType", required=True),
-            _f("createdBy"),
-            INSTRUCTION,
-            ISSUES,
-        ),
-    ),
+    Tool.of(ops.ISSUE_DISCOVER),
+    Tool.of(ops.ISSUE_UPDATE),
+    Tool.of(ops.DEP_ADD),
+    Tool.of(ops.DEP_REMOVE),
+    Tool.of(ops.DEP_REPLACE),
     Tool(
         "dep_diagnostics",
         "Report dependency graph cycle diagnostics for active or full graph scope",
@@ -330,68 +258,7 @@ TOOLS: tuple[Tool, ...] = (
         ),
     ),
 )
-WORKER_ID = _f("workerId", required=True)
-WORKER_TOOLS: tuple[Tool, ...] = (
-    Tool(
-        "harness_worker_register",
-        "Register a loop worker with the authority when it starts (worker id, host or node, "
-        "pid, premath version, start time, heartbeat interval); again after a restart",
-        False,
-        (
-            WORKER_ID,
-            _f("host"),
-            _f("node"),
-            _f("pid", "i64"),
-            _f("premathVersion"),
-            _f("startedAt"),
-            _f("heartbeatSeconds", "i64"),
-        ),
-    ),
-    Tool(
-        "harness_worker_heartbeat",
-        "Report a registered worker alive and what it does: phase (claiming|working|verifying|"
-        "closing|idle), issue, attempt n of m; beats over the rate are answered, not stored",
-        False,
-        (
-            WORKER_ID,
-            _f("phase", "phase", required=True),
-            _f("issueId"),
-            _f("attempt", "i64"),
-            _f("maxAttempts", "i64"),
-        ),
-    ),
-    Tool(
-        "harness_worker_deregister",
-        "Deregister a worker that exits, with its reason (it shows as gone)",
-        False,
-        (WORKER_ID, _f("reason")),
-    ),
-    Tool(
-        "harness_workers",
-        "List the fleet's workers: node, phase, issue, attempt, time since the last heartbeat, "
-        "running/silent/gone, steps, closes and pass rate in the KPI window, attention reasons",
-        True,
-        (),
-    ),
-)
+WORKER_TOOLS = tuple(Tool.of(operation) for operation in ops.WORKER_OPERATIONS)
 """The fleet's worker registry (specs/remote-workers.md "Workers"), after the catalogue."""
-TOOLS = (*TOOLS, *WORKER_TOOLS)
-TOOLS += (
-    Tool(
-        "harness_trajectory_append",
-        "Append a remote worker's harness step row (the row harness-trajectory append writes) "
-        "and its step record (step document, output tails) to the authority's trajectory; "
-        "idempotent by step id",
-        False,
-        (
-            WORKER_ID,
-            _f("leaseId"),
-            _f("row", "object", required=True),
-            _f("stepFiles", "objects"),
-            INSTRUCTION,
-            ISSUES,
-        ),
-        idempotent=True,
-    ),
-)
+TOOLS = (*TOOLS, *WORKER_TOOLS, Tool.of(ops.HARNESS_TRAJECTORY_APPEND))
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}

@@ -27,7 +27,6 @@ from mcp.server.stdio import stdio_server
 from premath.clock import SystemClock
 from premath.errors import PremathError
 from premath.mcp.access_log import AccessLog, failure_class
-from premath.mcp.arguments import parse_arguments
 from premath.mcp.caller import calling_as
 from premath.mcp.catalogue import TOOLS, TOOLS_BY_NAME
 from premath.mcp.tools import (
@@ -38,6 +37,8 @@ from premath.mcp.tools import (
     call_deadline,
 )
 from premath.models.serde import SchemaViolation
+from premath.ops.catalogue import by_face
+from premath.ops.params import Reading, check_arguments
 from premath.store.canonical import stdout_bytes
 
 WORKER_THREADS = 64
@@ -67,6 +68,10 @@ def _text(text: str, *, error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=content)
 
 
+OPERATIONS = by_face("mcp")
+"""The tools the catalogue runs (premath/ops/); the others are `ToolService` methods."""
+
+
 def call_tool(service: ToolService, name: str, arguments: Any) -> types.CallToolResult:
     """One call: the result document as pretty sorted JSON, or an error result."""
     if arguments is None:
@@ -78,8 +83,12 @@ def call_tool(service: ToolService, name: str, arguments: Any) -> types.CallTool
     if tool is None:
         return _text(f"Unknown tool: {name}", error=True)
     try:
-        args = parse_arguments(tool, arguments)
-        document = getattr(service, name)(args)
+        args = check_arguments(tool.fields, arguments, Reading(f"struct {tool.name}"))
+        operation = OPERATIONS.get(name)
+        if operation is not None and operation.run is not None:
+            document = service.run_operation(operation, args)
+        else:
+            document = getattr(service, name)(args)
         if isinstance(document, Rendered):
             return _text(document.text)
     except SchemaViolation as exc:

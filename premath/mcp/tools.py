@@ -24,12 +24,10 @@ from typing import Any
 
 from premath.errors import InputInvalid, PremathError
 from premath.issues import documents, graph, leases
-from premath.issues import memory as issue_memory
 from premath.issues.check import check_issues
 from premath.mcp.caller import current_caller
 from premath.mcp.ready_view import ReadyView, render_ready
 from premath.mcp.worker_tools import WorkerTools
-from premath.models.issue_row import DEPENDENCY_TYPES
 from premath.observe.surface import SurfaceUnavailable
 from premath.observe.views import (
     ObservationNotFound,
@@ -37,6 +35,9 @@ from premath.observe.views import (
     ProjectionMatch,
     observe_result,
 )
+from premath.ops.operation import Operation, WriteTerms
+from premath.ops.params import ArgumentRefused
+from premath.ops.witnessed import Witnessing, witnessed_write
 from premath.store.confine import PathKind, PathRoots, confine
 from premath.store.files import STORE_CAP, read_bounded
 from premath.store.group_commit import GroupCommits
@@ -321,218 +322,60 @@ class ToolService(WorkerTools):
         self,
         action: str,
         args: Document,
-        run: Any,
-        extra: Any,
+        write: Callable[[WriteTerms], Document],
         *,
         must_exist: bool = True,
         targets: tuple[str, ...] = (),
     ) -> Document:
-        """Gate, then run a memory writer with the witness attached under its lock. The result
-        is built from the row the writer changed: `extra(row)` gives the tool's own fields
-        (`issue` or `dependency`), then the instruction link and the witness. `targets` are the
-        issues the witness's scope must name; without them (a new issue of unknown id) the
-        written row must be one it names, else the write is aborted."""
+        """Gate, then run a memory writer with the witness attached under its lock
+        (ops/witnessed.py). `targets` are the issues the witness's scope must name; without
+        them (a new issue of unknown id) the written row must be one it names, else the write
+        is aborted."""
         path = self._issues_path(args)
         if must_exist and not os.path.exists(path):
             raise ToolRefused(f"issues file not found: {path}")
         link = self._gate(action, args, *targets)
-        jj = jj_snapshot(self.config.repo_root)
-        written: list[tuple[IssueRow, Document]] = []
 
-        def on_row(row: IssueRow) -> None:
-            if not targets:
-                link.refuse_outside_scope(action, row["id"])
-            witness = self._witness(action, path, link, row["id"], jj)
-            attach(row, witness)
-            written.append((row, witness))
+        def outside_scope(issue_id: str) -> None:
+            link.refuse_outside_scope(action, issue_id)
 
-        now = self.clock.now()
+        how = Witnessing(
+            repo_root=self.config.repo_root,
+            mutation_policy=self.config.mutation_policy,
+            query_backend=self.config.query_backend,
+            instruction=link.document,
+            clock=self.clock.now,
+            timeout_s=self._timeout,
+            warm=self.warm,
+            caller=current_caller(),
+            warns_held=True,
+            scope_check=None if targets else outside_scope,
+        )
         try:
-            run(path, now, on_row)
+            document = witnessed_write(action, path, write, how)
         except PremathError as exc:
             raise ToolRefused(exc.message) from None
         except GateRefused as refused:
             raise ToolRefused(refused.message) from None
         self._refresh_projection(path)
-        row, witness = written[-1]
-        return {
-            **self._head(action, path),
-            **extra(row, epoch_nanos(now)),
-            "instruction": link.document,
-            "writeWitness": witness,
-        }
+        return document
 
-    def issue_add(self, args: Document) -> Document:
-        fields = self._new_issue_fields(args)
-        if (status := self._blank_none(args, "status")) is not None:
-            fields["status"] = status
+    def run_operation(self, operation: Operation, args: Document) -> Document:
+        """An issue mutation of the catalogue (premath/ops/): check, gate on its issue, run."""
+        assert operation.run is not None
+        assert operation.issue_param is not None
+        run = operation.run
+        try:
+            checked = operation.check(args)
+        except ArgumentRefused as refused:
+            raise ToolRefused(refused.message) from None
+        target = checked.get(operation.issue_param)
         return self._write(
-            "issue.add",
-            args,
-            lambda path, now, on_row: issue_memory.add_issue(
-                path,
-                args["title"],
-                now=now,
-                timeout_s=self._timeout(),
-                on_row=on_row,
-                warm=self.warm,
-                **fields,
-            ),
-            _issue_fields,
-            must_exist=False,
-            targets=(fields["issue_id"],) if fields["issue_id"] is not None else (),
-        )
-
-    def _new_issue_fields(self, args: Document) -> Document:
-        fields: Document = {
-            "issue_id": self._blank_none(args, "id"),
-            "description": args.get("description", ""),
-            "priority": args.get("priority", 2),
-            "issue_type": self._blank_none(args, "issueType") or "task",
-            "assignee": args.get("assignee", ""),
-            "owner": args.get("owner", ""),
-        }
-        return fields
-
-    def issue_discover(self, args: Document) -> Document:
-        fields = self._new_issue_fields(args)
-        parent = args["parentIssueId"]
-
-        def extra(row: IssueRow, now_ns: int) -> Document:
-            edge = {"issueId": row["id"], "dependsOnId": parent, "type": "discovered-from"}
-            return {**_issue_fields(row, now_ns), "dependency": edge}
-
-        return self._write(
-            "issue.discover",
-            args,
-            lambda path, now, on_row: issue_memory.discover_issue(
-                path,
-                parent,
-                args["title"],
-                now=now,
-                timeout_s=self._timeout(),
-                on_row=on_row,
-                warm=self.warm,
-                **fields,
-            ),
-            extra,
-            targets=(parent,),
-        )
-
-    def issue_update(self, args: Document) -> Document:
-        fields = {
-            name: args.get(name)
-            for name in ("title", "description", "notes", "priority", "assignee", "owner")
-        }
-        fields["status"] = self._blank_none(args, "status")
-        held: list[str] = []
-
-        def before(row: IssueRow) -> None:
-            now_ns = epoch_nanos(self.clock.now())
-            said = leases.holder_warning(args["id"], row.get("lease"), current_caller(), now_ns)
-            held.extend([said] if said else [])
-
-        document = self._write(
-            "issue.update",
-            args,
-            lambda path, now, on_row: issue_memory.update_issue(
-                path,
-                args["id"],
-                now=now,
-                timeout_s=self._timeout(),
-                on_row=on_row,
-                before=before,
-                warm=self.warm,
-                **fields,
-            ),
-            _issue_fields,
-            targets=(args["id"],),
-        )
-        # Ours (D35-4): the reply of an update of someone else's held issue says so.
-        return {**document, "warnings": held} if held else document
-
-    def _dep_type(self, args: Document, name: str) -> str:
-        value = self._blank_none(args, name) or "blocks"
-        if value not in DEPENDENCY_TYPES:
-            raise ToolRefused(
-                f"invalid dep_type `{value}` (expected one of: {', '.join(DEPENDENCY_TYPES)})"
-            )
-        return value
-
-    @staticmethod
-    def _edge(**fields: str) -> Any:
-        return lambda row, now_ns: {"dependency": fields}
-
-    def dep_add(self, args: Document) -> Document:
-        kind = self._dep_type(args, "depType")
-        created_by = args.get("createdBy", "")
-        issue_id, target = args["issueId"], args["dependsOnId"]
-        return self._write(
-            "dep.add",
-            args,
-            lambda path, now, on_row: issue_memory.dep_add(
-                path,
-                issue_id,
-                target,
-                kind=kind,
-                created_by=created_by,
-                now=now,
-                timeout_s=self._timeout(),
-                on_row=on_row,
-                warm=self.warm,
-            ),
-            self._edge(issueId=issue_id, dependsOnId=target, type=kind, createdBy=created_by),
-            targets=(issue_id,),
-        )
-
-    def dep_remove(self, args: Document) -> Document:
-        kind = self._dep_type(args, "depType")
-        issue_id, target = args["issueId"], args["dependsOnId"]
-        return self._write(
-            "dep.remove",
-            args,
-            lambda path, now, on_row: issue_memory.dep_remove(
-                path,
-                issue_id,
-                target,
-                kind=kind,
-                now=now,
-                timeout_s=self._timeout(),
-                on_row=on_row,
-                warm=self.warm,
-            ),
-            self._edge(issueId=issue_id, dependsOnId=target, type=kind),
-            targets=(issue_id,),
-        )
-
-    def dep_replace(self, args: Document) -> Document:
-        from_kind = self._dep_type(args, "fromDepType")
-        to_kind = self._dep_type(args, "toDepType")
-        created_by = args.get("createdBy", "")
-        issue_id, target = args["issueId"], args["dependsOnId"]
-        return self._write(
-            "dep.replace",
-            args,
-            lambda path, now, on_row: issue_memory.dep_replace(
-                path,
-                issue_id,
-                target,
-                from_kind=from_kind,
-                to_kind=to_kind,
-                created_by=created_by,
-                now=now,
-                timeout_s=self._timeout(),
-                on_row=on_row,
-                warm=self.warm,
-            ),
-            self._edge(
-                issueId=issue_id,
-                dependsOnId=target,
-                fromType=from_kind,
-                toType=to_kind,
-                createdBy=created_by,
-            ),
-            targets=(issue_id,),
+            operation.action,
+            checked,
+            lambda terms: run(checked, terms),
+            must_exist=not operation.creates_store,
+            targets=() if target is None else (target,),
         )
 
     # --- lease tools: the transport's actions, witness attached under the same lock -----------

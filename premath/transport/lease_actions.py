@@ -17,6 +17,7 @@ from datetime import datetime
 
 from premath.errors import ArtifactInvalid, IoFailure, LockBusy, NotFound, PremathError
 from premath.issues import leases
+from premath.issues.holder import holder_mismatch
 from premath.issues.lifecycle import set_status
 from premath.store.issues_file import Changes, IssueMap, ViewedIssues, WarmStores, mutate_store
 from premath.store.root import rebase
@@ -235,16 +236,9 @@ def renew(request: RenewRequest, call: LeaseCall) -> LeaseOutcome:
 
 
 def _expect_holder(row: IssueRow, lease: LeaseRow, owner: str | None, lease_id: str | None) -> None:
-    if owner is not None and lease["owner"] != owner:
-        raise Rejected(
-            "lease_owner_mismatch",
-            f"lease owner mismatch for {row['id']} (expected={lease['owner']}, got={owner})",
-        )
-    if lease_id is not None and lease["lease_id"] != lease_id:
-        raise Rejected(
-            "lease_id_mismatch",
-            f"lease_id mismatch for {row['id']} (expected={lease['lease_id']}, got={lease_id})",
-        )
+    mismatch = holder_mismatch(row["id"], lease, owner, lease_id, "transport")
+    if mismatch is not None:
+        raise Rejected(*mismatch)
 
 
 def release(request: ReleaseRequest, call: LeaseCall) -> LeaseOutcome:

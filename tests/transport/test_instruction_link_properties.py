@@ -8,9 +8,9 @@ import orjson
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from premath.mcp.arguments import parse_arguments
 from premath.mcp.catalogue import TOOLS
 from premath.models.serde import SchemaViolation
+from premath.ops.params import Reading, check_arguments
 from premath.store.witness_mac import ensure_keyring, new_run_id, sidecar_bytes
 from premath.transport.instruction_link import (
     ALLOWED_POLICY_DIGESTS,
@@ -100,7 +100,7 @@ def test_the_gate_accepts_exactly_the_witnesses_that_scope_the_mutation(witness,
 @given(st.sampled_from(TOOLS), JSON)
 def test_arguments_are_read_or_refused_with_serdes_text(tool, arguments):
     try:
-        parsed = parse_arguments(tool, arguments)
+        parsed = check_arguments(tool.fields, arguments, Reading(f"struct {tool.name}"))
     except SchemaViolation:
         return
     names = {field.name for field in tool.fields}

@@ -25,10 +25,12 @@ from datetime import datetime
 from premath.errors import PremathError
 from premath.harness.host import extension_writes as writes
 from premath.harness.host.action_run import ActionCall, ActionRun, Document, arg_path
-from premath.harness.host.args import Arg, HostActionFailed, parse_args
+from premath.harness.host.args import HostActionFailed, parse_args
 from premath.harness.host.context import HostContext
 from premath.harness.host.extension import Effect
 from premath.harness.host.paths import confined_path
+from premath.ops.catalogue import by_face
+from premath.ops.params import Kind, Param, param
 from premath.text import rust_trim
 
 TYPE_CHECKING = False
@@ -39,95 +41,68 @@ EXECUTION_ERROR = "scheme_eval.host_action_execution_error"
 INVALID = "scheme_eval.invalid_program"
 GATE_REFUSED = "mutation.instruction_witness_rejected"
 
-_ISSUES = Arg("issuesPath", "issues_path", path=True)
-_SURFACE = Arg("surfacePath", path=True)
+
+def _plain(
+    name: str,
+    kind: Kind = "string",
+    *,
+    required: bool = False,
+    verbatim: bool = False,
+    path: bool = False,
+) -> Param:
+    """An argument without a snake_case alias."""
+    return param(name, kind, required=required, alias=False, verbatim=verbatim, path=path)
+
+
+CATALOGUED = by_face("host")
+"""The actions the operation catalogue declares (premath/ops/): their args, issue and run."""
+_ISSUES = param("issuesPath", path=True)
+_SURFACE = _plain("surfacePath", path=True)
 _REFS = ("instructionRefs", "witnessRefs", "lineageRefs")
 
-ARG_SPECS: dict[str, tuple[Arg, ...]] = {
-    "issue.show": (Arg("id"), _ISSUES),
+ARG_SPECS: dict[str, tuple[Param, ...]] = {
+    "issue.show": (_plain("id"), _ISSUES),
     "observe.latest": (_SURFACE,),
     "observe.needs_attention": (_SURFACE,),
-    "observe.instruction": (Arg("instructionId", required=True), _SURFACE),
+    "observe.instruction": (_plain("instructionId", required=True), _SURFACE),
     "observe.projection": (
-        Arg("projectionDigest", required=True),
-        Arg("projectionMatch"),
+        _plain("projectionDigest", required=True),
+        _plain("projectionMatch"),
         _SURFACE,
     ),
-    "instruction.check": (Arg("instructionPath", required=True, path=True),),
-    "instruction.run": (Arg("instructionPath", required=True, path=True),),
-    "issue.update": (
-        Arg("id"),
-        Arg("title", verbatim=True),
-        Arg("description", verbatim=True),
-        Arg("notes", verbatim=True),
-        Arg("status"),
-        Arg("priority", kind="i32"),
-        Arg("assignee", verbatim=True),
-        Arg("owner", verbatim=True),
-        _ISSUES,
-    ),
-    "issue.discover": (
-        Arg("parentIssueId", "parent_issue_id"),
-        Arg("title", required=True),
-        Arg("id"),
-        Arg("description", verbatim=True),
-        Arg("priority", kind="i32"),
-        Arg("issueType", "issue_type"),
-        Arg("assignee", verbatim=True),
-        Arg("owner", verbatim=True),
-        _ISSUES,
-    ),
-    "dep.add": (
-        Arg("issueId", "issue_id"),
-        Arg("dependsOnId", "depends_on_id", required=True),
-        Arg("depType", "dep_type"),
-        Arg("createdBy", "created_by", verbatim=True),
-        _ISSUES,
-    ),
-    "dep.remove": (
-        Arg("issueId", "issue_id"),
-        Arg("dependsOnId", "depends_on_id", required=True),
-        Arg("depType", "dep_type"),
-        _ISSUES,
-    ),
-    "dep.replace": (
-        Arg("issueId", "issue_id"),
-        Arg("dependsOnId", "depends_on_id", required=True),
-        Arg("fromDepType", "from_dep_type"),
-        Arg("toDepType", "to_dep_type", required=True),
-        Arg("createdBy", "created_by", verbatim=True),
-        _ISSUES,
-    ),
+    "instruction.check": (_plain("instructionPath", required=True, path=True),),
+    "instruction.run": (_plain("instructionPath", required=True, path=True),),
     "harness.session.write": (
-        Arg("path", path=True),
-        Arg("sessionId"),
-        Arg("state"),
-        Arg("issueId"),
-        Arg("summary"),
-        Arg("nextStep"),
-        *(Arg(name, kind="strings") for name in _REFS),
+        _plain("path", path=True),
+        _plain("sessionId"),
+        _plain("state"),
+        _plain("issueId"),
+        _plain("summary"),
+        _plain("nextStep"),
+        *(_plain(name, kind="strings") for name in _REFS),
         _ISSUES,
     ),
     "harness.feature.write": (
-        Arg("path", path=True),
-        Arg("featureId"),
-        Arg("status", required=True),
-        Arg("issueId"),
-        Arg("summary"),
-        Arg("sessionRef"),
-        Arg("instructionRefs", kind="strings"),
-        Arg("verificationRefs", kind="strings"),
+        _plain("path", path=True),
+        _plain("featureId"),
+        _plain("status", required=True),
+        _plain("issueId"),
+        _plain("summary"),
+        _plain("sessionRef"),
+        _plain("instructionRefs", kind="strings"),
+        _plain("verificationRefs", kind="strings"),
     ),
     "harness.trajectory.append": (
-        Arg("path", path=True),
-        Arg("stepId"),
-        Arg("action", required=True),
-        Arg("resultClass", required=True),
-        Arg("issueId"),
-        *(Arg(name, kind="strings") for name in _REFS),
-        Arg("startedAt"),
-        Arg("finishedAt"),
+        _plain("path", path=True),
+        _plain("stepId"),
+        _plain("action", required=True),
+        _plain("resultClass", required=True),
+        _plain("issueId"),
+        *(_plain(name, kind="strings") for name in _REFS),
+        _plain("startedAt"),
+        _plain("finishedAt"),
     ),
+    **{action: operation.params_at("host") for action, operation in CATALOGUED.items()},
 }
 READS = frozenset(
     {
@@ -145,17 +120,18 @@ EXTENSION_EFFECTS: dict[str, Effect] = {
 
 ISSUE_ARG = {
     "issue.show": "id",
-    "issue.update": "id",
-    "issue.discover": "parentIssueId",
-    "dep.add": "issueId",
-    "dep.remove": "issueId",
-    "dep.replace": "issueId",
     "harness.session.write": "issueId",
     "harness.feature.write": "issueId",
+    **{
+        action: operation.issue_param
+        for action, operation in CATALOGUED.items()
+        if operation.issue_param is not None
+    },
 }
 """The argument naming the issue an action reads or changes; it defaults to the call's issue."""
 ISSUE_ARG_REQUIRED = frozenset(
-    {"issue.show", "issue.update", "issue.discover", "dep.add", "dep.remove", "dep.replace"}
+    {"issue.show"}
+    | {action for action, operation in CATALOGUED.items() if operation.issue_param is not None}
 )
 
 
@@ -325,13 +301,9 @@ _ACTIONS: dict[str, Callable[[ActionRun], Document]] = {
     "observe.projection": _observe,
     "instruction.check": _instruction_check,
     "instruction.run": writes.instruction_run,
-    "issue.update": writes.issue_update,
-    "issue.discover": writes.issue_discover,
-    "dep.add": writes.dep,
-    "dep.remove": writes.dep,
-    "dep.replace": writes.dep,
     "harness.session.write": writes.session_write,
     "harness.feature.write": writes.feature_write,
     "harness.trajectory.append": writes.trajectory_append,
+    **{action: writes.catalogued(operation) for action, operation in CATALOGUED.items()},
 }
 EXTENSION_ACTIONS = frozenset(_ACTIONS)

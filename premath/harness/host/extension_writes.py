@@ -10,16 +10,13 @@ from collections.abc import Callable
 
 from premath.harness.host.action_run import ActionRun, Document, arg_path
 from premath.harness.host.args import HostActionFailed
-from premath.issues import documents, leases
-from premath.issues import memory as issue_memory
-from premath.models.issue_row import DEPENDENCY_TYPES
-from premath.timefmt import epoch_nanos
+from premath.ops.operation import Operation
+from premath.ops.params import ArgumentRefused
+from premath.ops.witnessed import Witnessing, witnessed_write
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
-    from premath.models.issue_row import IssueRow
+    pass
 
 INVALID = "scheme_eval.invalid_program"
 
@@ -27,130 +24,36 @@ INVALID = "scheme_eval.invalid_program"
 # --- issue mutations: the MCP tools' documents, write witness attached under the lock ---------
 
 
-Describe = Callable[["IssueRow", int], Document]
-"""The action's own result fields (`issue`, `dependency`) from the written row."""
-
-
-def _issue_fields(row: IssueRow, now_ns: int) -> Document:
-    """`issueSummary` as the MCP tools give it: the CLI summary plus the lease with its state."""
-    lease = documents.lease_view(row, leases.LeaseChange(row, now_ns))
-    return {"issue": {**documents.issue_summary(row), "lease": lease}}
-
-
-def _issue_write(run: ActionRun, write: Callable[..., IssueRow], describe: Describe) -> Document:
-    from premath.transport.write_witness import attach, jj_snapshot, write_witness
-
-    action = run.call.action
-    path = run.issues_path()
-    jj = jj_snapshot(run.context.repo_root)
-    written: list[Document] = []
-    now = run.now()
-
-    def on_row(row: IssueRow) -> None:
-        witness = write_witness(
-            action=action,
-            issue_id=row["id"],
-            issues_path=path,
-            repo_root=run.context.repo_root,
-            mutation_policy="instruction-linked",
-            query_backend="jsonl",
-            instruction=run.link,
-            now_ns=epoch_nanos(run.now()),
-            jj=jj,
-        )
-        attach(row, witness)
-        written.append(witness)
-
-    row = write(path, now=now, timeout_s=run.lock_timeout, on_row=on_row)
-    head = {"action": action, "issuesPath": path, "queryBackend": "jsonl"}
-    fields = describe(row, epoch_nanos(now))
-    return {**head, **fields, "instruction": run.link, "writeWitness": written[-1]}
-
-
-def _dep_type(args: Document, name: str) -> str:
-    value: str = args.get(name, "blocks")
-    if value not in DEPENDENCY_TYPES:
-        raise HostActionFailed(
-            INVALID,
-            f"invalid dep_type `{value}` (expected one of: {', '.join(DEPENDENCY_TYPES)})",
-        )
-    return value
-
-
-def issue_update(run: ActionRun) -> Document:
-    args = run.args
-    fields: dict[str, Any] = {
-        name: args.get(name)
-        for name in ("title", "description", "notes", "status", "priority", "assignee", "owner")
-    }
-    return _issue_write(
-        run,
-        lambda path, **kw: issue_memory.update_issue(path, args["id"], **fields, **kw),
-        _issue_fields,
+def _witnessing(run: ActionRun) -> Witnessing:
+    return Witnessing(
+        repo_root=run.context.repo_root,
+        mutation_policy="instruction-linked",
+        query_backend="jsonl",
+        instruction=run.link,
+        clock=run.now,
+        timeout_s=lambda: run.lock_timeout,
     )
 
 
-def issue_discover(run: ActionRun) -> Document:
-    args = run.args
-    parent = args["parentIssueId"]
-    fields = {
-        "issue_id": args.get("id"),
-        "description": args.get("description", ""),
-        "priority": args.get("priority", 2),
-        "issue_type": args.get("issueType", "task"),
-        "assignee": args.get("assignee", ""),
-        "owner": args.get("owner", ""),
-    }
+def catalogued(operation: Operation) -> Callable[[ActionRun], Document]:
+    """The host action of a catalogue operation (premath/ops/): check, then run witnessed; the
+    gate ran before (extension_actions.run_extension_action)."""
+    assert operation.run is not None
+    write = operation.run
 
-    def describe(row: IssueRow, now_ns: int) -> Document:
-        edge = {"issueId": row["id"], "dependsOnId": parent, "type": "discovered-from"}
-        return {**_issue_fields(row, now_ns), "dependency": edge}
+    def act(run: ActionRun) -> Document:
+        try:
+            checked = operation.check(run.args)
+        except ArgumentRefused as refused:
+            raise HostActionFailed(INVALID, refused.message) from None
+        return witnessed_write(
+            run.call.action,
+            run.issues_path(),
+            lambda terms: write(checked, terms),
+            _witnessing(run),
+        )
 
-    return _issue_write(
-        run,
-        lambda path, **kw: issue_memory.discover_issue(path, parent, args["title"], **fields, **kw),
-        describe,
-    )
-
-
-def dep(run: ActionRun) -> Document:
-    args = run.args
-    verb = run.call.action.split(".", 1)[1]
-    issue_id, target = args["issueId"], args["dependsOnId"]
-    created_by = args.get("createdBy", "")
-    edge: Document = {"issueId": issue_id, "dependsOnId": target}
-    if verb == "replace":
-        from_kind, to_kind = _dep_type(args, "fromDepType"), _dep_type(args, "toDepType")
-        edge.update(fromType=from_kind, toType=to_kind, createdBy=created_by)
-
-        def write(path: str, **kw: Any) -> IssueRow:
-            return issue_memory.dep_replace(
-                path,
-                issue_id,
-                target,
-                from_kind=from_kind,
-                to_kind=to_kind,
-                created_by=created_by,
-                **kw,
-            )
-
-    else:
-        kind = _dep_type(args, "depType")
-        edge["type"] = kind
-        if verb == "add":
-            edge["createdBy"] = created_by
-
-            def write(path: str, **kw: Any) -> IssueRow:
-                return issue_memory.dep_add(
-                    path, issue_id, target, kind=kind, created_by=created_by, **kw
-                )
-
-        else:
-
-            def write(path: str, **kw: Any) -> IssueRow:
-                return issue_memory.dep_remove(path, issue_id, target, kind=kind, **kw)
-
-    return _issue_write(run, write, lambda _row, _now_ns: {"dependency": edge})
+    return act
 
 
 # --- harness artifacts: the CLI commands' documents, plus the instruction link ---------------

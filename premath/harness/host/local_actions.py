@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from premath.errors import ArtifactInvalid, InputInvalid, IoFailure, NotFound
-from premath.harness.host.args import Arg, HostActionFailed, parse_args
+from premath.harness.host.args import HostActionFailed, parse_args
 from premath.harness.host.context import HostContext
 from premath.harness.host.paths import confined_path
 from premath.issues import documents, graph, leases, memory
 from premath.issues.check import check_issues
+from premath.ops.params import Param, param
 from premath.timefmt import epoch_nanos
 
 TYPE_CHECKING = False
@@ -22,13 +23,13 @@ DEFAULT_NOTE_WARN_THRESHOLD = 2000
 EXECUTION_ERROR = "scheme_eval.host_action_execution_error"
 INVALID = "scheme_eval.invalid_program"
 
-ISSUES = Arg("issuesPath", "issues_path", path=True)
-ARG_FIELDS: dict[str, tuple[Arg, ...]] = {
+ISSUES = param("issuesPath", path=True)
+ARG_FIELDS: dict[str, tuple[Param, ...]] = {
     "issue.ready": (ISSUES,),
     "issue.blocked": (ISSUES,),
-    "issue.list": (Arg("status"), Arg("assignee"), ISSUES),
-    "issue.check": (Arg("noteWarnThreshold", "note_warn_threshold", kind="u32"), ISSUES),
-    "dep.diagnostics": (Arg("graphScope", "graph_scope"), ISSUES),
+    "issue.list": (param("status"), param("assignee"), ISSUES),
+    "issue.check": (param("noteWarnThreshold", "u32"), ISSUES),
+    "dep.diagnostics": (param("graphScope"), ISSUES),
 }
 
 
