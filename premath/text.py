@@ -43,3 +43,14 @@ def rust_trim_line(line: bytes) -> bytes:
     if line and (line[0] >= 0x80 or line[-1] >= 0x80):
         line = rust_trim(line.decode("utf-8")).encode("utf-8")
     return line
+
+
+def is_utf8(data: bytes) -> bool:
+    """Whether `data` is valid UTF-8 (ASCII, the common case, without decoding)."""
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -203,22 +203,16 @@ def undelivered_handoff(
 ) -> Handoff:
     """The handoff after a delivery failure (specs/remote-workers.md): class `failed_delivery`,
     the issue given back (`open`) or blocked, never closed."""
-    lease_action = "issue_lease_release" if status == "open" else "mark_blocked"
-    left = "lease released, issue open again" if status == "open" else "issue blocked"
-    return Handoff(
-        lease_state=snapshot.lease_state,
-        lease_action=lease_action,
+    return _not_closed_handoff(
+        snapshot,
+        worker_id,
+        claimed_lease_id,
+        status,
         result_class="failed_delivery",
-        summary=f"delivery failed ({delivered.failure}): {left}",
-        next_step=(
-            f"delivery of {delivered.branch} failed ({delivered.failure}: {delivered.message}); "
-            + (
-                "claim next ready issue"
-                if status == "open"
-                else "review the existing branch, then reopen the issue"
-            )
-        ),
-        lease_ref=_snapshot_lease_ref(snapshot, worker_id, claimed_lease_id, lease_action),
+        summary=f"delivery failed ({delivered.failure})",
+        cause=f"delivery of {delivered.branch} failed ({delivered.failure}: {delivered.message})",
+        next_if_open="claim next ready issue",
+        next_if_blocked="review the existing branch, then reopen the issue",
     )
 
 
@@ -231,21 +225,44 @@ def unlanded_handoff(
 ) -> Handoff:
     """The handoff after the merge queue refused a delivered branch (specs/remote-workers.md
     "Merge queue"): class `failed_integration`, the issue given back (`open`) or blocked."""
-    lease_action = "issue_lease_release" if status == "open" else "mark_blocked"
-    left = "lease released, issue open again" if status == "open" else "issue blocked"
+    return _not_closed_handoff(
+        snapshot,
+        worker_id,
+        claimed_lease_id,
+        status,
+        result_class="failed_integration",
+        summary=f"merge queue refused {landing.branch} ({landing.failure})",
+        cause=(
+            f"{landing.branch} did not land on {landing.integration_branch} ({landing.failure}: "
+            f"{landing.message})"
+        ),
+        next_if_open="the next claim redoes the work on the new integration head",
+        next_if_blocked="read the issue's merge-queue note, fix the cause, then reopen",
+    )
+
+
+def _not_closed_handoff(
+    snapshot: LeaseSnapshot,
+    worker_id: str,
+    claimed_lease_id: str | None,
+    status: str,
+    *,
+    result_class: str,
+    summary: str,
+    cause: str,
+    next_if_open: str,
+    next_if_blocked: str,
+) -> Handoff:
+    """A finished step whose work did not reach the issue: given back (`open`, the lease
+    released) or blocked, never closed; the summary and next step say which."""
+    given_back = status == "open"
+    lease_action = "issue_lease_release" if given_back else "mark_blocked"
+    left = "lease released, issue open again" if given_back else "issue blocked"
     return Handoff(
         lease_state=snapshot.lease_state,
         lease_action=lease_action,
-        result_class="failed_integration",
-        summary=f"merge queue refused {landing.branch} ({landing.failure}): {left}",
-        next_step=(
-            f"{landing.branch} did not land on {landing.integration_branch} ({landing.failure}: "
-            f"{landing.message}); "
-            + (
-                "the next claim redoes the work on the new integration head"
-                if status == "open"
-                else "read the issue's merge-queue note, fix the cause, then reopen"
-            )
-        ),
+        result_class=result_class,
+        summary=f"{summary}: {left}",
+        next_step=f"{cause}; {next_if_open if given_back else next_if_blocked}",
         lease_ref=_snapshot_lease_ref(snapshot, worker_id, claimed_lease_id, lease_action),
     )

@@ -11,8 +11,11 @@ from premath.record.worker_registry import Phase
 
 
 class Presence(Protocol):
+    """Each method's body here drops the report: `NoPresence` is this protocol as it stands."""
+
     def start(self) -> None:
         """Register (refusals that retrying cannot cure raise: the worker stops unstarted)."""
+        return None
 
     def phase(
         self,
@@ -22,28 +25,15 @@ class Presence(Protocol):
         max_attempts: int | None = None,
     ) -> None:
         """What the worker does now; reported at once and on every heartbeat after."""
+        return None
 
     def stop(self, reason: str) -> None:
         """Deregister with `reason` (best effort: an unreachable authority marks it silent)."""
+        return None
 
 
-class NoPresence:
+class NoPresence(Presence):
     """A loop nobody watches remotely: every report is dropped."""
-
-    def start(self) -> None:
-        return None
-
-    def phase(
-        self,
-        phase: Phase,
-        issue_id: str | None = None,
-        attempt: int | None = None,
-        max_attempts: int | None = None,
-    ) -> None:
-        return None
-
-    def stop(self, reason: str) -> None:
-        return None
 
 
 NO_PRESENCE = NoPresence()

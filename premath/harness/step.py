@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Literal
@@ -718,11 +719,8 @@ def _deliver(cfg: WorkerConfig, claim: Claim, last: Attempt, clock: Clock) -> De
     if cfg.delivery is None:
         return None
     title = str(claim.issue.get("title") or "")
-    try:
+    with _lease_given_back_on_error(cfg, claim, clock):
         return cfg.delivery.deliver(claim.issue_id, title, claim.step_id, last.join_witness_ref)
-    except PremathError:
-        _give_back(cfg, claim, clock.now())
-        raise
 
 
 def _land(
@@ -761,12 +759,11 @@ def _land(
         if not _renew(cfg, claim, clock.now(), record):
             say(f"{state} not recorded on the issue (its lease could not be renewed)")
 
-    try:
-        with lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.lease_ttl_s / 3):
-            return queue.submit(delivered.branch, delivered.commit, verify, say, mark)
-    except PremathError:
-        _give_back(cfg, claim, clock.now())
-        raise
+    with (
+        _lease_given_back_on_error(cfg, claim, clock),
+        lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.lease_ttl_s / 3),
+    ):
+        return queue.submit(delivered.branch, delivered.commit, verify, say, mark)
 
 
 def _close_held(
@@ -808,22 +805,7 @@ def _finish_undelivered(
     content blocks it until someone looks (retrying would only meet the branch again)."""
     assert delivered.failure is not None
     status: FinishStatus = "blocked" if delivered.failure == "delivery_branch_exists" else "open"
-    finished = cfg.memory.finish(
-        claim.issue_id,
-        cfg.worker_id,
-        claim.lease_id,
-        status=status,
-        now=clock.now(),
-        note=delivered.note(cfg.worker_id, claim.step_id),
-    )
-    classes = (delivered.failure,)
-    if not finished.applied:
-        return _finish_failed(cfg, claim, attempts, clock, clock.now(), classes, delivered)
-    snapshot = cfg.memory.snapshot(claim.issue_id, clock.now())
-    handoff = undelivered_handoff(snapshot, cfg.worker_id, claim.lease_id, status, delivered)
-    return _finish(
-        cfg, claim, attempts, clock, "failed", handoff, classes, None, delivered=delivered
-    )
+    return _finish_not_closed(cfg, claim, attempts, clock, status, (delivered.failure,), delivered)
 
 
 def _finish_unlanded(
@@ -844,16 +826,41 @@ def _finish_unlanded(
     status: FinishStatus = (
         "open" if decision.retry or decision.escalation_action == "stop" else "blocked"
     )
-    note = "\n\n".join(
-        (delivered.note(cfg.worker_id, claim.step_id), landing.note(cfg.worker_id, claim.step_id))
-    )
+    return _finish_not_closed(cfg, claim, attempts, clock, status, classes, delivered, landing)
+
+
+def _finish_not_closed(
+    cfg: WorkerConfig,
+    claim: Claim,
+    attempts: Sequence[Attempt],
+    clock: Clock,
+    status: FinishStatus,
+    classes: tuple[str, ...],
+    delivered: Delivered,
+    landing: Landing | None = None,
+) -> StepReport:
+    """Give the issue back (`open`) or block it, noting why its work did not land (the
+    delivery, and the merge queue's verdict when it got that far); a finish this worker can no
+    longer make ends as any failed step does."""
+    notes = [delivered.note(cfg.worker_id, claim.step_id)]
+    if landing is not None:
+        notes.append(landing.note(cfg.worker_id, claim.step_id))
     finished = cfg.memory.finish(
-        claim.issue_id, cfg.worker_id, claim.lease_id, status=status, now=clock.now(), note=note
+        claim.issue_id,
+        cfg.worker_id,
+        claim.lease_id,
+        status=status,
+        now=clock.now(),
+        note="\n\n".join(notes),
     )
     if not finished.applied:
         return _finish_failed(cfg, claim, attempts, clock, clock.now(), classes, delivered, landing)
     snapshot = cfg.memory.snapshot(claim.issue_id, clock.now())
-    handoff = unlanded_handoff(snapshot, cfg.worker_id, claim.lease_id, status, landing)
+    handoff = (
+        undelivered_handoff(snapshot, cfg.worker_id, claim.lease_id, status, delivered)
+        if landing is None
+        else unlanded_handoff(snapshot, cfg.worker_id, claim.lease_id, status, landing)
+    )
     return _finish(
         cfg,
         claim,
@@ -1112,23 +1119,25 @@ def execute_claim(
     report: Report = lambda _line: None,
 ) -> StepReport:
     """Everything after the claim; a runtime error gives the lease back before it propagates."""
-    try:
+    with _lease_given_back_on_error(cfg, claim, clock):
         if cfg.delivery is not None:
             cfg.delivery.reset()
         begin_step(cfg, claim, clock.now())
         attempts = run_attempts(cfg, claim, clock, sleep=sleep, report=report)
-    except PremathError:
-        _give_back(cfg, claim, clock.now())
-        raise
     return finish_step(cfg, claim, attempts, clock, report)
 
 
-def _give_back(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
-    """Release a lease we cannot work under (a corrupt session or ledger): never leave it held."""
+@contextmanager
+def _lease_given_back_on_error(cfg: WorkerConfig, claim: Claim, clock: Clock) -> Iterator[None]:
+    """A runtime error in the block (a corrupt session or ledger, an interrupt mid-push)
+    releases the lease we cannot work under before it propagates: never leave it held. A release
+    that fails in turn is dropped, so the first error is the one reported."""
     try:
-        _release(cfg, claim, now)
+        yield
     except PremathError:
-        return
+        with suppress(PremathError):
+            _release(cfg, claim, clock.now())
+        raise
 
 
 def complete_claim(

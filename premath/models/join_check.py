@@ -12,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from premath.lean import NamedTuple
-from premath.models.serde import SchemaViolation, describe
+from premath.models.serde import (
+    SchemaViolation,
+    boolean,
+    describe,
+    sequence,
+    string,
+    string_list,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -236,38 +243,20 @@ def serde_integer(text: str) -> int | float:
     return value if -(2**63) <= value < 2**64 else float(text)
 
 
-def _string(value: Any) -> str:
-    if not isinstance(value, str):
-        raise SchemaViolation(f"invalid type: {describe(value)}, expected a string")
-    return value
-
-
-def _bool(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise SchemaViolation(f"invalid type: {describe(value)}, expected a boolean")
-    return value
-
-
-def _sequence(value: Any) -> list[Any]:
-    if not isinstance(value, list):
-        raise SchemaViolation(f"invalid type: {describe(value)}, expected a sequence")
-    return value
-
-
 def _read_field(field: Field, value: Any) -> Any:
     if field.kind == "value":
         return value
     if value is None and field.kind in ("optional_string", "optional_bool"):
         return None
     if field.kind in ("string", "optional_string"):
-        return _string(value)
+        return string(value)
     if field.kind in ("bool", "optional_bool"):
-        return _bool(value)
+        return boolean(value)
     if field.kind == "strings":
-        return [_string(item) for item in _sequence(value)]
+        return string_list(value)
     assert field.struct is not None
     if field.kind == "rows":
-        return [parse_struct(field.struct, item) for item in _sequence(value)]
+        return [parse_struct(field.struct, item) for item in sequence(value)]
     if value is None and not field.required:
         return None
     return parse_struct(field.struct, value)

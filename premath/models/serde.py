@@ -68,6 +68,12 @@ def string(value: Any) -> str:
     return value
 
 
+def boolean(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise SchemaViolation(f"invalid type: {describe(value)}, expected a boolean")
+    return value
+
+
 def optional_string(value: Any) -> str | None:
     return None if value is None else string(value)
 

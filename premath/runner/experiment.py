@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from premath.errors import InputInvalid, NotFound
+from premath.errors import InputInvalid
 from premath.store.canonical import digest_input
-from premath.store.files import ReadCap, read_bounded
+from premath.store.files import ReadCap, read_input_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -201,14 +201,13 @@ def parse_experiment(data: bytes, source: Path) -> ExperimentSpec:
 
 def load_experiment(path: str | os.PathLike[str]) -> LoadedExperiment:
     source = Path(path).absolute()
-    try:
-        data = read_bounded(source, EXPERIMENT_CAP)
-    except FileNotFoundError:
-        raise NotFound(f"experiment file {path} does not exist") from None
-    except IsADirectoryError:
-        raise InputInvalid(f"{path} is a folder; pass the experiment.yaml file") from None
-    except OSError as exc:
-        raise InputInvalid(f"cannot read {path}: {exc.strerror or exc}") from exc
+    data = read_input_file(
+        source,
+        EXPERIMENT_CAP,
+        named=path,
+        what="experiment file",
+        expected="the experiment.yaml file",
+    )
     return LoadedExperiment(parse_experiment(data, source), source)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import orjson
 
-from premath.errors import Conflict, InputInvalid, NotFound
+from premath.errors import Conflict, InputInvalid
 from premath.models.experiment import ENV_NAME, RUNNER_ENV_PREFIXES
 from premath.models.trial import ExecutorName
 from premath.runner.dataset import TASK_CAP
@@ -21,7 +21,7 @@ from premath.runner.executors import DockerExecutor, Executor, Invocation, Local
 from premath.runner.paths import DEFAULT_RUNS_DIR, AttemptPaths
 from premath.runner.results import judge
 from premath.runner.trial import write_task_file
-from premath.store.files import read_bounded
+from premath.store.files import read_input_file
 from premath.store.root import rebase
 from premath.timefmt import session_stamp
 
@@ -43,14 +43,9 @@ def parse_env(pairs: Sequence[str]) -> tuple[tuple[str, str], ...]:
 
 
 def _read_task(task_path: str) -> bytes:
-    try:
-        data = read_bounded(task_path, TASK_CAP)
-    except FileNotFoundError:
-        raise NotFound(f"task file {task_path} does not exist") from None
-    except IsADirectoryError:
-        raise InputInvalid(f"{task_path} is a folder; pass the task's JSON file") from None
-    except OSError as exc:
-        raise InputInvalid(f"cannot read {task_path}: {exc.strerror or exc}") from exc
+    data = read_input_file(
+        task_path, TASK_CAP, named=task_path, what="task file", expected="the task's JSON file"
+    )
     try:
         orjson.loads(data)
     except orjson.JSONDecodeError as exc:

@@ -23,7 +23,7 @@ from premath.models.issue_row import RowInvalid
 from premath.store.atomic import write_atomic, write_atomic_chunks
 from premath.store.canonical import row_bytes, with_serde_floats
 from premath.store.documents import os_error_text
-from premath.text import rust_trim_line
+from premath.text import is_utf8, rust_trim_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,13 +44,10 @@ def read_events(path: str, now_text: str) -> Iterator[IssueEvent]:
     """Every event of the log in file order, checked (`check_event`), one line in memory."""
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
-            if not raw.isascii():
-                try:
-                    raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    raise EventLogInvalid(
-                        f"line {number}: I/O error: stream did not contain valid UTF-8"
-                    ) from None
+            if not is_utf8(raw):
+                raise EventLogInvalid(
+                    f"line {number}: I/O error: stream did not contain valid UTF-8"
+                )
             line = rust_trim_line(raw)
             if not line or line[0] == 0x23:  # '#'
                 continue

@@ -14,7 +14,7 @@ import errno
 import os
 import stat
 
-from premath.errors import InputInvalid, InvalidUsage
+from premath.errors import InputInvalid, InvalidUsage, NotFound
 from premath.lean import NamedTuple
 
 TYPE_CHECKING = False
@@ -127,6 +127,27 @@ def read_bounded(path: str | os.PathLike[str], cap: ReadCap = DOCUMENT_CAP) -> b
 def read_bounded_text(path: str | os.PathLike[str], cap: ReadCap = DOCUMENT_CAP) -> str:
     """`read_bounded` decoded as UTF-8 (UnicodeDecodeError propagates)."""
     return read_bounded(path, cap).decode("utf-8")
+
+
+def read_input_file(
+    path: str | os.PathLike[str],
+    cap: ReadCap,
+    *,
+    named: str | os.PathLike[str],
+    what: str,
+    expected: str,
+) -> bytes:
+    """`read_bounded` of an input file the user named `named` (`what`, e.g. "task file"):
+    NotFound when it is missing; InputInvalid when it is a folder (pass `expected` instead)
+    or cannot be read."""
+    try:
+        return read_bounded(path, cap)
+    except FileNotFoundError:
+        raise NotFound(f"{what} {named} does not exist") from None
+    except IsADirectoryError:
+        raise InputInvalid(f"{named} is a folder; pass {expected}") from None
+    except OSError as exc:
+        raise InputInvalid(f"cannot read {named}: {exc.strerror or exc}") from exc
 
 
 def write_all(fd: int, data: bytes) -> None:

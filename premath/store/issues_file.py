@@ -45,7 +45,7 @@ from premath.store.canonical import row_bytes, with_serde_floats
 from premath.store.files import STORE_CAP, read_bounded
 from premath.store.forked_check import check_in_parallel
 from premath.store.json_codec import compact_encoder, decoder_for, loads
-from premath.text import rust_trim_line
+from premath.text import is_utf8, rust_trim_line
 from premath.timefmt import (
     epoch_nanos,
     format_autosi_z,
@@ -132,14 +132,11 @@ def _split_file(
         raise ArtifactInvalid(
             f"failed to load {path}: corrupted substrate: {path}: contains NUL byte(s)"
         )
-    if not data.isascii():
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise ArtifactInvalid(
-                f"failed to load {path}: corrupted substrate: {path}: "
-                "contains non-UTF-8 byte sequence(s)"
-            ) from None
+    if not is_utf8(data):
+        raise ArtifactInvalid(
+            f"failed to load {path}: corrupted substrate: {path}: "
+            "contains non-UTF-8 byte sequence(s)"
+        )
     lines = data.split(b"\n")
     if lines[-1] == b"":
         lines.pop()
