@@ -159,7 +159,7 @@ class McpAuthority:
             if status in (408, 429) or status >= 500:
                 raise _Down(f"HTTP {status}") from None
             raise AuthorityRefused(
-                f"{self.url} is not an MCP endpoint (HTTP {status} to an initialize request): "
+                f"{self.url} is not an MCP endpoint (HTTP {status} to an MCP request): "
                 "give the server's URL ending in /mcp (premath mcp-serve --transport "
                 "streamable-http prints it as `listening:`)"
             ) from None
