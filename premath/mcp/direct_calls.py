@@ -10,7 +10,8 @@ an integer or string id and no member beyond `jsonrpc`, `id`, `method` and `para
 of the handshake versions. Anything else (initialize, tools/list, notifications, batches,
 `_meta`, malformed or oversized bodies, wrong headers) goes to the SDK with its body replayed,
 so its answers and refusals stay the SDK's own. The gate, the request guard and the access log
-sit outside both paths, unchanged.
+sit outside both paths, unchanged. Trade-off: the SDK's per-message OpenTelemetry span (a no-op
+until an exporter is installed) is not opened for these calls; the access log names each one.
 """
 
 from typing import Any
