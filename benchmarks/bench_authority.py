@@ -1,5 +1,6 @@
-"""The authority at fleet scale: 16 SDK clients of one `mcp-serve --transport streamable-http`
-process, whose mutations commit in groups (specs/issue-memory.md "Group commit").
+"""The authority at fleet scale: 16 workers' clients (`McpAuthority`, the client a fleet's
+workers claim through) of one `mcp-serve --transport streamable-http` process, whose mutations
+commit in groups (specs/issue-memory.md "Group commit").
 
 - 16 clients drain 1,000 open issues (claim-next until none) vs 16 reference CLI processes
   draining a copy of the same store in the same run (target: at least 3x faster);
@@ -12,6 +13,7 @@ verdict on the ratio). Server start-up is never timed; the authority's first cla
 loads the store) runs before the clock starts, as a fleet's server is warm.
 """
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -20,14 +22,10 @@ import threading
 import time
 from pathlib import Path
 
-import anyio
-import orjson
-
 from benchmarks._measure import Row, verdict
 from benchmarks.bench_issues import open_store, store_path
 from benchmarks.bench_lock_soak import drain
 from benchmarks.bench_mcp_http import http_server
-from premath.mcp.http_client import open_session
 
 REFERENCE = os.environ.get("PREMATH_REFERENCE_BIN")
 CLIENTS = 16
@@ -35,46 +33,44 @@ DRAIN_FACTOR = 3.0
 BIG_CLAIM_BUDGET_S = 0.050
 
 
-async def _claims(url: str, token: str, per_client: int | None) -> tuple[float, int]:
-    """(wall seconds, claims) of CLIENTS sessions claiming `per_client` each (None: until
-    nothing is left), timed from the moment all are initialised and one warm-up claim is in."""
-    ready = anyio.Event()
-    initialised = 0
-    claimed = 0
+def _claims(url: str, token: str, per_client: int | None) -> tuple[float, int]:
+    """(wall seconds, claims) of CLIENTS workers' authorities (`McpAuthority`, as a fleet's
+    workers claim) claiming `per_client` each (None: until nothing is left), timed from the
+    moment all are connected and one warm-up claim is in."""
+    from premath.clock import SystemClock
+    from premath.mcp.remote import McpAuthority
 
-    async def client(name: str) -> None:
-        nonlocal initialised, claimed
-        async with open_session(url, token) as session:
-            initialised += 1
-            if initialised == CLIENTS:
-                ready.set()
-            await ready.wait()
-            n = 0
-            while per_client is None or n < per_client:
-                result = await session.call_tool("issue_claim_next", {"assignee": name})
-                if result.is_error:
-                    raise RuntimeError(result.content[0].text)
-                if "issue" not in orjson.loads(result.content[0].text):
-                    return
-                n += 1
-                claimed += 1
+    clock = SystemClock()
+    ready = threading.Barrier(CLIENTS + 1)
+    claimed = [0] * CLIENTS
+    failures: list[Exception] = []
 
-    async with open_session(url, token) as warm:
-        result = await warm.call_tool("issue_claim_next", {"assignee": "warm-up"})
-        if result.is_error:
-            raise RuntimeError(result.content[0].text)
-    start = 0.0
+    def client(index: int) -> None:
+        try:
+            with McpAuthority(url, token) as memory:
+                memory.connect()
+                ready.wait()
+                while per_client is None or claimed[index] < per_client:
+                    if memory.claim_next(f"c{index}", ttl_s=3600, now=clock.now()) is None:
+                        return
+                    claimed[index] += 1
+        except Exception as exc:  # noqa: BLE001 - the main thread reports it
+            failures.append(exc)
+            ready.abort()
 
-    async def clock() -> None:
-        nonlocal start
-        await ready.wait()
-        start = time.perf_counter()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(clock)
-        for n in range(CLIENTS):
-            group.start_soon(client, f"c{n}")
-    return time.perf_counter() - start, claimed
+    with McpAuthority(url, token) as warm:
+        warm.claim_next("warm-up", ttl_s=3600, now=clock.now())
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(CLIENTS)]
+    for thread in threads:
+        thread.start()
+    with contextlib.suppress(threading.BrokenBarrierError):
+        ready.wait()
+    start = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise RuntimeError(f"a client failed: {failures[0]!r}")
+    return time.perf_counter() - start, sum(claimed)
 
 
 def _authority(store: bytes | Path, per_client: int | None) -> tuple[float, int]:
@@ -87,7 +83,7 @@ def _authority(store: bytes | Path, per_client: int | None) -> tuple[float, int]
         else:
             target.write_bytes(store)
         with http_server(work) as (url, token, _):
-            return anyio.run(_claims, url, token, per_client)
+            return _claims(url, token, per_client)
 
 
 def _reference_claims(store: Path, claims_each: int) -> tuple[float, int]:
@@ -120,7 +116,7 @@ def _drain_row(issues: int) -> Row:
     ours_s, claimed = _authority(open_store(issues), None)
     if claimed != issues - 1:  # the warm-up took one
         raise RuntimeError(f"{claimed} claims for {issues - 1} issues")
-    measure = f"{CLIENTS} SDK clients of one HTTP authority drain the store"
+    measure = f"{CLIENTS} workers' clients of one HTTP authority drain the store"
     size = f"{issues:,} open issues"
     ours = f"{ours_s:.2f} s ({claimed / ours_s:.0f} claims/s)"
     target = f">= {DRAIN_FACTOR:g}x faster than {CLIENTS} reference CLI processes"
@@ -146,7 +142,7 @@ def _big_store_row(label: str, claims_each: int) -> Row:
     source = store_path(label)
     ours_s, claimed = _authority(source, claims_each)
     per_claim = ours_s / claimed
-    measure = f"{CLIENTS} SDK clients of one HTTP authority claim on a big store (amortized)"
+    measure = f"{CLIENTS} workers' clients of one HTTP authority claim on a big store (amortized)"
     size = f"{claimed} claims, {label} issues"
     ours = f"{1000 * per_claim:.1f} ms per claim ({ours_s:.2f} s)"
     target = f"<= {1000 * BIG_CLAIM_BUDGET_S:.0f} ms per claim"

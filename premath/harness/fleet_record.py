@@ -148,9 +148,13 @@ class FleetRecord:
 
     def note_grant(self, issue_id: str, owner: str, lease_id: str, *, timeout_s: float) -> None:
         """Journal a lease the authority granted (called as the claim is written, before the
-        issues file is saved: a grant on disk may not have landed, a landed one is on disk)."""
+        issues file is saved: a grant on disk may not have landed, a landed one is on disk).
+        Within a group commit the journal is fsynced once for the group, before its rewrite."""
+        from premath.store.group_commit import sync_before_write
+
         line = row_bytes({"issueId": issue_id, "owner": owner, "leaseId": lease_id})
-        append_line(self.grants_path, line, timeout_s=timeout_s)
+        deferred = sync_before_write(self.grants_path)
+        append_line(self.grants_path, line, timeout_s=timeout_s, sync=not deferred)
 
     def _granted(self, issue_id: str, owner: str, lease_id: str) -> bool:
         for _line, row in self._grants_tail.new_rows():

@@ -33,7 +33,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from premath.clock import SystemClock
 from premath.errors import InvalidUsage
 from premath.mcp.access_log import AccessLog
-from premath.mcp.server import CallLimits, InFlight, build_server
+from premath.mcp.direct_calls import DirectCalls
+from premath.mcp.server import CallLimits, InFlight, ToolServer, build_server
 from premath.mcp.tools import ServerConfig, ToolService
 from premath.store.documents import os_error_text
 from premath.web.app import Lifespan, http_app
@@ -69,10 +70,11 @@ async def _healthz(request: Request) -> Response:
 
 class McpEndpoint:
     """POST only (a stateless server never sends on a GET stream, which would stay open idle);
-    the gate's caller becomes the SDK's `AuthenticatedUser`, which the tool access lines name."""
+    the gate's caller becomes the SDK's `AuthenticatedUser`, which the tool access lines name.
+    `post` takes the POSTs: the direct path for premath's own tools, else the SDK."""
 
-    def __init__(self, sdk_app: ASGIApp) -> None:
-        self.sdk_app = sdk_app
+    def __init__(self, post: ASGIApp) -> None:
+        self.post = post
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["method"] != "POST":
@@ -84,7 +86,7 @@ class McpEndpoint:
                 AccessToken(token=caller, client_id=caller, scopes=[])
             )
             scope["auth"] = AuthCredentials([])
-        await self.sdk_app(scope, receive, send)
+        await self.post(scope, receive, send)
 
 
 def build_http_app(
@@ -103,14 +105,18 @@ def build_http_app(
 
     The MCP endpoint is stateless with JSON responses: every call is one POST that carries its
     own token, no session outlives a request, so a client survives a server restart and
-    shutdown never waits on an idle stream."""
+    shutdown never waits on an idle stream. A `ToolServer`'s plain `tools/call` POSTs take the
+    direct path (premath/mcp/direct_calls.py), answered as the SDK answers them."""
     limits = limits or MCP_LIMITS
     manager = StreamableHTTPSessionManager(
         server, json_response=True, stateless=True, max_request_body_size=limits.max_body_bytes
     )
+    post: ASGIApp = StreamableHTTPASGIApp(manager)
+    if isinstance(server, ToolServer):
+        post = DirectCalls(server.tool_calls, post, limits.max_body_bytes)
     routes: list[BaseRoute] = [
         Route(HEALTH_PATH, _healthz, methods=["GET", "HEAD"]),
-        Route(MCP_PATH, McpEndpoint(StreamableHTTPASGIApp(manager))),
+        Route(MCP_PATH, McpEndpoint(post)),
         *extra_routes,
     ]
     return http_app(

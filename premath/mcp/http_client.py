@@ -1,6 +1,6 @@
 """Connect to `mcp-serve --transport streamable-http` as its clients do (specs/mcp-http.md
 "Connecting a client"): the SDK's streamable HTTP client with `Authorization: Bearer <token>`.
-Remote workers (issue 23) use this; so do the tests and benchmarks."""
+Tests and benchmarks use it; remote workers use the lean `premath.mcp.rpc_client` (issue 33)."""
 
 from __future__ import annotations
 

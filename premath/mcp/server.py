@@ -146,11 +146,6 @@ def token_id_of(ctx: Any) -> str | None:
     return client_id if isinstance(client_id, str) else None
 
 
-def caller_of(ctx: Any) -> str:
-    """The caller the access log names: the token id, or `stdio`."""
-    return token_id_of(ctx) or "stdio"
-
-
 def _deadline_result(name: str, timeout_s: float) -> types.CallToolResult:
     return _text(
         f"[failureClass=tool.deadline_exceeded] {name} did not finish within {timeout_s:g} s "
@@ -158,6 +153,77 @@ def _deadline_result(name: str, timeout_s: float) -> types.CallToolResult:
         "whole: read the issue before retrying",
         error=True,
     )
+
+
+class ToolCalls:
+    """How every tool call runs, whichever path it came by (the SDK's handler, or the HTTP
+    face's direct path for `tools/call`, premath/mcp/direct_calls.py): on a worker thread
+    within its deadline, counted in flight, and named in the access log."""
+
+    def __init__(
+        self,
+        service: ToolService,
+        *,
+        limits: CallLimits | None = None,
+        log: AccessLog | None = None,
+        in_flight: InFlight | None = None,
+    ) -> None:
+        self.service = service
+        self.limits = limits or CallLimits()
+        self.log = log or AccessLog(None)
+        self.in_flight = in_flight or InFlight()
+        self._workers = anyio.CapacityLimiter(WORKER_THREADS)
+
+    def _work(
+        self, tool: str, arguments: Any, deadline: float, caller: str | None
+    ) -> types.CallToolResult:
+        with self.in_flight, call_deadline(deadline), calling_as(caller):
+            return call_tool(self.service, tool, arguments)
+
+    async def call(self, name: str, arguments: Any, token_id: str | None) -> types.CallToolResult:
+        """The result of tool `name` called by the holder of `token_id` (None: stdio)."""
+        started = time.monotonic()
+        timeout_s = self.limits.for_tool(name)
+        result: types.CallToolResult | None = None
+        outcome = "cancelled"
+        try:
+            with anyio.move_on_after(timeout_s):
+                result = await anyio.to_thread.run_sync(
+                    self._work,
+                    name,
+                    arguments,
+                    started + timeout_s,
+                    token_id,
+                    abandon_on_cancel=True,
+                    limiter=self._workers,
+                )
+            if result is None:
+                result = _deadline_result(name, timeout_s)
+                outcome = "deadline"
+            else:
+                outcome = "tool_error" if result.is_error else "ok"
+            return result
+        finally:
+            first = result.content[0] if result is not None and result.is_error else None
+            self.log.write(
+                "tool",
+                tool=name if name in TOOLS_BY_NAME else "(unknown)",
+                caller=token_id or "stdio",
+                outcome=outcome,
+                failureClass=failure_class(first.text)
+                if isinstance(first, types.TextContent)
+                else None,
+                durationMs=round((time.monotonic() - started) * 1000, 3),
+            )
+
+
+class ToolServer(Server[Any]):
+    """The SDK's low-level server of premath's tools, which also lends its `ToolCalls` to the
+    HTTP face's direct path."""
+
+    def __init__(self, calls: ToolCalls, name: str, version: str, **handlers: Any) -> None:
+        super().__init__(name, version=version, **handlers)
+        self.tool_calls = calls
 
 
 def build_server(
@@ -168,7 +234,7 @@ def build_server(
     limits: CallLimits | None = None,
     log: AccessLog | None = None,
     in_flight: InFlight | None = None,
-) -> Server[Any]:
+) -> ToolServer:
     tools = [
         types.Tool(
             name=tool.name,
@@ -185,55 +251,15 @@ def build_server(
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
-    limits = limits or CallLimits()
-    log = log or AccessLog(None)
-    in_flight = in_flight or InFlight()
-    workers = anyio.CapacityLimiter(WORKER_THREADS)
-
-    def work(
-        tool: str, arguments: Any, deadline: float, caller: str | None
-    ) -> types.CallToolResult:
-        with in_flight, call_deadline(deadline), calling_as(caller):
-            return call_tool(service, tool, arguments)
+    calls = ToolCalls(service, limits=limits, log=log, in_flight=in_flight)
 
     async def on_call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        started = time.monotonic()
-        timeout_s = limits.for_tool(params.name)
-        result: types.CallToolResult | None = None
-        outcome = "cancelled"
-        try:
-            with anyio.move_on_after(timeout_s):
-                result = await anyio.to_thread.run_sync(
-                    work,
-                    params.name,
-                    params.arguments,
-                    started + timeout_s,
-                    token_id_of(ctx),
-                    abandon_on_cancel=True,
-                    limiter=workers,
-                )
-            if result is None:
-                result = _deadline_result(params.name, timeout_s)
-                outcome = "deadline"
-            else:
-                outcome = "tool_error" if result.is_error else "ok"
-            return result
-        finally:
-            first = result.content[0] if result is not None and result.is_error else None
-            log.write(
-                "tool",
-                tool=params.name if params.name in TOOLS_BY_NAME else "(unknown)",
-                caller=caller_of(ctx),
-                outcome=outcome,
-                failureClass=failure_class(first.text)
-                if isinstance(first, types.TextContent)
-                else None,
-                durationMs=round((time.monotonic() - started) * 1000, 3),
-            )
+        return await calls.call(params.name, params.arguments, token_id_of(ctx))
 
-    return Server(
+    return ToolServer(
+        calls,
         name,
-        version=version,
+        version,
         title=TITLE,
         description=DESCRIPTION,
         instructions=INSTRUCTIONS,

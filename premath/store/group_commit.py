@@ -15,6 +15,10 @@ hook's rows) is never touched again while it renders its reply. The rewrite stre
 from the rows' lines: unchanged rows keep the bytes they were read with, changed rows are
 encoded once, and the file is never whole in memory beside the store.
 
+Files a mutation appends to on the side (the authority's lease-grant journal) need not be
+fsynced row by row: `sync_before_write` notes them while a group applies, and each is fsynced
+once before the group's rewrite, so what the issues file says landed is on disk beside it.
+
 Trade-offs: a refused mutation costs a check of every row against its line (a mutation may
 have changed rows before it raised, and none says which); refusals are raised before any
 change in practice, but the check is what proves it. A group holds the lock for its whole
@@ -47,6 +51,7 @@ from premath.store.issues_file import (
     store_lock,
 )
 from premath.store.json_codec import loads
+from premath.store.jsonl import sync_file
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -55,6 +60,20 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 Mutation = Callable[[IssueMap], tuple[Any, Changes]]
+
+_applying = threading.local()
+"""`files`: the set of files to fsync before the rewrite of the group this thread applies."""
+
+
+def sync_before_write(path: str) -> bool:
+    """True when this thread is applying a group: `path` (appended to without its fsync) is
+    then fsynced once before the group's rewrite. False elsewhere: the caller syncs itself."""
+    files: set[str] | None = getattr(_applying, "files", None)
+    if files is None:
+        return False
+    files.add(path)
+    return True
+
 
 _CHUNK_LINES = 4096
 """Lines joined per write: the file streams out a few hundred kB at a time."""
@@ -151,8 +170,19 @@ class GroupCommits(WarmStores):
                 if loaded is None:
                     loaded = load_for_write(path, group[0].now)
                 applied = _Group(loaded)
-                for pending in group:
-                    applied.run(pending)
+                _applying.files = set()
+                try:
+                    for pending in group:
+                        applied.run(pending)
+                finally:
+                    side_files, _applying.files = _applying.files, None
+                for side_file in sorted(side_files):
+                    try:
+                        sync_file(side_file)
+                    except OSError as exc:
+                        raise IoFailure(
+                            f"failed to sync {side_file}: {exc.strerror or exc}"
+                        ) from None
                 if applied.changed:
                     try:
                         applied.write(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 
 from premath.issues.lifecycle import put_field
 from premath.models.issue_row import sort_metadata
@@ -18,6 +19,10 @@ if TYPE_CHECKING:
 WITNESS_KIND = "bd.issue.write.v1"
 NANOS_PER_MILLI = 1_000_000
 _JJ_OUTPUT_CAP = 1024 * 1024
+JJ_LOOKUP_S = 1.0
+"""How long a PATH lookup of `jj` holds: the MCP authority writes hundreds of times a second,
+and searching PATH each time cost a claim more CPU than the rest of its witness."""
+_jj_lookup: tuple[float, str, bool] | None = None
 
 
 def write_witness(
@@ -79,10 +84,19 @@ def _first_line(text: str | None) -> str | None:
     return lines[0] if lines else None
 
 
+def _jj_installed() -> bool:
+    """Whether `jj` is on PATH, as looked up at most `JJ_LOOKUP_S` ago with the same PATH."""
+    global _jj_lookup
+    now, path = time.monotonic(), os.environ.get("PATH", "")
+    if _jj_lookup is None or _jj_lookup[1] != path or now - _jj_lookup[0] >= JJ_LOOKUP_S:
+        _jj_lookup = (now, path, shutil.which("jj") is not None)
+    return _jj_lookup[2]
+
+
 def jj_snapshot(repo_root: str) -> dict[str, Any] | None:
     """`{repoRoot, changeId, status}` of the jj working copy, or None where jj is missing, the
     root is not a jj repository, or any command fails (the reference's three commands)."""
-    if shutil.which("jj") is None or not os.path.isdir(repo_root):
+    if not _jj_installed() or not os.path.isdir(repo_root):
         return None
     root = _first_line(_jj(["root"], repo_root))
     if root is None:

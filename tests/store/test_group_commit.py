@@ -205,3 +205,42 @@ def test_unchanged_rows_keep_their_bytes_and_the_file_streams(tmp_path, writes):
     assert found["bd-5000"]["notes"] == "x"
     assert "bd-0" in found
     assert len(writes) == 2
+
+
+def test_files_appended_beside_a_group_are_synced_once_before_its_rewrite(
+    store, tmp_path, monkeypatch
+):
+    """The lease-grant journal's rule: a row appended while a group applies is durable before
+    the issues file that says its claim landed; one fsync per group, not one per row."""
+    from premath.store import group_commit
+    from premath.store.jsonl import append_line
+
+    events: list[str] = []
+    monkeypatch.setattr(group_commit, "sync_file", lambda path: events.append(f"sync {path}"))
+    original = atomic.write_atomic_chunks
+
+    def counted(path, chunks, before_replace=None):
+        events.append(f"write {path}")
+        original(path, chunks, before_replace)
+
+    monkeypatch.setattr(atomic, "write_atomic_chunks", counted)
+    journal = str(tmp_path / "grants.jsonl")
+
+    def journaled(text: str):
+        def mutate(issues):
+            assert group_commit.sync_before_write(journal)
+            append_line(journal, f'"{text}"\n'.encode(), timeout_s=5, sync=False)
+            return note("bd-2", text)(issues)
+
+        return mutate
+
+    assert group_commit.sync_before_write(journal) is False  # outside a group: sync yourself
+    commits = GroupCommits()
+    blocked = Blocked(commits, store)
+    blocked.start()
+    for n in range(1, 6):
+        blocked.submit(f"m{n}", journaled(f"{n},"))
+    blocked.finish()
+    assert events == [f"write {store}", f"sync {journal}", f"write {store}"]
+    assert Path(journal).read_text().splitlines() == ['"1,"', '"2,"', '"3,"', '"4,"', '"5,"']
+    assert rows(store)["bd-2"]["notes"] == "1,2,3,4,5,"

@@ -93,3 +93,18 @@ def test_an_mcp_claim_carries_the_jj_snapshot_taken_before_the_lock(tmp_path, mo
     assert result["writeWitness"]["jjSnapshot"] == snapshot
     stored = orjson.loads(store.read_bytes())
     assert stored["metadata"]["premathWriteWitness"]["jjSnapshot"] == snapshot
+
+
+def test_the_authority_looks_jj_up_on_path_once_a_second_not_once_a_write(tmp_path, monkeypatch):
+    from premath.transport import write_witness as module
+
+    looked: list[str] = []
+    monkeypatch.setattr(module.shutil, "which", lambda name: looked.append(name))
+    monkeypatch.setattr(module, "_jj_lookup", None)
+    monkeypatch.setenv("PATH", "/nowhere")
+    for _ in range(50):
+        assert jj_snapshot(str(tmp_path)) is None
+    assert looked == ["jj"]
+    monkeypatch.setenv("PATH", "/elsewhere")  # a new PATH is looked at at once
+    assert jj_snapshot(str(tmp_path)) is None
+    assert looked == ["jj", "jj"]
