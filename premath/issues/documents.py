@@ -4,13 +4,15 @@ Pure renderers of what `premath.issues.memory` returns; the CLI prints them. Ano
 MCP transport) renders the same values its own way and needs nothing from here.
 """
 
-from premath.issues.check import CHECK_KIND, CheckReport, Finding
 from premath.issues.graph import BlockedIssue, Integrity, edge_role
 from premath.issues.leases import LeaseChange, LeaseProjection, is_contended, stored_nanos
-from premath.lean_typing import Any
+from premath.lean_typing import TYPE_CHECKING, Any
 from premath.models.issue_row import BLOCKING_TYPES, DependencyRow, IssueRow
 from premath.models.vocabulary import EdgeView, GraphScope, is_escalation_title
 from premath.timefmt import format_offset
+
+if TYPE_CHECKING:  # `issue check` alone loads it: claim-next and list start leaner
+    from premath.issues.check import CheckReport, Finding
 
 
 def issue_brief(row: IssueRow) -> dict[str, Any]:
@@ -113,12 +115,14 @@ def blocked_document(path: str, items: list[BlockedIssue]) -> dict[str, Any]:
     return _listing("issue.blocked", path, list(map(_blocked_item, items)))
 
 
-def _finding(finding: Finding) -> dict[str, str]:
+def _finding(finding: "Finding") -> dict[str, str]:
     return {"issueId": finding.issue_id, "class": finding.finding_class, "message": finding.message}
 
 
-def check_document(path: str, report: CheckReport) -> dict[str, Any]:
+def check_document(path: str, report: "CheckReport") -> dict[str, Any]:
     """`premath.issue_graph.check.v1` with the command's action and path in front."""
+    from premath.issues.check import CHECK_KIND
+
     return {
         "action": "issue.check",
         "issuesPath": path,
