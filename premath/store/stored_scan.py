@@ -183,18 +183,18 @@ def _in_id_order(fd: int, scan: StoredScan, issue_id: str, line: bytes) -> Itera
     """The file's winning lines in id order (a store another tool left out of order), times in
     stored form, the line of `issue_id` swapped for `line`; read a line at a time, written
     `_LINES_PER_WRITE` lines at a time (one write per line was a sixth of the rewrite)."""
-    last: dict[str, int] = {}
-    for position, each in enumerate(scan.ids):
-        last[each] = position
+    last = dict(zip(scan.ids, range(len(scan.ids)), strict=True))  # the last line of an id wins
     starts = scan.starts
+    retimed = any(run_retimed for _, _, run_retimed in scan.runs)
     batch: list[bytes] = []
     for each in sorted(last):
         if each == issue_id:
             batch.append(line)
         else:
-            start = starts[last[each]]
-            text = os.pread(fd, starts[last[each] + 1] - start, start)
-            batch.append(stored_times_text(text) if _retimed(scan, start) else text)
+            position = last[each]
+            start = starts[position]
+            text = os.pread(fd, starts[position + 1] - start, start)
+            batch.append(stored_times_text(text) if retimed and _retimed(scan, start) else text)
         if len(batch) == _LINES_PER_WRITE:
             yield b"".join(batch)
             batch.clear()
