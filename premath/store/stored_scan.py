@@ -273,14 +273,17 @@ def slim_store(
                     continue
                 try:
                     row: dict[str, Any] = loads(line)
-                except json_codec.JSONDecodeError:
+                    issue_id = row["id"]
+                    kept = slim(row)
+                except (json_codec.JSONDecodeError, KeyError, TypeError):
+                    # Not a row (the proof beside may not have answered yet): the full load
+                    # words the error, in the reference's words.
                     return None
                 seen += 1
-                kept = slim(row)
                 if kept is None:
-                    issues.pop(row["id"], None)  # an earlier line of the id no longer wins
+                    issues.pop(issue_id, None)  # an earlier line of the id no longer wins
                 else:
-                    issues[row["id"]] = kept
+                    issues[issue_id] = kept
         if form() == TEXT_UNKNOWN:
             return None
     after = os.fstat(fd)
