@@ -6,7 +6,6 @@ MCP transport) renders the same values its own way and needs nothing from here.
 
 from __future__ import annotations
 
-from premath.issues.check import CHECK_KIND, CheckReport, Finding
 from premath.issues.graph import BlockedIssue, Integrity, edge_role
 from premath.issues.leases import LeaseChange, LeaseProjection, is_contended, stored_nanos
 from premath.models.issue_row import BLOCKING_TYPES
@@ -14,9 +13,12 @@ from premath.models.vocabulary import is_escalation_title
 from premath.timefmt import format_offset
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # only `issue check` loads issues.check: claim-next and list start leaner
+    TYPE_CHECKING
+):  # `issue check` alone loads premath.issues.check: claim-next and list start leaner
     from typing import Any
 
+    from premath.issues.check import CheckReport, Finding
     from premath.models.issue_row import DependencyRow, IssueRow
     from premath.models.vocabulary import EdgeView, GraphScope
 
@@ -127,6 +129,8 @@ def _finding(finding: Finding) -> dict[str, str]:
 
 def check_document(path: str, report: CheckReport) -> dict[str, Any]:
     """`premath.issue_graph.check.v1` with the command's action and path in front."""
+    from premath.issues.check import CHECK_KIND
+
     return {
         "action": "issue.check",
         "issuesPath": path,

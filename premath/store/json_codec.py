@@ -10,16 +10,18 @@ library would treat differently goes to orjson itself (NaN or Infinity, an integ
 i64/u64, a number too big for a double, a surrogate escape, bytes that are not UTF-8, any error,
 deep nesting; on the way out a float, a non-string key, a type it does not know). Values, bytes
 and error messages are therefore orjson's either way. Big inputs, and every process that has
-loaded orjson already (the servers), use orjson directly. tests/store/test_json_codec.py holds
-the two paths to the same answers.
+loaded orjson already (the servers), use orjson directly. `_json` is private to CPython, so it
+is used only on the versions whose `_json` the tests have held to orjson (`STDLIB_CORE`);
+elsewhere every call goes to orjson. tests/store/test_json_codec.py holds the two paths to the
+same answers.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
-from _json import encode_basestring, make_encoder, make_scanner
 from collections.abc import Callable
 
 TYPE_CHECKING = False
@@ -37,6 +39,18 @@ else:
         from json import JSONDecodeError
 
         return JSONDecodeError
+
+
+def uses_stdlib_core(implementation: str, version: tuple[int, ...]) -> bool:
+    """Whether this interpreter's `_json` is one the tests hold to orjson's answers (its
+    scanner and encoder take the arguments this module passes): CPython 3.11 to 3.13."""
+    return implementation == "cpython" and (3, 11) <= version[:2] <= (3, 13)
+
+
+STDLIB_CORE = uses_stdlib_core(sys.implementation.name, sys.version_info[:2])
+"""Small documents go through the standard library's `_json`; False: all through orjson."""
+if STDLIB_CORE:
+    from _json import encode_basestring, make_encoder, make_scanner
 
 
 SMALL_INPUT_BYTES = 512 * 1024
@@ -60,8 +74,10 @@ class RawNumber:
 
 
 _MARK = f"\ue000{os.urandom(6).hex()}:"
-"""Stands for a raw number's quotes where orjson's `Fragment` is not used; private-use and
-random per process, so no text a user wrote can be mistaken for it."""
+"""Stands for a raw number's quotes in the standard library's output (orjson writes a
+`Fragment`); private-use and random per process, so no text a user wrote can be mistaken for
+it. It pays: a join check whose payloads hold floats (their digests write serde's floats as raw
+numbers) would otherwise import orjson, more than doubling that command's CPU time."""
 _MARK_BYTES = _MARK.encode()
 
 
@@ -117,8 +133,9 @@ def _scanner(rules: _ScanRules) -> Callable[[str, int], tuple[Any, int]]:
     return make_scanner(rules)  # type: ignore[arg-type]  # any object with these names
 
 
-_scan_value = _scanner(_ScanRules(None, _checked_int, _checked_float, _refuse_constant))
-"""`_Unsure` wherever orjson could read a number or constant differently."""
+if STDLIB_CORE:
+    _scan_value = _scanner(_ScanRules(None, _checked_int, _checked_float, _refuse_constant))
+    """`_Unsure` wherever orjson could read a number or constant differently."""
 _JSON_WHITE_SPACE = " \t\n\r"
 
 
@@ -197,6 +214,10 @@ def decode_with_pairs(
     """`json.loads(data, object_pairs_hook=..., parse_int=...)` for `data` that `loads` already
     accepted (UTF-8, one value, no NaN): each object's key-value pairs as written, repeats
     included, go through the hook, innermost first. Deep nesting raises RecursionError."""
+    if not STDLIB_CORE:
+        import json  # the public scanner: `json` also imports `re`, which `_json` spares
+
+        return json.loads(data, object_pairs_hook=object_pairs_hook, parse_int=parse_int)
     text = data.decode("utf-8")
     scan = _scanner(_ScanRules(object_pairs_hook, parse_int, float, float))
     return scan(text, len(text) - len(text.lstrip(_JSON_WHITE_SPACE)))[0]
@@ -214,7 +235,7 @@ def first_repeated_key(data: bytes) -> str | None:
 
 def decoder_for(size: int) -> Callable[[Any], Any]:
     """The `loads` for the documents (or lines) of a `size`-byte input."""
-    if size > SMALL_INPUT_BYTES or "orjson" in sys.modules:
+    if size > SMALL_INPUT_BYTES or "orjson" in sys.modules or not STDLIB_CORE:
         return _orjson().loads  # type: ignore[no-any-return]
     return _small_loads
 
@@ -265,13 +286,15 @@ def _marked(obj: Any) -> str:
     raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
 
 
-_compact_chunks = {
-    sort_keys: make_encoder(
-        None, _marked, encode_basestring, None, ":", ",", sort_keys, False, False
-    )
-    for sort_keys in (False, True)
-}
-"""json.JSONEncoder's C encoder, compact, keys in order or sorted: `(value, 0)` gives chunks."""
+if STDLIB_CORE:
+    _compact_chunks = {
+        sort_keys: make_encoder(
+            None, _marked, encode_basestring, None, ":", ",", sort_keys, False, False
+        )
+        for sort_keys in (False, True)
+    }
+    """json.JSONEncoder's C encoder, compact, keys in order or sorted: `(value, 0)` gives
+    chunks."""
 
 
 def _indented(value: Any, sort_keys: bool) -> str:
@@ -324,17 +347,35 @@ def _unmarked(data: bytes) -> bytes:
     return head + b"".join(part.replace(b'"', b"", 1) for part in marked)
 
 
-def _fragment_or_mark(obj: Any) -> Any:
+def _fragment(obj: Any) -> Any:
     if type(obj) is RawNumber:
-        fragment = getattr(_orjson(), "Fragment", None)
-        return _MARK + obj.text if fragment is None else fragment(obj.text.encode())
+        return _orjson().Fragment(obj.text.encode())
     raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
 
 
-def compact_encoder() -> Callable[[Any], bytes]:
-    """The `dumps` for many compact rows that hold no `RawNumber`: orjson's own once loaded."""
-    orjson = sys.modules.get("orjson")
-    return dumps if orjson is None else orjson.dumps
+def dumps_plain_lines(values: list[Any]) -> bytes:
+    """orjson's compact bytes of each value, each followed by `\\n`, for values the caller knows
+    to be plain: strings, booleans, None, integers within i64, and lists and string-keyed
+    objects of those, a few levels deep (no float, no `RawNumber`). Nothing is checked: one C
+    encoder call per value, where `dumps` would first walk each value in Python."""
+    if STDLIB_CORE and "orjson" not in sys.modules:
+        small = _small_plain_lines(values)
+        if small is not None:
+            return small
+    orjson = _orjson()
+    dumps_line = functools.partial(orjson.dumps, option=orjson.OPT_APPEND_NEWLINE)
+    return b"".join(map(dumps_line, values))
+
+
+def _small_plain_lines(values: list[Any]) -> bytes | None:
+    """`dumps_plain_lines` by the standard library; None for a lone surrogate (orjson refuses
+    it, in its own words)."""
+    encode = _compact_chunks[False]
+    text = "\n".join(["".join(encode(value, 0)) for value in values])
+    try:
+        return (text + "\n").encode("utf-8") if values else b""
+    except UnicodeEncodeError:
+        return None
 
 
 def _small_dumps(value: Any, indent: bool, sort_keys: bool) -> bytes | None:
@@ -353,13 +394,10 @@ def _small_dumps(value: Any, indent: bool, sort_keys: bool) -> bytes | None:
 def dumps(value: Any, *, indent: bool = False, sort_keys: bool = False) -> bytes:
     """orjson's bytes for `value`: compact or 2-space indented, keys in order or sorted; a
     `RawNumber` written as its text."""
-    if "orjson" not in sys.modules:
+    if STDLIB_CORE and "orjson" not in sys.modules:
         small = _small_dumps(value, indent, sort_keys)
         if small is not None:
             return small
     orjson = _orjson()
     option = (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_SORT_KEYS if sort_keys else 0)
-    data: bytes = orjson.dumps(value, default=_fragment_or_mark, option=option)
-    if not hasattr(orjson, "Fragment") and _MARK_BYTES in data:
-        return _unmarked(data)
-    return data
+    return orjson.dumps(value, default=_fragment, option=option)  # type: ignore[no-any-return]

@@ -34,7 +34,7 @@ from premath.models.issue_row import (
     text_form,
 )
 from premath.store import json_codec
-from premath.store.forked_check import check_in_parallel
+from premath.store.forked_check import check_in_parallel, forked_answer
 from premath.store.json_codec import decoder_for, loads
 
 TYPE_CHECKING = False
@@ -92,46 +92,63 @@ def _lines(fd: int, start: int = 0, end: int | None = None) -> Iterator[tuple[in
 
 def scan_stored(fd: int) -> StoredScan | None:
     """The slim store of the open file `fd`, or None when it is not provably in our bytes (but
-    perhaps for its times)."""
+    perhaps for its times).
+
+    The proof (`text_form` of each run of lines, a regex over every byte) runs on the other
+    core while this one decodes, as `slim_store`'s does: a line is decoded before it is proven,
+    so one that is no row answers None too (the full load then words the error)."""
     before = os.fstat(fd)
     issues: IssueMap = {}
     starts: array[int] = array("q")
-    runs: list[tuple[int, int, bool]] = []
+    spans: list[tuple[int, int]] = []
     shared: dict[str, IssueRow] = {}
     ids: list[str] = []
     ascending = True
     previous = ""
     loads = decoder_for(before.st_size)
-    for offset, run in _lines(fd):
-        form = text_form(run) if run.endswith(b"\n") else TEXT_UNKNOWN
-        if form == TEXT_UNKNOWN:
-            return None
-        retimed = form != TEXT_STORED
-        runs.append((offset, offset + len(run), retimed))
-        position = offset
-        for line in run.split(b"\n")[:-1]:
-            try:
-                row: dict[str, Any] = loads(line)
-            except json_codec.JSONDecodeError:
+    with forked_answer(functools.partial(_run_forms, fd)) as proven:
+        for offset, run in _lines(fd):
+            if not run.endswith(b"\n"):
                 return None
-            issue_id = row["id"]
-            if issue_id <= previous and starts:
-                ascending = False
-            previous = issue_id
-            ids.append(issue_id)
-            starts.append(position)
-            position += len(line) + 1
-            status = row["status"]
-            if status in _CLAIMABLE_STATUSES:
-                issues[issue_id] = {key: row[key] for key in SLIM_FIELDS if key in row}  # type: ignore[assignment]
-            else:
-                issues[issue_id] = shared.setdefault(status, {"status": status})  # type: ignore[typeddict-item]
+            spans.append((offset, offset + len(run)))
+            position = offset
+            for line in run.split(b"\n")[:-1]:
+                try:
+                    row: dict[str, Any] = loads(line)
+                    issue_id = row["id"]
+                    if issue_id <= previous and starts:
+                        ascending = False
+                    status = row["status"]
+                    if status in _CLAIMABLE_STATUSES:
+                        issues[issue_id] = {key: row[key] for key in SLIM_FIELDS if key in row}  # type: ignore[assignment]
+                    else:
+                        issues[issue_id] = shared.setdefault(status, {"status": status})  # type: ignore[typeddict-item]
+                except (json_codec.JSONDecodeError, KeyError, TypeError):
+                    return None
+                previous = issue_id
+                ids.append(issue_id)
+                starts.append(position)
+                position += len(line) + 1
+        forms = proven()
+    if forms is None or len(forms) != len(spans):
+        forms = _run_forms(fd)  # no child could prove it: prove it here
+    if TEXT_UNKNOWN in forms or len(forms) != len(spans):
+        return None
+    runs = [
+        (start, end, form != TEXT_STORED) for (start, end), form in zip(spans, forms, strict=True)
+    ]
     after = os.fstat(fd)
     identity = (after.st_ino, after.st_size, after.st_mtime_ns)
     if identity != (before.st_ino, before.st_size, before.st_mtime_ns) or not starts:
         return None
     starts.append(after.st_size)
     return StoredScan(issues, starts, identity, runs, ids, ascending)
+
+
+def _run_forms(fd: int) -> bytes:
+    """`text_form` of each run of lines of the open file, one byte each (an unterminated last
+    piece is `TEXT_UNKNOWN`)."""
+    return bytes(text_form(run) if run.endswith(b"\n") else TEXT_UNKNOWN for _, run in _lines(fd))
 
 
 def _position(scan: StoredScan, issue_id: str) -> int:
@@ -190,18 +207,18 @@ def _in_id_order(fd: int, scan: StoredScan, issue_id: str, line: bytes) -> Itera
     """The file's winning lines in id order (a store another tool left out of order), times in
     stored form, the line of `issue_id` swapped for `line`; read a line at a time, written
     `_LINES_PER_WRITE` lines at a time (one write per line was a sixth of the rewrite)."""
-    last: dict[str, int] = {}
-    for position, each in enumerate(scan.ids):
-        last[each] = position
+    last = dict(zip(scan.ids, range(len(scan.ids)), strict=True))  # the last line of an id wins
     starts = scan.starts
+    retimed = any(run_retimed for _, _, run_retimed in scan.runs)
     batch: list[bytes] = []
     for each in sorted(last):
         if each == issue_id:
             batch.append(line)
         else:
-            start = starts[last[each]]
-            text = os.pread(fd, starts[last[each] + 1] - start, start)
-            batch.append(stored_times_text(text) if _retimed(scan, start) else text)
+            position = last[each]
+            start = starts[position]
+            text = os.pread(fd, starts[position + 1] - start, start)
+            batch.append(stored_times_text(text) if retimed and _retimed(scan, start) else text)
         if len(batch) == _LINES_PER_WRITE:
             yield b"".join(batch)
             batch.clear()
@@ -212,13 +229,7 @@ def _in_id_order(fd: int, scan: StoredScan, issue_id: str, line: bytes) -> Itera
 
 def _form_of_file(fd: int) -> int:
     """`text_form` of the whole open file, a run of lines at a time (its least form)."""
-    least = TEXT_STORED
-    for _, run in _lines(fd):
-        form = text_form(run) if run.endswith(b"\n") else TEXT_UNKNOWN
-        if form == TEXT_UNKNOWN:
-            return TEXT_UNKNOWN
-        least = min(least, form)
-    return least
+    return min(_run_forms(fd), default=TEXT_STORED)
 
 
 _EDGES_KEY = b'"dependencies":'
@@ -280,14 +291,17 @@ def slim_store(
                     continue
                 try:
                     row: dict[str, Any] = loads(line)
-                except json_codec.JSONDecodeError:
+                    issue_id = row["id"]
+                    kept = slim(row)
+                except (json_codec.JSONDecodeError, KeyError, TypeError):
+                    # Not a row (the proof beside may not have answered yet): the full load
+                    # words the error, in the reference's words.
                     return None
                 seen += 1
-                kept = slim(row)
                 if kept is None:
-                    issues.pop(row["id"], None)  # an earlier line of the id no longer wins
+                    issues.pop(issue_id, None)  # an earlier line of the id no longer wins
                 else:
-                    issues[row["id"]] = kept
+                    issues[issue_id] = kept
         if form() == TEXT_UNKNOWN:
             return None
     after = os.fstat(fd)

@@ -1,6 +1,6 @@
 """The JSON codec: the standard library's answers held to orjson's (values, refusals and their
-words, bytes), serde's floats with or without orjson's `Fragment`, and hot commands that import
-orjson only for a big input."""
+words, bytes), serde's floats on both paths, orjson alone where `_json` is not one the tests
+know, and hot commands that import orjson only for a big input."""
 
 import os
 import subprocess
@@ -80,31 +80,10 @@ ENCODERS = [
 ]
 
 
-@given(values_with_floats)
-def test_every_encoder_writes_the_same_bytes_without_fragment(value):
-    """With an orjson older than 3.10 (no `Fragment`, as some system packages are), a raw
-    number travels marked and is unquoted after: the same bytes."""
-    value = canonical.with_serde_floats(value)
-    expected = [encode(value) for encode in ENCODERS]
-    with pytest.MonkeyPatch.context() as patched:
-        patched.delattr(orjson, "Fragment")
-        assert [encode(value) for encode in ENCODERS] == expected
-
-
-@given(values_with_floats)
-def test_join_digests_are_the_same_without_fragment(value):
-    expected = canonical_bytes(value)
-    with pytest.MonkeyPatch.context() as patched:
-        patched.delattr(orjson, "Fragment")
-        assert canonical_bytes(value) == expected
-
-
-def test_a_float_is_written_as_serde_writes_it_on_every_path(monkeypatch):
+def test_a_float_is_written_as_serde_writes_it_on_every_path():
     row = canonical.with_serde_floats({"metadata": {"ratio": 1e16, "small": 1.5e-7, "t": "1e16"}})
     expected = b'{"metadata":{"ratio":1e16,"small":1.5e-7,"t":"1e16"}}'
     assert json_codec._small_dumps(row, False, False) == expected
-    assert canonical.row_bytes(row) == expected + b"\n"
-    monkeypatch.delattr(orjson, "Fragment")
     assert canonical.row_bytes(row) == expected + b"\n"
 
 
@@ -287,3 +266,105 @@ def test_nesting_past_orjsons_limit_is_refused_even_where_the_scanner_reads_it()
         assert json_codec._small_loads(deepest) == orjson.loads(deepest)
     finally:
         sys.setrecursionlimit(limit)
+
+
+plain_values = _nested(leaves)
+
+
+@given(st.lists(plain_values, max_size=6))
+def test_plain_lines_are_orjsons_lines_on_both_paths(values):
+    expected = b"".join(orjson.dumps(value) + b"\n" for value in values)
+    assert json_codec._small_plain_lines(values) == expected
+    assert json_codec.dumps_plain_lines(values) == expected  # orjson is loaded
+
+
+def test_a_lone_surrogate_in_plain_lines_goes_to_orjson_which_refuses_it():
+    assert json_codec._small_plain_lines([{"title": "\ud800"}]) is None
+    with pytest.raises(orjson.JSONEncodeError):
+        json_codec.dumps_plain_lines([{"title": "\ud800"}])
+
+
+@pytest.mark.parametrize(
+    ("implementation", "version", "used"),
+    [
+        ("cpython", (3, 10, 14), False),
+        ("cpython", (3, 11, 0), True),
+        ("cpython", (3, 12, 1), True),
+        ("cpython", (3, 13, 0), True),
+        ("cpython", (3, 14, 0), False),
+        ("pypy", (3, 11, 0), False),
+    ],
+)
+def test_the_private_core_is_used_only_where_tested(implementation, version, used):
+    assert json_codec.uses_stdlib_core(implementation, version) is used
+
+
+def _never(*_args):
+    raise AssertionError("the standard library's core was used")
+
+
+@pytest.fixture
+def orjson_only(monkeypatch):
+    """The codec as on an interpreter whose `_json` the tests do not know."""
+    monkeypatch.setattr(json_codec, "STDLIB_CORE", False)
+    for name in ("_small_loads", "_small_dumps", "_small_plain_lines", "_scanner"):
+        monkeypatch.setattr(json_codec, name, _never)
+
+
+@pytest.mark.parametrize("data", HOSTILE)
+def test_without_the_private_core_orjson_answers_everything(orjson_only, data):
+    assert _answer(json_codec.loads, data) == _answer(orjson.loads, data)
+    assert _answer(json_codec.decoder_for(1), data) == _answer(orjson.loads, data)
+
+
+@given(values_with_floats)
+def test_without_the_private_core_every_encoder_writes_the_same_bytes(value):
+    value = canonical.with_serde_floats(value)
+    expected = [encode(value) for encode in ENCODERS]
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(json_codec, "STDLIB_CORE", False)
+        patched.setattr(json_codec, "_small_dumps", _never)
+        assert [encode(value) for encode in ENCODERS] == expected
+
+
+@given(st.lists(plain_values, max_size=6))
+def test_without_the_private_core_plain_lines_are_orjsons(values):
+    expected = b"".join(orjson.dumps(value) + b"\n" for value in values)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(json_codec, "STDLIB_CORE", False)
+        patched.setattr(json_codec, "_small_plain_lines", _never)
+        assert json_codec.dumps_plain_lines(values) == expected
+
+
+def test_without_the_private_core_repeated_keys_are_still_found(orjson_only):
+    assert json_codec.first_repeated_key(b'{"a": {"b": 1, "b": 2}, "c": 3}') == "b"
+    assert json_codec.first_repeated_key(b'{"a": 1, "b": [1, {"c": 2}]}') is None
+    assert canonical_bytes({"n": 2.5, "m": [1e16]}) == b'{"m":[1e16],"n":2.5}'
+
+
+ORJSON_ONLY = """
+import sys
+from premath.store import canonical, json_codec
+json_codec.STDLIB_CORE = False
+for call in (lambda: canonical.stdout_bytes({"b": [1, "x"], "a": None}),
+             lambda: canonical.row_bytes({"n": 1}),
+             lambda: json_codec.dumps_plain_lines([{"id": "bd-1"}, [True]]),
+             lambda: json_codec.loads(b"[1]")):
+    print(repr(call()), "orjson" in sys.modules)
+    sys.modules.pop("orjson", None)
+"""
+
+
+def test_a_fresh_process_without_the_private_core_writes_through_orjson():
+    """Before anything loaded orjson (a hot command's start): every call goes to it all the
+    same, with the same bytes."""
+    done = subprocess.run(
+        [sys.executable, "-c", ORJSON_ONLY], capture_output=True, text=True, check=True
+    )
+    expected = [
+        b'{\n  "a": null,\n  "b": [\n    1,\n    "x"\n  ]\n}\n',
+        b'{"n":1}\n',
+        b'{"id":"bd-1"}\n[true]\n',
+        [1],
+    ]
+    assert done.stdout.splitlines() == [f"{value!r} True" for value in expected]

@@ -173,6 +173,25 @@ def test_slim_readers_equal_the_full_load(store, reader):
         assert slim == full
 
 
+@pytest.mark.parametrize("line", [b'{"foo":1}', b"[1]", b'{"id":"bd-0"}', b"7"])
+@pytest.mark.parametrize("reader", range(len(READERS)))
+def test_a_line_that_is_json_but_no_row_gets_the_full_loads_error(tmp_path, line, reader):
+    """A big store's slim read decodes lines before the proof beside it answers: a line that
+    is JSON but no row is left to the full load, which refuses it in the reference's words
+    (it was an internal error)."""
+    rows = {f"bd-{n}": {"id": f"bd-{n}", "title": "t", "status": "open", "priority": 2,
+                        "issue_type": "task", "created_at": "2026-02-22T00:00:00Z",
+                        "updated_at": "2026-02-22T00:00:00Z", "ephemeral": False}
+            for n in range(1, 4)}  # fmt: skip
+    store = encode_store(rows) + line + b"\n"
+    full = _read(str(tmp_path), store, 1 << 62, READERS[reader])
+    slim = _read(str(tmp_path), store, 0, READERS[reader])
+    assert isinstance(full, str)
+    assert isinstance(slim, str)
+    assert "line 4: parse error" in full
+    assert slim.partition(".jsonl")[2] == full.partition(".jsonl")[2]  # the file names differ
+
+
 @pytest.mark.parametrize(
     ("row", "expected"),
     [
