@@ -60,10 +60,7 @@ def restart_on(project: Project, port: int) -> subprocess.Popen[bytes]:
 
 
 def authority_rows(project: Project) -> list[dict]:
-    path = project.root / ".premath" / "harness_trajectory.jsonl"
-    if not path.exists():
-        return []
-    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    return project.trajectory_rows()  # polled while the server appends: whole rows only
 
 
 def premath_json(project: Project, *args: str) -> dict:
