@@ -1,5 +1,6 @@
 """Concurrent and killed writers of the session and ledger, with real processes."""
 
+import os
 import random
 from datetime import UTC, datetime
 
@@ -8,7 +9,7 @@ import orjson
 from premath.harness.feature_ledger import load_ledger, read_prefix, write_feature
 from premath.harness.session import load_session, write_session
 from tests.support.cli import run_premath
-from tests.support.processes import FORK, kill_after
+from tests.support.processes import FORK, kill_when
 
 NOW = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 
@@ -90,7 +91,13 @@ def test_writers_killed_at_random_moments_never_leave_corrupt_artifacts(tmp_path
     rng = random.Random(7)
     kills = 0
     while kills < 200:
-        kill_after(_write_forever, (folder,), rng.uniform(0, 0.02))
+        changed = os.stat(folder).st_mtime_ns
+        kill_when(
+            _write_forever,
+            (folder,),
+            lambda changed=changed: os.stat(folder).st_mtime_ns != changed,  # writer at work
+            rng.uniform(0, 0.02),  # from there: a loaded machine may not run it at once
+        )
         kills += 1
         if (tmp_path / "s.json").exists():
             load_session(folder + "/s.json")

@@ -370,8 +370,7 @@ def test_a_server_gone_for_good_is_given_up_on_after_the_bound(tmp_path):
 
 
 def authority_rows(project) -> list[dict]:
-    path = project.root / ".premath" / "harness_trajectory.jsonl"
-    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    return project.trajectory_rows()
 
 
 class DroppingProxy:

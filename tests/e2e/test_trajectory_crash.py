@@ -14,7 +14,7 @@ import orjson
 from premath.record.trajectory import append_step, query_trajectory
 from tests.support.cli import run_premath
 from tests.support.markers import marker_of
-from tests.support.processes import kill_after
+from tests.support.processes import kill_when
 
 NOW = datetime(2026, 3, 1, 10, 0, tzinfo=UTC)
 KILLS = 200
@@ -42,13 +42,12 @@ def test_writers_killed_at_random_moments_leave_whole_rows_and_a_recoverable_loc
     rng = random.Random(20260222)
     locks_left = rows_before = writing_generations = 0
     for generation in range(KILLS):
-        kill_after(
+        size = path.stat().st_size if path.exists() else 0
+        kill_when(
             _append_forever,
-            (
-                str(path),
-                generation,
-            ),
-            rng.uniform(0, 0.04),
+            (str(path), generation),
+            lambda size=size: path.exists() and path.stat().st_size != size,  # writer at work
+            rng.uniform(0, 0.04),  # from there: a loaded machine may not run it at once
         )
         locks_left += lock.exists()
         data = path.read_bytes() if path.exists() else b""

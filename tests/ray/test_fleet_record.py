@@ -63,10 +63,7 @@ def blocking_policy(folder: Path) -> Path:
 
 
 def authority_rows(project: Project) -> list[dict]:
-    path = project.root / ".premath" / "harness_trajectory.jsonl"
-    if not path.exists():
-        return []
-    return [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
+    return project.trajectory_rows()  # polled while the server appends: whole rows only
 
 
 def registry(project: Project) -> dict[str, dict]:

@@ -46,13 +46,23 @@ def read_pid(path: Path, within_s: float = HANG_GUARD_S) -> int:
     raise AssertionError(f"{path} never got a pid")
 
 
-def kill_after(target: Callable[..., None], args: tuple[Any, ...], delay_s: float) -> None:
-    """Fork `target(*args, ready)`, SIGKILL it `delay_s` after it sets `ready`, reap it: a
-    writer cut short at a moment of the test's choosing."""
+def kill_when(
+    target: Callable[..., None],
+    args: tuple[Any, ...],
+    moment: Callable[[], bool],
+    delay_s: float,
+) -> None:
+    """Fork `target(*args, ready)`, SIGKILL it `delay_s` after `moment()` first holds, reap it: a
+    writer cut short at a point of its work the test chooses. The delay starts at a state of the
+    child's work, not at its start: on a loaded machine a child may not run for a while."""
     ready = FORK.Event()
     child = FORK.Process(target=target, args=(*args, ready))
     child.start()
-    ready.wait()
+    assert ready.wait(HANG_GUARD_S), "the child never started"
+    deadline = time.monotonic() + HANG_GUARD_S
+    while not moment():
+        assert time.monotonic() < deadline, "the child never reached the moment"
+        time.sleep(0.0005)
     time.sleep(delay_s)
     assert child.pid is not None
     os.kill(child.pid, signal.SIGKILL)

@@ -82,6 +82,15 @@ class Project:
         lines = (self.root / ".premath" / "issues.jsonl").read_bytes().splitlines()
         return {row["id"]: row for row in map(orjson.loads, lines) if row}
 
+    def trajectory_rows(self) -> list[dict[str, Any]]:
+        """The authority's trajectory, where remote workers' rows land, as its readers see it:
+        whole rows only. A last line without its newline is a row the server is writing (a
+        reader may see part of one that spans pages) or was killed writing, not a row."""
+        path = self.root / ".premath" / "harness_trajectory.jsonl"
+        data = path.read_bytes() if path.exists() else b""
+        whole = data[: data.rfind(b"\n") + 1].splitlines()
+        return [orjson.loads(line) for line in whole if line.strip()]
+
     def refs(self) -> dict[str, str]:
         """Every branch of the remote: name -> commit."""
         listed = git("for-each-ref", "--format=%(refname:short) %(objectname)", cwd=self.remote)
