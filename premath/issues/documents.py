@@ -14,8 +14,6 @@ from premath.timefmt import format_offset
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # only `issue check` loads issues.check: claim-next and list start leaner
-    TYPE_CHECKING
-):  # `issue check` alone loads premath.issues.check: claim-next and list start leaner
     from typing import Any
 
     from premath.issues.check import CheckReport, Finding
