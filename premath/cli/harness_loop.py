@@ -474,7 +474,7 @@ def harness_loop_worker(app: AppContext, /, **options: Any) -> Reply:
             continue_on_failure=continue_on_failure,
             clock=app.clock,
             report=report_progress,
-            drain_poll_s=drain_poll_seconds(cfg.lease_ttl_s) if drain else None,
+            drain_poll_s=drain_poll_seconds(cfg.limits.lease_ttl_s) if drain else None,
         )
     return Reply(outcome.to_document(), text=worker_text, exit_code=outcome.exit_code)
 

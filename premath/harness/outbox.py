@@ -218,7 +218,7 @@ def worker_outbox(cfg: WorkerConfig) -> Outbox:
     """This worker's outbox, beside where its trajectory would be."""
     folder = os.path.dirname(cfg.paths.trajectory)
     path = per_worker_path(os.path.join(folder, OUTBOX_NAME), cfg.worker_id)
-    return Outbox(path, cfg.paths.repo_root, cfg.lock_timeout_s)
+    return Outbox(path, cfg.paths.repo_root, cfg.limits.lock_timeout_s)
 
 
 def record_step(
@@ -234,7 +234,9 @@ def record_step(
     from premath.record.trajectory import append_step, step_row
 
     if not isinstance(cfg.memory, StepShipping):
-        return append_step(cfg.paths.trajectory, now=now, lock_timeout=cfg.lock_timeout_s, **fields)
+        return append_step(
+            cfg.paths.trajectory, now=now, lock_timeout=cfg.limits.lock_timeout_s, **fields
+        )
     row = step_row(cfg.paths.trajectory, now=now, **fields)
     outbox = worker_outbox(cfg)
     ship_kept(outbox, cfg.memory, cfg.worker_id, lease_id, row, step_folder)

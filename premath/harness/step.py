@@ -53,7 +53,7 @@ from premath.harness.join.check import evaluate_join_check
 from premath.harness.join.mutation_ready import mutation_ready
 from premath.harness.join.step_evidence import join_check_input
 from premath.harness.join.witness import join_witness_path, write_join_witness
-from premath.harness.loop_config import DEFAULT_VERIFY_CMD, WorkerConfig
+from premath.harness.loop_config import DEFAULT_VERIFY_CMD, StepCommands, WorkerConfig
 from premath.harness.merge_queue import Landing
 from premath.harness.outbox import record_step
 from premath.harness.presence import presence_of
@@ -203,13 +203,13 @@ def claimed_issue(cfg: WorkerConfig, issue_id: str, now: datetime) -> dict[str, 
     return cfg.memory.issue(issue_id, now)
 
 
-def verify_command(cfg: WorkerConfig, issue: dict[str, Any]) -> str:
+def verify_command(commands: StepCommands, issue: dict[str, Any]) -> str:
     """`--verify-cmd`; else the issue's own `Verification:` commands, all of them (divergence
     D16-1: the reference always ran `mise run ci-check`); else that default."""
     from premath.issues.check import verification_commands
 
-    if cfg.verify_cmd is not None:
-        return cfg.verify_cmd
+    if commands.verify_cmd is not None:
+        return commands.verify_cmd
     own = verification_commands(issue.get("description", ""))
     return " && ".join(own) if own else DEFAULT_VERIFY_CMD
 
@@ -253,7 +253,7 @@ def _claim(
         started_at=format_seconds_z(now),
         summary=summary,
         issue=issue,
-        verify_cmd=verify_command(cfg, issue),
+        verify_cmd=verify_command(cfg.commands, issue),
     )
 
 
@@ -265,7 +265,7 @@ def claim_next_issue(cfg: WorkerConfig, step_index: int, clock: Clock) -> Claim 
     dependent's step before its blocker's end.
     """
     presence_of(cfg.presence).phase("claiming")
-    claimed = cfg.memory.claim_next(cfg.worker_id, ttl_s=cfg.lease_ttl_s, now=clock.now())
+    claimed = cfg.memory.claim_next(cfg.worker_id, ttl_s=cfg.limits.lease_ttl_s, now=clock.now())
     if claimed is None:
         return None
     return _claim(cfg, claimed.issue_id, claimed.lease_id, step_index, clock.now())
@@ -323,12 +323,12 @@ def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
                 summary=f"interrupted step superseded by worker={cfg.worker_id} "
                 f"claimed={claim.issue_id}",
                 now=now,
-                lock_timeout_s=cfg.lock_timeout_s,
+                lock_timeout_s=cfg.limits.lock_timeout_s,
             )
     write_session(
         paths.session,
         now=now,
-        lock_timeout_s=cfg.lock_timeout_s,
+        lock_timeout_s=cfg.limits.lock_timeout_s,
         state="active",
         issue_id=claim.issue_id,
         summary=claim.summary,
@@ -345,7 +345,7 @@ def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
         summary=claim.summary,
         session_ref=paths.relative(paths.session),
         now=now,
-        lock_timeout_s=cfg.lock_timeout_s,
+        lock_timeout_s=cfg.limits.lock_timeout_s,
     )
 
 
@@ -363,8 +363,8 @@ def _run_commands(
     presence = presence_of(cfg.presence)
     log_dir = os.path.join(step_dir(cfg, claim), f"attempt-{attempt}")
     env = _command_env(cfg, claim, attempt)
-    work = cfg.work
-    with lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.lease_ttl_s / 3):
+    work = cfg.commands.work
+    with lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.limits.renew_every_s):
         runs: list[StepRun] = []
         if work is not None:
             presence.phase("working", claim.issue_id, attempt, max_attempts)
@@ -376,8 +376,8 @@ def _run_commands(
                 claim.verify_cmd,
                 cwd=cfg.worktree,
                 env=env,
-                timeout_s=cfg.command_timeout_s,
-                output_cap=cfg.output_cap,
+                timeout_s=cfg.limits.command_timeout_s,
+                output_cap=cfg.limits.output_cap,
                 log_dir=log_dir,
             )
         )
@@ -396,7 +396,7 @@ def _command_env(cfg: WorkerConfig, claim: Claim, attempt: int) -> dict[str, str
         "PREMATH_ISSUES_PATH": cfg.paths.issues,
         "PREMATH_REPO_ROOT": cfg.paths.repo_root,
     }
-    return command_env(context, cfg.pass_env)
+    return command_env(context, cfg.commands.pass_env)
 
 
 def _work_context(
@@ -422,19 +422,19 @@ def _work_context(
         trajectory_path=cfg.paths.trajectory,
         log_dir=log_dir,
         env=env,
-        timeout_s=cfg.command_timeout_s,
-        output_cap=cfg.output_cap,
-        lock_timeout_s=cfg.lock_timeout_s,
+        timeout_s=cfg.limits.command_timeout_s,
+        output_cap=cfg.limits.output_cap,
+        lock_timeout_s=cfg.limits.lock_timeout_s,
         now=clock.now,
     )
 
 
 def _witness_signature(cfg: WorkerConfig) -> tuple[int, int, int] | None:
     """Identity of the verify witness file before an attempt (None when absent or unset)."""
-    if cfg.verify_witness is None:
+    if cfg.commands.verify_witness is None:
         return None
     try:
-        info = os.stat(os.path.join(cfg.worktree, cfg.verify_witness))
+        info = os.stat(os.path.join(cfg.worktree, cfg.commands.verify_witness))
     except OSError:
         return None
     return info.st_ino, info.st_size, info.st_mtime_ns
@@ -444,11 +444,13 @@ def _verify_witness_classes(
     cfg: WorkerConfig, before: tuple[int, int, int] | None
 ) -> tuple[str, ...]:
     """The witness's classes; one left over from an earlier attempt counts as missing."""
-    if cfg.verify_witness is None:
+    if cfg.commands.verify_witness is None:
         return ()
     if before is not None and _witness_signature(cfg) == before:
         return ("pipeline_missing_witness",)
-    return failure_classes_from_witness_path(os.path.join(cfg.worktree, cfg.verify_witness))
+    return failure_classes_from_witness_path(
+        os.path.join(cfg.worktree, cfg.commands.verify_witness)
+    )
 
 
 def _gate(
@@ -506,9 +508,9 @@ def _renew(
             claim.issue_id,
             cfg.worker_id,
             claim.lease_id,
-            ttl_s=cfg.lease_ttl_s,
+            ttl_s=cfg.limits.lease_ttl_s,
             now=now,
-            patience_s=cfg.lease_ttl_s / 3,
+            patience_s=cfg.limits.renew_every_s,
             queue_state=queue_state,
         )
     except Interrupted:
@@ -518,13 +520,13 @@ def _renew(
     return True
 
 
-def unrecognised_verification(cfg: WorkerConfig, claim: Claim) -> str | None:
+def unrecognised_verification(commands: StepCommands, claim: Claim) -> str | None:
     """The claimed issue wrote a verification line the loop does not recognise, so it runs
     without it (its other commands, or the default): which line, the words that are
     recognised, how to wrap it."""
     from premath.issues.check import unrecognised_advice, unrecognised_verification_lines
 
-    if cfg.verify_cmd is not None:
+    if commands.verify_cmd is not None:
         return None
     lines = unrecognised_verification_lines(claim.issue.get("description", ""))
     if not lines:
@@ -539,7 +541,7 @@ def unrecognised_verification(cfg: WorkerConfig, claim: Claim) -> str | None:
 def step_advice(cfg: WorkerConfig, claim: Claim) -> list[str]:
     """What the user must fix before this step can pass, said before its first attempt."""
     advice = missing_programs(cfg, claim)
-    unrecognised = unrecognised_verification(cfg, claim)
+    unrecognised = unrecognised_verification(cfg.commands, claim)
     if unrecognised is not None and not any(unrecognised in line for line in advice):
         advice.append(unrecognised)
     return advice
@@ -549,18 +551,18 @@ def missing_programs(cfg: WorkerConfig, claim: Claim) -> list[str]:
     """What the user must do about step commands whose program is not installed (D25-5): said
     before the first attempt, and the failed step's next step. `mise` missing for an issue
     without a Verification command is the usual case."""
-    path = command_env({}, cfg.pass_env).get("PATH", "")
+    path = command_env({}, cfg.commands.pass_env).get("PATH", "")
     advice = []
-    for name, command in (("work", cfg.work_cmd), ("verify", claim.verify_cmd)):
+    for name, command in (("work", cfg.commands.work_cmd), ("verify", claim.verify_cmd)):
         program = None if command is None else missing_program(command, path, cfg.worktree)
         if program is None:
             continue
         if name == "work":
             fix = "fix --work-cmd"
-        elif cfg.verify_cmd is not None:
+        elif cfg.commands.verify_cmd is not None:
             fix = "fix --verify-cmd"
         elif command == DEFAULT_VERIFY_CMD:
-            fix = unrecognised_verification(cfg, claim) or (
+            fix = unrecognised_verification(cfg.commands, claim) or (
                 "add a Verification command to the issue or pass --verify-cmd"
             )
         else:
@@ -584,7 +586,7 @@ def run_attempts(
     while True:
         number = len(attempts) + 1
         # With `complete` the agent wrote its witness before: only the loop's own runs must.
-        before = _witness_signature(cfg) if cfg.work is not None else None
+        before = _witness_signature(cfg) if cfg.commands.work is not None else None
         decided = attempts[-1].decision if attempts else None
         runs = _run_commands(
             cfg, claim, number, clock, None if decided is None else decided.max_attempts
@@ -597,7 +599,7 @@ def run_attempts(
         if not attempt.decision.retry:
             return attempts
         attempt.backoff_s = backoff_delay_s(
-            attempt.decision.backoff_class, number, cfg.backoff_scale
+            attempt.decision.backoff_class, number, cfg.limits.backoff_scale
         )
         report(
             f"[worker:{cfg.worker_id}] retry {number}/{attempt.decision.max_attempts} for "
@@ -745,8 +747,8 @@ def _land(
             claim.verify_cmd,
             cwd=cwd,
             env=env,
-            timeout_s=cfg.command_timeout_s,
-            output_cap=cfg.output_cap,
+            timeout_s=cfg.limits.command_timeout_s,
+            output_cap=cfg.limits.output_cap,
             log_dir=log_dir,
         )
 
@@ -761,7 +763,7 @@ def _land(
 
     with (
         _lease_given_back_on_error(cfg, claim, clock),
-        lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.lease_ttl_s / 3),
+        lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.limits.renew_every_s),
     ):
         return queue.submit(delivered.branch, delivered.commit, verify, say, mark)
 
@@ -908,7 +910,7 @@ def _finish_failed(
             snapshot,
             worker_id=cfg.worker_id,
             claimed_lease_id=claim.lease_id,
-            lease_ttl_s=cfg.lease_ttl_s,
+            lease_ttl_s=cfg.limits.lease_ttl_s,
             dispatch=lambda action, payload: cfg.memory.dispatch(action, payload, now=clock.now()),
         )
         if recovery is not None:
@@ -969,7 +971,7 @@ def _finish(
         report.next_step = "; ".join(step_advice(cfg, claim)) or (
             "a command's program is not installed or not executable: see the step witness"
         )
-    elif failed and (unrecognised := unrecognised_verification(cfg, claim)) is not None:
+    elif failed and (unrecognised := unrecognised_verification(cfg.commands, claim)) is not None:
         report.next_step = f"{unrecognised}; {report.next_step}"
     if report.step_witness_ref is not None:
         _write_step_witness(report, os.path.join(cfg.paths.repo_root, report.step_witness_ref))
@@ -1015,7 +1017,10 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
     claim, handoff = report.claim, report.handoff
     completed = report.outcome == "completed"
     outcome_ref = witness_ref(
-        cfg.witness_prefix, cfg.worker_id, claim.issue_id, "completed" if completed else "failed"
+        cfg.commands.witness_prefix,
+        cfg.worker_id,
+        claim.issue_id,
+        "completed" if completed else "failed",
     )
     last = report.attempts[-1] if report.attempts else None
     evidence = [
@@ -1077,12 +1082,12 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
             *report.delivery_refs,
         ),
         now=now,
-        lock_timeout_s=cfg.lock_timeout_s,
+        lock_timeout_s=cfg.limits.lock_timeout_s,
     )
     write_session(
         cfg.paths.session,
         now=now,
-        lock_timeout_s=cfg.lock_timeout_s,
+        lock_timeout_s=cfg.limits.lock_timeout_s,
         state="stopped",
         issue_id=claim.issue_id,
         summary=session_summary,
