@@ -466,8 +466,9 @@ def harness_loop_worker(app: AppContext, /, **options: Any) -> Reply:
     drain = options.pop("drain")
     with worker_authority(options, delivers=True) as (memory, delivery, presence):
         cfg = one_worker(app, options, memory=memory, delivery=delivery, presence=presence)
-        if verbose or cfg.authority.mode != DEFAULT_MODE:  # an override changes what may mutate
-            report_progress(f"[worker:{cfg.worker_id}] override policy {cfg.authority.describe()}")
+        mutation = cfg.authority.mutation
+        if verbose or mutation.mode != DEFAULT_MODE:  # an override changes what may mutate
+            report_progress(f"[worker:{cfg.worker_id}] override policy {mutation.describe()}")
         outcome = run_worker(
             cfg,
             max_steps=max_steps,

@@ -128,6 +128,23 @@ class WorkerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerAuthority:
+    """Whom a worker answers to: the issue memory it claims and closes through, what it may
+    mutate, the retry policy it escalates by, and where its work and presence are reported."""
+
+    memory: IssueAuthority
+    """Issue memory's authority: the issues file (`LocalAuthority`) or an MCP server."""
+    mutation: MutationAuthority
+    policy: RetryPolicy
+    delivery: GitDelivery | None = None
+    """A remote worker's clone: each success is pushed to `premath/<issue>` before the close."""
+    presence: Any = None
+    """A remote worker's `Presence` at the authority (harness/presence.py); None: nobody's."""
+    host_action_transport: str | None = None
+    """`mcp`: lease recovery after a failure goes through the transport dispatch (D5-12)."""
+
+
+@dataclass(frozen=True, slots=True)
 class StepCommands:
     """What a worker's step runs: its work, its verification, the environment they get, and
     the prefix naming the step's outcome in the records."""
@@ -177,18 +194,9 @@ class WorkerConfig:
     worker_id: str
     worktree: str
     paths: LoopPaths
-    authority: MutationAuthority
-    policy: RetryPolicy
-    memory: IssueAuthority
-    """Issue memory's authority: the issues file (`LocalAuthority`) or an MCP server."""
+    authority: WorkerAuthority
     commands: StepCommands
     limits: StepLimits = StepLimits()
-    delivery: GitDelivery | None = None
-    """A remote worker's clone: each success is pushed to `premath/<issue>` before the close."""
-    host_action_transport: str | None = None
-    """`mcp`: lease recovery after a failure goes through the transport dispatch (D5-12)."""
-    presence: Any = None
-    """A remote worker's `Presence` at the authority (harness/presence.py); None: nobody's."""
 
 
 def env_or(value: str | None, env_name: str, default: str) -> str:
@@ -233,9 +241,14 @@ def worker_config(
         worker_id=cleaned,
         worktree=worktree_abs,
         paths=paths or settings.paths,
-        authority=settings.authority,
-        policy=settings.policy,
-        memory=memory or LocalAuthority((paths or settings.paths).issues, lock_timeout_s),
+        authority=WorkerAuthority(
+            memory=memory or LocalAuthority((paths or settings.paths).issues, lock_timeout_s),
+            mutation=settings.authority,
+            policy=settings.policy,
+            delivery=delivery,
+            presence=presence,
+            host_action_transport=settings.host_action_transport,
+        ),
         commands=StepCommands(
             work_cmd=None if agent_did_work else settings.work_cmd,
             work_program=None if agent_did_work else settings.program,
@@ -251,9 +264,6 @@ def worker_config(
             backoff_scale=settings.backoff_scale,
             lock_timeout_s=lock_timeout_s,
         ),
-        delivery=delivery,
-        host_action_transport=settings.host_action_transport,
-        presence=presence,
     )
 
 

@@ -233,13 +233,13 @@ def record_step(
     for a remote authority kept in the outbox and delivered (with the step folder's record)."""
     from premath.record.trajectory import append_step, step_row
 
-    if not isinstance(cfg.memory, StepShipping):
+    if not isinstance(cfg.authority.memory, StepShipping):
         return append_step(
             cfg.paths.trajectory, now=now, lock_timeout=cfg.limits.lock_timeout_s, **fields
         )
     row = step_row(cfg.paths.trajectory, now=now, **fields)
     outbox = worker_outbox(cfg)
-    ship_kept(outbox, cfg.memory, cfg.worker_id, lease_id, row, step_folder)
+    ship_kept(outbox, cfg.authority.memory, cfg.worker_id, lease_id, row, step_folder)
     return row
 
 
@@ -271,10 +271,10 @@ def ship_kept(
 def delivering(cfg: WorkerConfig, report: Report) -> Iterator[int]:
     """Around a worker's run: deliver what an earlier run left and yield the first step index
     this run may use; at the end deliver again and say what is left (kept for the next run)."""
-    if not isinstance(cfg.memory, StepShipping):
+    if not isinstance(cfg.authority.memory, StepShipping):
         yield 1
         return
-    authority = cfg.memory
+    authority = cfg.authority.memory
     outbox = worker_outbox(cfg)
     if outbox.pending():
         left = outbox.deliver(authority, patience_s=None, report=report)

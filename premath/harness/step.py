@@ -200,7 +200,7 @@ class StepReport:
 
 def claimed_issue(cfg: WorkerConfig, issue_id: str, now: datetime) -> dict[str, Any]:
     """The claimed issue as `issue show` prints it ({} if it vanished since the claim)."""
-    return cfg.memory.issue(issue_id, now)
+    return cfg.authority.memory.issue(issue_id, now)
 
 
 def verify_command(commands: StepCommands, issue: dict[str, Any]) -> str:
@@ -217,30 +217,30 @@ def verify_command(commands: StepCommands, issue: dict[str, Any]) -> str:
 def _claim(
     cfg: WorkerConfig, issue_id: str, lease_id: str | None, index: int, now: datetime
 ) -> Claim:
-    authority = cfg.authority
+    mutation = cfg.authority.mutation
     paths = cfg.paths
     refs = lineage_refs(
         issue_id,
         cfg.worker_id,
         repo_root=".",
-        issues_path=cfg.memory.recorded_issues(paths)[1],
+        issues_path=cfg.authority.memory.recorded_issues(paths)[1],
         worktree=paths.relative(cfg.worktree),
-        mutation_mode=authority.mode,
-        active_epoch=authority.active_epoch,
-        support_until=authority.support_until,
+        mutation_mode=mutation.mode,
+        active_epoch=mutation.active_epoch,
+        support_until=mutation.support_until,
     )
     audit = policy_ref(
-        mode=authority.mode,
-        reason=authority.reason,
-        active_epoch=authority.active_epoch,
-        support_until=authority.support_until,
+        mode=mutation.mode,
+        reason=mutation.reason,
+        active_epoch=mutation.active_epoch,
+        support_until=mutation.support_until,
         worker_id=cfg.worker_id,
         issue_id=issue_id,
         step_index=index,
     )
     summary = (
         f"worker={cfg.worker_id} claimed={issue_id} worktree={paths.relative(cfg.worktree)} "
-        f"{authority.describe()}"
+        f"{mutation.describe()}"
     )
     issue = claimed_issue(cfg, issue_id, now)
     return Claim(
@@ -264,8 +264,10 @@ def claim_next_issue(cfg: WorkerConfig, step_index: int, clock: Clock) -> Claim 
     lock, another may have closed a blocker, and a start stamped before that close would put the
     dependent's step before its blocker's end.
     """
-    presence_of(cfg.presence).phase("claiming")
-    claimed = cfg.memory.claim_next(cfg.worker_id, ttl_s=cfg.limits.lease_ttl_s, now=clock.now())
+    presence_of(cfg.authority.presence).phase("claiming")
+    claimed = cfg.authority.memory.claim_next(
+        cfg.worker_id, ttl_s=cfg.limits.lease_ttl_s, now=clock.now()
+    )
     if claimed is None:
         return None
     return _claim(cfg, claimed.issue_id, claimed.lease_id, step_index, clock.now())
@@ -273,7 +275,7 @@ def claim_next_issue(cfg: WorkerConfig, step_index: int, clock: Clock) -> Claim 
 
 def claim_for_agent(cfg: WorkerConfig, step_index: int, clock: Clock) -> dict[str, Any]:
     """`harness claim`: claim the next ready issue and begin its step; the agent works next."""
-    require_store(cfg.memory, cfg.paths)
+    require_store(cfg.authority.memory, cfg.paths)
     claim = claim_next_issue(cfg, step_index, clock)
     document: dict[str, Any] = {"action": "harness.claim", "claimed": claim is not None}
     if claim is None:
@@ -296,7 +298,7 @@ def claim_for_agent(cfg: WorkerConfig, step_index: int, clock: Clock) -> dict[st
 
 def held_claim(cfg: WorkerConfig, issue_id: str, step_index: int, now: datetime) -> Claim:
     """The claim this worker already holds on `issue_id` (for `harness complete`)."""
-    lease_id = cfg.memory.holder_lease(issue_id, cfg.worker_id, now)
+    lease_id = cfg.authority.memory.holder_lease(issue_id, cfg.worker_id, now)
     return _claim(cfg, issue_id, lease_id, step_index, now)
 
 
@@ -334,8 +336,8 @@ def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
         summary=claim.summary,
         next_step=NEXT_STEP_ACTIVE,
         lineage_refs=claim.lineage_refs,
-        issues_path=cfg.memory.recorded_issues(cfg.paths)[0],
-        recorded_issues_path=cfg.memory.recorded_issues(cfg.paths)[1],
+        issues_path=cfg.authority.memory.recorded_issues(cfg.paths)[0],
+        recorded_issues_path=cfg.authority.memory.recorded_issues(cfg.paths)[1],
     )
     write_feature(
         paths.ledger,
@@ -360,7 +362,7 @@ def _run_commands(
     """Work (a command or a program, harness/work.py) then verify, the lease kept alive
     meanwhile (a third of the TTL between renewals); each phase reported to the authority
     (`max_attempts`: the retry rule's, once a failure chose one)."""
-    presence = presence_of(cfg.presence)
+    presence = presence_of(cfg.authority.presence)
     log_dir = os.path.join(step_dir(cfg, claim), f"attempt-{attempt}")
     env = _command_env(cfg, claim, attempt)
     work = cfg.commands.work
@@ -467,8 +469,8 @@ def _gate(
         witness_classes = (
             _verify_witness_classes(cfg, witness_before) if run.name == "verify" else ()
         )
-        run_classes = run_failure_classes(run, cfg.policy, witness_classes)
-        rule = cfg.policy.rule_for(run_classes[0]) if run_classes else None
+        run_classes = run_failure_classes(run, cfg.authority.policy, witness_classes)
+        rule = cfg.authority.policy.rule_for(run_classes[0]) if run_classes else None
         typed.append((run, run_classes, rule is not None and rule.max_attempts > 1))
         classes.extend(c for c in run_classes if c not in classes)
     join_input = join_check_input(
@@ -476,7 +478,7 @@ def _gate(
         worker_id=cfg.worker_id,
         runs=typed,
         mutation_policy_digest=claim.policy_ref,
-        governance_policy_digest=cfg.policy.policy_digest,
+        governance_policy_digest=cfg.authority.policy.policy_digest,
         session_refs=[cfg.paths.relative(cfg.paths.session)],
         trajectory_refs=[cfg.paths.relative(cfg.paths.trajectory)],
     )
@@ -504,7 +506,7 @@ def _renew(
     if claim.lease_id is None:
         return False
     try:
-        cfg.memory.renew(
+        cfg.authority.memory.renew(
             claim.issue_id,
             cfg.worker_id,
             claim.lease_id,
@@ -595,7 +597,9 @@ def run_attempts(
         attempts.append(attempt)
         if attempt.succeeded or not attempt.mutation_ready:
             return attempts
-        attempt.decision = resolve_retry_decision(cfg.policy, attempt.failure_classes, number)
+        attempt.decision = resolve_retry_decision(
+            cfg.authority.policy, attempt.failure_classes, number
+        )
         if not attempt.decision.retry:
             return attempts
         attempt.backoff_s = backoff_delay_s(
@@ -644,7 +648,7 @@ def _failure_next_step(
 
 
 def _release(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
-    cfg.memory.release(claim.issue_id, cfg.worker_id, claim.lease_id, now=now)
+    cfg.authority.memory.release(claim.issue_id, cfg.worker_id, claim.lease_id, now=now)
 
 
 def _release_after_stop(cfg: WorkerConfig, claim: Claim, now: datetime) -> EscalationResult:
@@ -667,11 +671,11 @@ def _escalate(
     if decision.escalation_action == "stop":
         return _release_after_stop(cfg, claim, now)
     return escalate_held(
-        cfg.memory,
+        cfg.authority.memory,
         issue_id=claim.issue_id,
         holder=(cfg.worker_id, claim.lease_id),
         scope="worker-loop",
-        policy=cfg.policy,
+        policy=cfg.authority.policy,
         decision=decision,
         witness_ref=witness,
         now=now,
@@ -688,7 +692,7 @@ def finish_step(
 ) -> StepReport:
     """Close or escalate, then write the trajectory row, the feature row and the session."""
     last = attempts[-1] if attempts else None
-    presence_of(cfg.presence).phase("closing", claim.issue_id, len(attempts) or None)
+    presence_of(cfg.authority.presence).phase("closing", claim.issue_id, len(attempts) or None)
     if last is not None and last.succeeded:
         delivered = _deliver(cfg, claim, last, clock)
         if delivered is not None and not delivered.ok:
@@ -718,11 +722,13 @@ def finish_step(
 def _deliver(cfg: WorkerConfig, claim: Claim, last: Attempt, clock: Clock) -> Delivered | None:
     """A remote worker's commit on `premath/<issue>` (None without a clone); a runtime error
     (an interrupt mid-push) gives the lease back before it propagates."""
-    if cfg.delivery is None:
+    if cfg.authority.delivery is None:
         return None
     title = str(claim.issue.get("title") or "")
     with _lease_given_back_on_error(cfg, claim, clock):
-        return cfg.delivery.deliver(claim.issue_id, title, claim.step_id, last.join_witness_ref)
+        return cfg.authority.delivery.deliver(
+            claim.issue_id, title, claim.step_id, last.join_witness_ref
+        )
 
 
 def _land(
@@ -735,7 +741,7 @@ def _land(
 ) -> Landing | None:
     """The delivered branch through the merge queue, the lease kept alive meanwhile (None
     without a queue); a runtime error gives the lease back before it propagates."""
-    queue = None if cfg.delivery is None else cfg.delivery.queue
+    queue = None if cfg.authority.delivery is None else cfg.authority.delivery.queue
     if queue is None or delivered is None or delivered.commit is None:
         return None
     log_dir = os.path.join(step_dir(cfg, claim), "merge-queue")
@@ -782,7 +788,7 @@ def _close_held(
     notes = [] if delivered is None else [delivered.note(cfg.worker_id, claim.step_id)]
     if landing is not None:
         notes.append(landing.note(cfg.worker_id, claim.step_id))
-    finished = cfg.memory.finish(
+    finished = cfg.authority.memory.finish(
         claim.issue_id,
         cfg.worker_id,
         claim.lease_id,
@@ -794,7 +800,7 @@ def _close_held(
     )
     if not finished.applied:
         return "lease_lost"
-    snapshot = cfg.memory.snapshot(claim.issue_id, clock.now())
+    snapshot = cfg.authority.memory.snapshot(claim.issue_id, clock.now())
     handoff = success_handoff(snapshot, cfg.worker_id, claim.lease_id)
     return "failed_lease_invariant" if handoff is None else handoff
 
@@ -824,7 +830,7 @@ def _finish_unlanded(
     from the new integration head), another escalation blocks it with the note."""
     assert landing.failure is not None
     classes = (landing.failure,)
-    decision = resolve_retry_decision(cfg.policy, classes, 1)
+    decision = resolve_retry_decision(cfg.authority.policy, classes, 1)
     status: FinishStatus = (
         "open" if decision.retry or decision.escalation_action == "stop" else "blocked"
     )
@@ -847,7 +853,7 @@ def _finish_not_closed(
     notes = [delivered.note(cfg.worker_id, claim.step_id)]
     if landing is not None:
         notes.append(landing.note(cfg.worker_id, claim.step_id))
-    finished = cfg.memory.finish(
+    finished = cfg.authority.memory.finish(
         claim.issue_id,
         cfg.worker_id,
         claim.lease_id,
@@ -857,7 +863,7 @@ def _finish_not_closed(
     )
     if not finished.applied:
         return _finish_failed(cfg, claim, attempts, clock, clock.now(), classes, delivered, landing)
-    snapshot = cfg.memory.snapshot(claim.issue_id, clock.now())
+    snapshot = cfg.authority.memory.snapshot(claim.issue_id, clock.now())
     handoff = (
         undelivered_handoff(snapshot, cfg.worker_id, claim.lease_id, status, delivered)
         if landing is None
@@ -889,7 +895,7 @@ def _finish_failed(
 ) -> StepReport:
     """Hand off by the lease state found now; escalate while this worker still holds it."""
     last = attempts[-1] if attempts else None
-    snapshot = cfg.memory.snapshot(claim.issue_id, clock.now())
+    snapshot = cfg.authority.memory.snapshot(claim.issue_id, clock.now())
     if snapshot.lease_state == "active" and snapshot.lease_owner != cfg.worker_id:
         # Self-consistent for its new holder, contended from this worker's side: lost.
         snapshot = replace(snapshot, lease_state="contended")
@@ -904,14 +910,16 @@ def _finish_failed(
         if escalation is not None and escalation.outcome == "applied":
             handoff = escalated_handoff(snapshot, cfg.worker_id, claim.lease_id, escalation.action)
     transport_refs: tuple[str, ...] = ()
-    if cfg.host_action_transport == "mcp" and not _applied(escalation):
+    if cfg.authority.host_action_transport == "mcp" and not _applied(escalation):
         recovery = recover_through_transport(
             handoff,
             snapshot,
             worker_id=cfg.worker_id,
             claimed_lease_id=claim.lease_id,
             lease_ttl_s=cfg.limits.lease_ttl_s,
-            dispatch=lambda action, payload: cfg.memory.dispatch(action, payload, now=clock.now()),
+            dispatch=lambda action, payload: cfg.authority.memory.dispatch(
+                action, payload, now=clock.now()
+            ),
         )
         if recovery is not None:
             handoff, transport_refs = recovery.handoff, recovery.refs
@@ -1094,8 +1102,8 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         next_step=report.next_step,
         witness_refs=step_refs,
         lineage_refs=claim.lineage_refs,
-        issues_path=cfg.memory.recorded_issues(cfg.paths)[0],
-        recorded_issues_path=cfg.memory.recorded_issues(cfg.paths)[1],
+        issues_path=cfg.authority.memory.recorded_issues(cfg.paths)[0],
+        recorded_issues_path=cfg.authority.memory.recorded_issues(cfg.paths)[1],
     )
 
 
@@ -1125,8 +1133,8 @@ def execute_claim(
 ) -> StepReport:
     """Everything after the claim; a runtime error gives the lease back before it propagates."""
     with _lease_given_back_on_error(cfg, claim, clock):
-        if cfg.delivery is not None:
-            cfg.delivery.reset()
+        if cfg.authority.delivery is not None:
+            cfg.authority.delivery.reset()
         begin_step(cfg, claim, clock.now())
         attempts = run_attempts(cfg, claim, clock, sleep=sleep, report=report)
     return finish_step(cfg, claim, attempts, clock, report)
