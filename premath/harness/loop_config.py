@@ -128,6 +128,15 @@ class WorkerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkerPlace:
+    """Where a worker's step runs (its worktree) and what it records into (the loop's paths)."""
+
+    worktree: str
+    """Absolute: the work and verify commands' working folder."""
+    paths: LoopPaths
+
+
+@dataclass(frozen=True, slots=True)
 class WorkerAuthority:
     """Whom a worker answers to: the issue memory it claims and closes through, what it may
     mutate, the retry policy it escalates by, and where its work and presence are reported."""
@@ -192,11 +201,16 @@ class StepLimits:
 @dataclass(frozen=True, slots=True)
 class WorkerConfig:
     worker_id: str
-    worktree: str
-    paths: LoopPaths
+    where: WorkerPlace
     authority: WorkerAuthority
     commands: StepCommands
     limits: StepLimits = StepLimits()
+
+    @property
+    def verify_witness_path(self) -> str | None:
+        """The verify command's witness file in this worker's worktree (None: none asked for)."""
+        witness = self.commands.verify_witness
+        return None if witness is None else os.path.join(self.where.worktree, witness)
 
 
 def env_or(value: str | None, env_name: str, default: str) -> str:
@@ -237,12 +251,12 @@ def worker_config(
     if not os.path.isdir(worktree_abs):
         raise InvalidUsage(f"worktree is not a directory: {worktree_abs}")
     assert settings.witness_prefix is not None  # resolved when the settings were built
+    where = WorkerPlace(worktree_abs, paths or settings.paths)
     return WorkerConfig(
         worker_id=cleaned,
-        worktree=worktree_abs,
-        paths=paths or settings.paths,
+        where=where,
         authority=WorkerAuthority(
-            memory=memory or LocalAuthority((paths or settings.paths).issues, lock_timeout_s),
+            memory=memory or LocalAuthority(where.paths.issues, lock_timeout_s),
             mutation=settings.authority,
             policy=settings.policy,
             delivery=delivery,

@@ -216,9 +216,9 @@ class Outbox:
 
 def worker_outbox(cfg: WorkerConfig) -> Outbox:
     """This worker's outbox, beside where its trajectory would be."""
-    folder = os.path.dirname(cfg.paths.trajectory)
+    folder = os.path.dirname(cfg.where.paths.trajectory)
     path = per_worker_path(os.path.join(folder, OUTBOX_NAME), cfg.worker_id)
-    return Outbox(path, cfg.paths.repo_root, cfg.limits.lock_timeout_s)
+    return Outbox(path, cfg.where.paths.repo_root, cfg.limits.lock_timeout_s)
 
 
 def record_step(
@@ -235,9 +235,9 @@ def record_step(
 
     if not isinstance(cfg.authority.memory, StepShipping):
         return append_step(
-            cfg.paths.trajectory, now=now, lock_timeout=cfg.limits.lock_timeout_s, **fields
+            cfg.where.paths.trajectory, now=now, lock_timeout=cfg.limits.lock_timeout_s, **fields
         )
-    row = step_row(cfg.paths.trajectory, now=now, **fields)
+    row = step_row(cfg.where.paths.trajectory, now=now, **fields)
     outbox = worker_outbox(cfg)
     ship_kept(outbox, cfg.authority.memory, cfg.worker_id, lease_id, row, step_folder)
     return row

@@ -54,6 +54,7 @@ from premath.harness.join.mutation_ready import mutation_ready
 from premath.harness.join.step_evidence import join_check_input
 from premath.harness.join.witness import join_witness_path, write_join_witness
 from premath.harness.loop_config import DEFAULT_VERIFY_CMD, StepCommands, WorkerConfig
+from premath.harness.loop_paths import LoopPaths
 from premath.harness.merge_queue import Landing
 from premath.harness.outbox import record_step
 from premath.harness.presence import presence_of
@@ -218,13 +219,13 @@ def _claim(
     cfg: WorkerConfig, issue_id: str, lease_id: str | None, index: int, now: datetime
 ) -> Claim:
     mutation = cfg.authority.mutation
-    paths = cfg.paths
+    worktree = cfg.where.paths.relative(cfg.where.worktree)
     refs = lineage_refs(
         issue_id,
         cfg.worker_id,
         repo_root=".",
-        issues_path=cfg.authority.memory.recorded_issues(paths)[1],
-        worktree=paths.relative(cfg.worktree),
+        issues_path=cfg.authority.memory.recorded_issues(cfg.where.paths)[1],
+        worktree=worktree,
         mutation_mode=mutation.mode,
         active_epoch=mutation.active_epoch,
         support_until=mutation.support_until,
@@ -238,10 +239,7 @@ def _claim(
         issue_id=issue_id,
         step_index=index,
     )
-    summary = (
-        f"worker={cfg.worker_id} claimed={issue_id} worktree={paths.relative(cfg.worktree)} "
-        f"{mutation.describe()}"
-    )
+    summary = f"worker={cfg.worker_id} claimed={issue_id} worktree={worktree} {mutation.describe()}"
     issue = claimed_issue(cfg, issue_id, now)
     return Claim(
         issue_id=issue_id,
@@ -275,7 +273,7 @@ def claim_next_issue(cfg: WorkerConfig, step_index: int, clock: Clock) -> Claim 
 
 def claim_for_agent(cfg: WorkerConfig, step_index: int, clock: Clock) -> dict[str, Any]:
     """`harness claim`: claim the next ready issue and begin its step; the agent works next."""
-    require_store(cfg.authority.memory, cfg.paths)
+    require_store(cfg.authority.memory, cfg.where.paths)
     claim = claim_next_issue(cfg, step_index, clock)
     document: dict[str, Any] = {"action": "harness.claim", "claimed": claim is not None}
     if claim is None:
@@ -287,7 +285,7 @@ def claim_for_agent(cfg: WorkerConfig, step_index: int, clock: Clock) -> dict[st
         stepId=claim.step_id,
         lineageRefs=list(claim.lineage_refs),
         policyRef=claim.policy_ref,
-        sessionPath=cfg.paths.session,
+        sessionPath=cfg.where.paths.session,
         issue=claim.issue,
         verifyCmd=claim.verify_cmd,
         nextStep=f"do the work on {claim.issue_id}, then: premath harness complete "
@@ -304,7 +302,7 @@ def held_claim(cfg: WorkerConfig, issue_id: str, step_index: int, now: datetime)
 
 def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
     """Session `active` and feature `in_progress` for the claimed issue."""
-    paths = cfg.paths
+    paths = cfg.where.paths
     if os.path.exists(paths.ledger):
         ledger = load_ledger(paths.ledger, read_prefix(paths.ledger))
         for row in ledger["features"]:
@@ -327,6 +325,7 @@ def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
                 now=now,
                 lock_timeout_s=cfg.limits.lock_timeout_s,
             )
+    issues_path, recorded_issues_path = cfg.authority.memory.recorded_issues(paths)
     write_session(
         paths.session,
         now=now,
@@ -336,8 +335,8 @@ def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
         summary=claim.summary,
         next_step=NEXT_STEP_ACTIVE,
         lineage_refs=claim.lineage_refs,
-        issues_path=cfg.authority.memory.recorded_issues(cfg.paths)[0],
-        recorded_issues_path=cfg.authority.memory.recorded_issues(cfg.paths)[1],
+        issues_path=issues_path,
+        recorded_issues_path=recorded_issues_path,
     )
     write_feature(
         paths.ledger,
@@ -351,9 +350,9 @@ def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
     )
 
 
-def step_dir(cfg: WorkerConfig, claim: Claim) -> str:
+def step_dir(paths: LoopPaths, claim: Claim) -> str:
     """`<steps dir>/<step id>`, the id made a safe single folder name (issue ids are free text)."""
-    return os.path.join(cfg.paths.steps_dir, step_folder_name(claim.step_id))
+    return os.path.join(paths.steps_dir, step_folder_name(claim.step_id))
 
 
 def _run_commands(
@@ -363,7 +362,7 @@ def _run_commands(
     meanwhile (a third of the TTL between renewals); each phase reported to the authority
     (`max_attempts`: the retry rule's, once a failure chose one)."""
     presence = presence_of(cfg.authority.presence)
-    log_dir = os.path.join(step_dir(cfg, claim), f"attempt-{attempt}")
+    log_dir = os.path.join(step_dir(cfg.where.paths, claim), f"attempt-{attempt}")
     env = _command_env(cfg, claim, attempt)
     work = cfg.commands.work
     with lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.limits.renew_every_s):
@@ -376,7 +375,7 @@ def _run_commands(
             run_command(
                 "verify",
                 claim.verify_cmd,
-                cwd=cfg.worktree,
+                cwd=cfg.where.worktree,
                 env=env,
                 timeout_s=cfg.limits.command_timeout_s,
                 output_cap=cfg.limits.output_cap,
@@ -395,8 +394,8 @@ def _command_env(cfg: WorkerConfig, claim: Claim, attempt: int) -> dict[str, str
         "PREMATH_LEASE_ID": claim.lease_id or "",
         "PREMATH_STEP_ID": claim.step_id,
         "PREMATH_ATTEMPT": str(attempt),
-        "PREMATH_ISSUES_PATH": cfg.paths.issues,
-        "PREMATH_REPO_ROOT": cfg.paths.repo_root,
+        "PREMATH_ISSUES_PATH": cfg.where.paths.issues,
+        "PREMATH_REPO_ROOT": cfg.where.paths.repo_root,
     }
     return command_env(context, cfg.commands.pass_env)
 
@@ -409,6 +408,7 @@ def _work_context(
     env: dict[str, str],
     clock: Clock,
 ) -> WorkContext:
+    paths = cfg.where.paths
     return WorkContext(
         worker_id=cfg.worker_id,
         issue_id=claim.issue_id,
@@ -416,12 +416,12 @@ def _work_context(
         step_id=claim.step_id,
         attempt=attempt,
         lineage_refs=claim.lineage_refs,
-        worktree=cfg.worktree,
-        repo_root=cfg.paths.repo_root,
-        issues_path=cfg.paths.issues,
-        session_path=cfg.paths.session,
-        ledger_path=cfg.paths.ledger,
-        trajectory_path=cfg.paths.trajectory,
+        worktree=cfg.where.worktree,
+        repo_root=paths.repo_root,
+        issues_path=paths.issues,
+        session_path=paths.session,
+        ledger_path=paths.ledger,
+        trajectory_path=paths.trajectory,
         log_dir=log_dir,
         env=env,
         timeout_s=cfg.limits.command_timeout_s,
@@ -431,28 +431,26 @@ def _work_context(
     )
 
 
-def _witness_signature(cfg: WorkerConfig) -> tuple[int, int, int] | None:
+def _witness_signature(witness: str | None) -> tuple[int, int, int] | None:
     """Identity of the verify witness file before an attempt (None when absent or unset)."""
-    if cfg.commands.verify_witness is None:
+    if witness is None:
         return None
     try:
-        info = os.stat(os.path.join(cfg.worktree, cfg.commands.verify_witness))
+        info = os.stat(witness)
     except OSError:
         return None
     return info.st_ino, info.st_size, info.st_mtime_ns
 
 
 def _verify_witness_classes(
-    cfg: WorkerConfig, before: tuple[int, int, int] | None
+    witness: str | None, before: tuple[int, int, int] | None
 ) -> tuple[str, ...]:
     """The witness's classes; one left over from an earlier attempt counts as missing."""
-    if cfg.commands.verify_witness is None:
+    if witness is None:
         return ()
-    if before is not None and _witness_signature(cfg) == before:
+    if before is not None and _witness_signature(witness) == before:
         return ("pipeline_missing_witness",)
-    return failure_classes_from_witness_path(
-        os.path.join(cfg.worktree, cfg.commands.verify_witness)
-    )
+    return failure_classes_from_witness_path(witness)
 
 
 def _gate(
@@ -463,14 +461,17 @@ def _gate(
     witness_before: tuple[int, int, int] | None = None,
 ) -> Attempt:
     """Evaluate the attempt's join check, persist its witness, decide MutationReady."""
+    paths, policy = cfg.where.paths, cfg.authority.policy
     typed = []
     classes: list[str] = []
     for run in runs:
         witness_classes = (
-            _verify_witness_classes(cfg, witness_before) if run.name == "verify" else ()
+            _verify_witness_classes(cfg.verify_witness_path, witness_before)
+            if run.name == "verify"
+            else ()
         )
-        run_classes = run_failure_classes(run, cfg.authority.policy, witness_classes)
-        rule = cfg.authority.policy.rule_for(run_classes[0]) if run_classes else None
+        run_classes = run_failure_classes(run, policy, witness_classes)
+        rule = policy.rule_for(run_classes[0]) if run_classes else None
         typed.append((run, run_classes, rule is not None and rule.max_attempts > 1))
         classes.extend(c for c in run_classes if c not in classes)
     join_input = join_check_input(
@@ -478,14 +479,14 @@ def _gate(
         worker_id=cfg.worker_id,
         runs=typed,
         mutation_policy_digest=claim.policy_ref,
-        governance_policy_digest=cfg.authority.policy.policy_digest,
-        session_refs=[cfg.paths.relative(cfg.paths.session)],
-        trajectory_refs=[cfg.paths.relative(cfg.paths.trajectory)],
+        governance_policy_digest=policy.policy_digest,
+        session_refs=[paths.relative(paths.session)],
+        trajectory_refs=[paths.relative(paths.trajectory)],
     )
     result = evaluate_join_check(join_input)
-    witness_path = write_join_witness(join_witness_path(result, cfg.paths.join_witness_dir), result)
+    witness_path = write_join_witness(join_witness_path(result, paths.join_witness_dir), result)
     ready, ready_classes = mutation_ready(result, claim.policy_ref, witness_ref=witness_path)
-    witness_path = cfg.paths.relative(witness_path)
+    witness_path = paths.relative(witness_path)
     return Attempt(
         number=number,
         runs=runs,
@@ -556,7 +557,7 @@ def missing_programs(cfg: WorkerConfig, claim: Claim) -> list[str]:
     path = command_env({}, cfg.commands.pass_env).get("PATH", "")
     advice = []
     for name, command in (("work", cfg.commands.work_cmd), ("verify", claim.verify_cmd)):
-        program = None if command is None else missing_program(command, path, cfg.worktree)
+        program = None if command is None else missing_program(command, path, cfg.where.worktree)
         if program is None:
             continue
         if name == "work":
@@ -588,7 +589,9 @@ def run_attempts(
     while True:
         number = len(attempts) + 1
         # With `complete` the agent wrote its witness before: only the loop's own runs must.
-        before = _witness_signature(cfg) if cfg.commands.work is not None else None
+        before = (
+            _witness_signature(cfg.verify_witness_path) if cfg.commands.work is not None else None
+        )
         decided = attempts[-1].decision if attempts else None
         runs = _run_commands(
             cfg, claim, number, clock, None if decided is None else decided.max_attempts
@@ -744,7 +747,7 @@ def _land(
     queue = None if cfg.authority.delivery is None else cfg.authority.delivery.queue
     if queue is None or delivered is None or delivered.commit is None:
         return None
-    log_dir = os.path.join(step_dir(cfg, claim), "merge-queue")
+    log_dir = os.path.join(step_dir(cfg.where.paths, claim), "merge-queue")
     env = _command_env(cfg, claim, attempt)
 
     def verify(cwd: str) -> CommandRun:
@@ -906,7 +909,7 @@ def _finish_failed(
         and snapshot.lease_state in ("active", "stale")
         and _still_held(cfg, claim, snapshot)
     ):
-        escalation = _escalate(cfg, claim, last, _step_witness_path(cfg, claim), now)
+        escalation = _escalate(cfg, claim, last, _step_witness_path(cfg.where.paths, claim), now)
         if escalation is not None and escalation.outcome == "applied":
             handoff = escalated_handoff(snapshot, cfg.worker_id, claim.lease_id, escalation.action)
     transport_refs: tuple[str, ...] = ()
@@ -938,9 +941,9 @@ def _finish_failed(
     )
 
 
-def _step_witness_path(cfg: WorkerConfig, claim: Claim) -> str:
+def _step_witness_path(paths: LoopPaths, claim: Claim) -> str:
     """The step witness as artifacts name it: relative to the repository root (D16-7)."""
-    return cfg.paths.relative(os.path.join(step_dir(cfg, claim), "step.json"))
+    return paths.relative(os.path.join(step_dir(paths, claim), "step.json"))
 
 
 def _finish(
@@ -970,7 +973,7 @@ def _finish(
         attempts=list(attempts),
         escalation=escalation,
         next_step=_failure_next_step(handoff, escalation, last) if failed else handoff.next_step,
-        step_witness_ref=_step_witness_path(cfg, claim) if failed else None,
+        step_witness_ref=_step_witness_path(cfg.where.paths, claim) if failed else None,
         transport_refs=transport_refs,
         delivered=delivered,
         landing=landing,
@@ -982,7 +985,9 @@ def _finish(
     elif failed and (unrecognised := unrecognised_verification(cfg.commands, claim)) is not None:
         report.next_step = f"{unrecognised}; {report.next_step}"
     if report.step_witness_ref is not None:
-        _write_step_witness(report, os.path.join(cfg.paths.repo_root, report.step_witness_ref))
+        _write_step_witness(
+            report, os.path.join(cfg.where.paths.repo_root, report.step_witness_ref)
+        )
     _record(cfg, report, clock.now())
     return report
 
@@ -1022,7 +1027,7 @@ def host_effect_refs(attempts: Sequence[Attempt]) -> list[str]:
 
 
 def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
-    claim, handoff = report.claim, report.handoff
+    claim, handoff, paths = report.claim, report.handoff, cfg.where.paths
     completed = report.outcome == "completed"
     outcome_ref = witness_ref(
         cfg.commands.witness_prefix,
@@ -1050,7 +1055,7 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
     report.trajectory_row = record_step(
         cfg,
         lease_id=claim.lease_id,
-        step_folder=cfg.paths.relative(step_dir(cfg, claim)),
+        step_folder=paths.relative(step_dir(paths, claim)),
         step_id=claim.step_id,
         issue_id=claim.issue_id,
         action=STEP_ACTION,
@@ -1077,12 +1082,12 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         )
         feature_summary = f"{session_summary}; {handoff.summary}"
     write_feature(
-        cfg.paths.ledger,
+        paths.ledger,
         feature_id=claim.issue_id,
         status=feature_status,
         issue_id=claim.issue_id,
         summary=feature_summary,
-        session_ref=cfg.paths.relative(cfg.paths.session),
+        session_ref=paths.relative(paths.session),
         verification_refs=(
             outcome_ref,
             handoff.lease_ref,
@@ -1092,8 +1097,9 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         now=now,
         lock_timeout_s=cfg.limits.lock_timeout_s,
     )
+    issues_path, recorded_issues_path = cfg.authority.memory.recorded_issues(paths)
     write_session(
-        cfg.paths.session,
+        paths.session,
         now=now,
         lock_timeout_s=cfg.limits.lock_timeout_s,
         state="stopped",
@@ -1102,8 +1108,8 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         next_step=report.next_step,
         witness_refs=step_refs,
         lineage_refs=claim.lineage_refs,
-        issues_path=cfg.authority.memory.recorded_issues(cfg.paths)[0],
-        recorded_issues_path=cfg.authority.memory.recorded_issues(cfg.paths)[1],
+        issues_path=issues_path,
+        recorded_issues_path=recorded_issues_path,
     )
 
 
@@ -1163,12 +1169,11 @@ def complete_claim(
     report: Report = lambda _line: None,
 ) -> StepReport:
     """Verify, gate and record the issue this worker claimed and worked on itself."""
-    if issue_id is None and os.path.exists(cfg.paths.session):
-        issue_id = load_session(cfg.paths.session).get("issueId")
+    session = cfg.where.paths.session
+    if issue_id is None and os.path.exists(session):
+        issue_id = load_session(session).get("issueId")
     if not issue_id:
-        raise NotFound(
-            f"no issue to complete: pass --issue-id or claim first (session {cfg.paths.session})"
-        )
+        raise NotFound(f"no issue to complete: pass --issue-id or claim first (session {session})")
     claim = held_claim(cfg, issue_id, step_index, clock.now())
     attempts = run_attempts(cfg, claim, clock, sleep=sleep, report=report)
     return finish_step(cfg, claim, attempts, clock, report)

@@ -103,8 +103,8 @@ def run_worker(
     from premath.harness.outbox import delivering
     from premath.store.gitignore import ensure_gitignore
 
-    require_store(cfg.authority.memory, cfg.paths)  # refused before anything is written
-    ensure_gitignore(os.path.dirname(cfg.paths.steps_dir))
+    require_store(cfg.authority.memory, cfg.where.paths)  # refused before anything is written
+    ensure_gitignore(os.path.dirname(cfg.where.paths.steps_dir))
     presence = presence_of(cfg.authority.presence)
     # A remote worker's rows go to the authority through its outbox (harness/outbox.py).
     with interrupts_as_errors(), delivering(cfg, report) as shipped_up_to:
