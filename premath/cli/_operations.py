@@ -7,14 +7,17 @@ CLI's document: `action`, `issuesPath`, then the operation's fields less what th
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import click
 
 from premath.cli._root import AppContext, Reply, pass_app
 from premath.ops.operation import CliFace, Document, Operation, WriteTerms
 
-Decorator = Callable[[Any], Any]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+Decorator = Callable[["Any"], "Any"]
 
 
 def _param_names(command: click.Command, face: CliFace) -> dict[str, str]:

@@ -16,8 +16,6 @@ until an exporter is installed) is not opened for these calls; the access log na
 
 from __future__ import annotations
 
-from typing import Any
-
 import mcp_types as types
 import orjson
 from mcp.server.streamable_http import check_accept_headers
@@ -31,6 +29,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from premath.mcp.catalogue import TOOLS_BY_NAME
 from premath.mcp.server import ToolCalls
 from premath.web.server import CALLER_KEY
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 JSON = "application/json"
 _REQUEST_KEYS = frozenset({"jsonrpc", "id", "method", "params"})

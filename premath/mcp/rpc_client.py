@@ -17,10 +17,13 @@ import http.client
 import itertools
 import threading
 import time
-from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PROTOCOL_VERSION = "2025-11-25"
 """The handshake-era version we ask for (the SDK's latest; a test keeps them equal)."""

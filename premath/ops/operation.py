@@ -13,11 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
 
 from premath.ops.params import Param
 
-Document = dict[str, Any]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+Document = dict[str, "Any"]
 FACES = ("mcp", "host", "cli", "transport", "remote")
 
 

@@ -10,11 +10,15 @@ specs/instructions.md "Blank optional strings"); MCP tools keep strings as given
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from premath.errors import InputInvalid
 from premath.models.serde import SchemaViolation, describe
 from premath.text import rust_trim
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 Kind = Literal[
     "string", "u32", "i32", "i64", "u64", "bool", "scope", "match", "finish", "strings",
