@@ -541,31 +541,31 @@ def unrecognised_verification(commands: StepCommands, claim: Claim) -> str | Non
     )
 
 
-def step_advice(cfg: WorkerConfig, claim: Claim) -> list[str]:
+def step_advice(commands: StepCommands, worktree: str, claim: Claim) -> list[str]:
     """What the user must fix before this step can pass, said before its first attempt."""
-    advice = missing_programs(cfg, claim)
-    unrecognised = unrecognised_verification(cfg.commands, claim)
+    advice = missing_programs(commands, worktree, claim)
+    unrecognised = unrecognised_verification(commands, claim)
     if unrecognised is not None and not any(unrecognised in line for line in advice):
         advice.append(unrecognised)
     return advice
 
 
-def missing_programs(cfg: WorkerConfig, claim: Claim) -> list[str]:
+def missing_programs(commands: StepCommands, worktree: str, claim: Claim) -> list[str]:
     """What the user must do about step commands whose program is not installed (D25-5): said
     before the first attempt, and the failed step's next step. `mise` missing for an issue
     without a Verification command is the usual case."""
-    path = command_env({}, cfg.commands.pass_env).get("PATH", "")
+    path = command_env({}, commands.pass_env).get("PATH", "")
     advice = []
-    for name, command in (("work", cfg.commands.work_cmd), ("verify", claim.verify_cmd)):
-        program = None if command is None else missing_program(command, path, cfg.where.worktree)
+    for name, command in (("work", commands.work_cmd), ("verify", claim.verify_cmd)):
+        program = None if command is None else missing_program(command, path, worktree)
         if program is None:
             continue
         if name == "work":
             fix = "fix --work-cmd"
-        elif cfg.commands.verify_cmd is not None:
+        elif commands.verify_cmd is not None:
             fix = "fix --verify-cmd"
         elif command == DEFAULT_VERIFY_CMD:
-            fix = unrecognised_verification(cfg.commands, claim) or (
+            fix = unrecognised_verification(commands, claim) or (
                 "add a Verification command to the issue or pass --verify-cmd"
             )
         else:
@@ -583,7 +583,7 @@ def run_attempts(
     report: Report = lambda _line: None,
 ) -> list[Attempt]:
     """Attempts until success, a refused gate, a lost lease, or the policy says escalate."""
-    for advice in step_advice(cfg, claim):
+    for advice in step_advice(cfg.commands, cfg.where.worktree, claim):
         report(f"[worker:{cfg.worker_id}] {advice}")
     attempts: list[Attempt] = []
     while True:
@@ -979,7 +979,7 @@ def _finish(
         landing=landing,
     )
     if {COMMAND_NOT_FOUND, COMMAND_NOT_EXECUTABLE} & set(classes):
-        report.next_step = "; ".join(step_advice(cfg, claim)) or (
+        report.next_step = "; ".join(step_advice(cfg.commands, cfg.where.worktree, claim)) or (
             "a command's program is not installed or not executable: see the step witness"
         )
     elif failed and (unrecognised := unrecognised_verification(cfg.commands, claim)) is not None:
