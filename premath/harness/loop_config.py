@@ -169,6 +169,7 @@ class StepCommands:
     pass_env: tuple[str, ...] = ()
     """Names passed on to the commands beyond the allowlist (`--pass-env`)."""
     witness_prefix: str = DEFAULT_WITNESS_PREFIX
+    """The step's outcome witness is `<prefix>/<worker>/<issue>/completed|failed`."""
 
     @property
     def work(self) -> Any:
@@ -200,11 +201,14 @@ class StepLimits:
 
 @dataclass(frozen=True, slots=True)
 class WorkerConfig:
+    """One worker: its id and its settings grouped by concern, so each step function names
+    the concern it depends on (`verify_command` takes the commands, `step_dir` the paths)."""
+
     worker_id: str
     where: WorkerPlace
     authority: WorkerAuthority
     commands: StepCommands
-    limits: StepLimits = StepLimits()
+    limits: StepLimits
 
     @property
     def verify_witness_path(self) -> str | None:
