@@ -897,8 +897,8 @@ def _finish_failed(
     landing: Landing | None = None,
 ) -> StepReport:
     """Hand off by the lease state found now; escalate while this worker still holds it."""
-    last = attempts[-1] if attempts else None
-    snapshot = cfg.authority.memory.snapshot(claim.issue_id, clock.now())
+    last, memory = (attempts[-1] if attempts else None), cfg.authority.memory
+    snapshot = memory.snapshot(claim.issue_id, clock.now())
     if snapshot.lease_state == "active" and snapshot.lease_owner != cfg.worker_id:
         # Self-consistent for its new holder, contended from this worker's side: lost.
         snapshot = replace(snapshot, lease_state="contended")
@@ -920,9 +920,7 @@ def _finish_failed(
             worker_id=cfg.worker_id,
             claimed_lease_id=claim.lease_id,
             lease_ttl_s=cfg.limits.lease_ttl_s,
-            dispatch=lambda action, payload: cfg.authority.memory.dispatch(
-                action, payload, now=clock.now()
-            ),
+            dispatch=lambda action, payload: memory.dispatch(action, payload, now=clock.now()),
         )
         if recovery is not None:
             handoff, transport_refs = recovery.handoff, recovery.refs
