@@ -466,15 +466,16 @@ def harness_loop_worker(app: AppContext, /, **options: Any) -> Reply:
     drain = options.pop("drain")
     with worker_authority(options, delivers=True) as (memory, delivery, presence):
         cfg = one_worker(app, options, memory=memory, delivery=delivery, presence=presence)
-        if verbose or cfg.authority.mode != DEFAULT_MODE:  # an override changes what may mutate
-            report_progress(f"[worker:{cfg.worker_id}] override policy {cfg.authority.describe()}")
+        mutation = cfg.authority.mutation
+        if verbose or mutation.mode != DEFAULT_MODE:  # an override changes what may mutate
+            report_progress(f"[worker:{cfg.worker_id}] override policy {mutation.describe()}")
         outcome = run_worker(
             cfg,
             max_steps=max_steps,
             continue_on_failure=continue_on_failure,
             clock=app.clock,
             report=report_progress,
-            drain_poll_s=drain_poll_seconds(cfg.lease_ttl_s) if drain else None,
+            drain_poll_s=drain_poll_seconds(cfg.limits.lease_ttl_s) if drain else None,
         )
     return Reply(outcome.to_document(), text=worker_text, exit_code=outcome.exit_code)
 

@@ -128,35 +128,48 @@ class WorkerSettings:
 
 
 @dataclass(frozen=True, slots=True)
-class WorkerConfig:
-    worker_id: str
+class WorkerPlace:
+    """Where a worker's step runs (its worktree) and what it records into (the loop's paths)."""
+
     worktree: str
+    """Absolute: the work and verify commands' working folder."""
     paths: LoopPaths
-    authority: MutationAuthority
-    policy: RetryPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerAuthority:
+    """Whom a worker answers to: the issue memory it claims and closes through, what it may
+    mutate, the retry policy it escalates by, and where its work and presence are reported."""
+
     memory: IssueAuthority
     """Issue memory's authority: the issues file (`LocalAuthority`) or an MCP server."""
-    work_cmd: str | None
+    mutation: MutationAuthority
+    policy: RetryPolicy
+    delivery: GitDelivery | None = None
+    """A remote worker's clone: each success is pushed to `premath/<issue>` before the close."""
+    presence: Any = None
+    """A remote worker's `Presence` at the authority (harness/presence.py); None: nobody's."""
+    host_action_transport: str | None = None
+    """`mcp`: lease recovery after a failure goes through the transport dispatch (D5-12)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepCommands:
+    """What a worker's step runs: its work, its verification, the environment they get, and
+    the prefix naming the step's outcome in the records."""
+
+    work_cmd: str | None = None
     """None: the agent did the work itself (`harness complete`), or `work_program` does it."""
-    verify_cmd: str | None
+    work_program: Any = None
+    """The loaded `ProgramWork` (harness/work.py) run instead of `work_cmd`."""
+    verify_cmd: str | None = None
     """None: each issue's own `Verification:` commands, else `DEFAULT_VERIFY_CMD`."""
     verify_witness: str | None = None
     """A witness file the verify command writes (relative to the worktree), classified too."""
-    witness_prefix: str = DEFAULT_WITNESS_PREFIX
-    lease_ttl_s: int = 3600
-    command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S
-    output_cap: int = DEFAULT_OUTPUT_CAP
-    backoff_scale: float = 1.0
-    lock_timeout_s: float = 10.0
-    delivery: GitDelivery | None = None
-    """A remote worker's clone: each success is pushed to `premath/<issue>` before the close."""
     pass_env: tuple[str, ...] = ()
-    host_action_transport: str | None = None
-    """`mcp`: lease recovery after a failure goes through the transport dispatch (D5-12)."""
-    work_program: Any = None
-    """The loaded `ProgramWork` (harness/work.py) run instead of `work_cmd`."""
-    presence: Any = None
-    """A remote worker's `Presence` at the authority (harness/presence.py); None: nobody's."""
+    """Names passed on to the commands beyond the allowlist (`--pass-env`)."""
+    witness_prefix: str = DEFAULT_WITNESS_PREFIX
+    """The step's outcome witness is `<prefix>/<worker>/<issue>/completed|failed`."""
 
     @property
     def work(self) -> Any:
@@ -166,6 +179,42 @@ class WorkerConfig:
         if self.work_program is not None:
             return self.work_program
         return None if self.work_cmd is None else ShellWork(self.work_cmd)
+
+
+@dataclass(frozen=True, slots=True)
+class StepLimits:
+    """How long and how much a worker's step may take: its lease, commands, output, retries'
+    backoff and lock waits."""
+
+    lease_ttl_s: int = 3600
+    command_timeout_s: float = DEFAULT_COMMAND_TIMEOUT_S
+    output_cap: int = DEFAULT_OUTPUT_CAP
+    backoff_scale: float = 1.0
+    """Multiplies the retry policy's backoff delays (tests and demos shrink them)."""
+    lock_timeout_s: float = 10.0
+
+    @property
+    def renew_every_s(self) -> float:
+        """The lease heartbeat's period and a renewal's patience: a third of the TTL."""
+        return self.lease_ttl_s / 3
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerConfig:
+    """One worker: its id and its settings grouped by concern, so each step function names
+    the concern it depends on (`verify_command` takes the commands, `step_dir` the paths)."""
+
+    worker_id: str
+    where: WorkerPlace
+    authority: WorkerAuthority
+    commands: StepCommands
+    limits: StepLimits
+
+    @property
+    def verify_witness_path(self) -> str | None:
+        """The verify command's witness file in this worker's worktree (None: none asked for)."""
+        witness = self.commands.verify_witness
+        return None if witness is None else os.path.join(self.where.worktree, witness)
 
 
 def env_or(value: str | None, env_name: str, default: str) -> str:
@@ -206,27 +255,33 @@ def worker_config(
     if not os.path.isdir(worktree_abs):
         raise InvalidUsage(f"worktree is not a directory: {worktree_abs}")
     assert settings.witness_prefix is not None  # resolved when the settings were built
+    where = WorkerPlace(worktree_abs, paths or settings.paths)
     return WorkerConfig(
         worker_id=cleaned,
-        worktree=worktree_abs,
-        paths=paths or settings.paths,
-        authority=settings.authority,
-        policy=settings.policy,
-        memory=memory or LocalAuthority((paths or settings.paths).issues, lock_timeout_s),
-        work_cmd=None if agent_did_work else settings.work_cmd,
-        verify_cmd=settings.verify_cmd,
-        verify_witness=settings.verify_witness,
-        witness_prefix=settings.witness_prefix,
-        lease_ttl_s=settings.lease_ttl_s,
-        command_timeout_s=settings.command_timeout_s,
-        output_cap=settings.output_cap,
-        backoff_scale=settings.backoff_scale,
-        lock_timeout_s=lock_timeout_s,
-        delivery=delivery,
-        pass_env=settings.pass_env,
-        host_action_transport=settings.host_action_transport,
-        work_program=None if agent_did_work else settings.program,
-        presence=presence,
+        where=where,
+        authority=WorkerAuthority(
+            memory=memory or LocalAuthority(where.paths.issues, lock_timeout_s),
+            mutation=settings.authority,
+            policy=settings.policy,
+            delivery=delivery,
+            presence=presence,
+            host_action_transport=settings.host_action_transport,
+        ),
+        commands=StepCommands(
+            work_cmd=None if agent_did_work else settings.work_cmd,
+            work_program=None if agent_did_work else settings.program,
+            verify_cmd=settings.verify_cmd,
+            verify_witness=settings.verify_witness,
+            pass_env=settings.pass_env,
+            witness_prefix=settings.witness_prefix,
+        ),
+        limits=StepLimits(
+            lease_ttl_s=settings.lease_ttl_s,
+            command_timeout_s=settings.command_timeout_s,
+            output_cap=settings.output_cap,
+            backoff_scale=settings.backoff_scale,
+            lock_timeout_s=lock_timeout_s,
+        ),
     )
 
 

@@ -216,9 +216,9 @@ class Outbox:
 
 def worker_outbox(cfg: WorkerConfig) -> Outbox:
     """This worker's outbox, beside where its trajectory would be."""
-    folder = os.path.dirname(cfg.paths.trajectory)
+    folder = os.path.dirname(cfg.where.paths.trajectory)
     path = per_worker_path(os.path.join(folder, OUTBOX_NAME), cfg.worker_id)
-    return Outbox(path, cfg.paths.repo_root, cfg.lock_timeout_s)
+    return Outbox(path, cfg.where.paths.repo_root, cfg.limits.lock_timeout_s)
 
 
 def record_step(
@@ -233,11 +233,13 @@ def record_step(
     for a remote authority kept in the outbox and delivered (with the step folder's record)."""
     from premath.record.trajectory import append_step, step_row
 
-    if not isinstance(cfg.memory, StepShipping):
-        return append_step(cfg.paths.trajectory, now=now, lock_timeout=cfg.lock_timeout_s, **fields)
-    row = step_row(cfg.paths.trajectory, now=now, **fields)
+    if not isinstance(cfg.authority.memory, StepShipping):
+        return append_step(
+            cfg.where.paths.trajectory, now=now, lock_timeout=cfg.limits.lock_timeout_s, **fields
+        )
+    row = step_row(cfg.where.paths.trajectory, now=now, **fields)
     outbox = worker_outbox(cfg)
-    ship_kept(outbox, cfg.memory, cfg.worker_id, lease_id, row, step_folder)
+    ship_kept(outbox, cfg.authority.memory, cfg.worker_id, lease_id, row, step_folder)
     return row
 
 
@@ -269,10 +271,10 @@ def ship_kept(
 def delivering(cfg: WorkerConfig, report: Report) -> Iterator[int]:
     """Around a worker's run: deliver what an earlier run left and yield the first step index
     this run may use; at the end deliver again and say what is left (kept for the next run)."""
-    if not isinstance(cfg.memory, StepShipping):
+    if not isinstance(cfg.authority.memory, StepShipping):
         yield 1
         return
-    authority = cfg.memory
+    authority = cfg.authority.memory
     outbox = worker_outbox(cfg)
     if outbox.pending():
         left = outbox.deliver(authority, patience_s=None, report=report)

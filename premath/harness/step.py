@@ -53,7 +53,8 @@ from premath.harness.join.check import evaluate_join_check
 from premath.harness.join.mutation_ready import mutation_ready
 from premath.harness.join.step_evidence import join_check_input
 from premath.harness.join.witness import join_witness_path, write_join_witness
-from premath.harness.loop_config import DEFAULT_VERIFY_CMD, WorkerConfig
+from premath.harness.loop_config import DEFAULT_VERIFY_CMD, StepCommands, WorkerConfig
+from premath.harness.loop_paths import LoopPaths
 from premath.harness.merge_queue import Landing
 from premath.harness.outbox import record_step
 from premath.harness.presence import presence_of
@@ -200,16 +201,16 @@ class StepReport:
 
 def claimed_issue(cfg: WorkerConfig, issue_id: str, now: datetime) -> dict[str, Any]:
     """The claimed issue as `issue show` prints it ({} if it vanished since the claim)."""
-    return cfg.memory.issue(issue_id, now)
+    return cfg.authority.memory.issue(issue_id, now)
 
 
-def verify_command(cfg: WorkerConfig, issue: dict[str, Any]) -> str:
+def verify_command(commands: StepCommands, issue: dict[str, Any]) -> str:
     """`--verify-cmd`; else the issue's own `Verification:` commands, all of them (divergence
     D16-1: the reference always ran `mise run ci-check`); else that default."""
     from premath.issues.check import verification_commands
 
-    if cfg.verify_cmd is not None:
-        return cfg.verify_cmd
+    if commands.verify_cmd is not None:
+        return commands.verify_cmd
     own = verification_commands(issue.get("description", ""))
     return " && ".join(own) if own else DEFAULT_VERIFY_CMD
 
@@ -217,31 +218,28 @@ def verify_command(cfg: WorkerConfig, issue: dict[str, Any]) -> str:
 def _claim(
     cfg: WorkerConfig, issue_id: str, lease_id: str | None, index: int, now: datetime
 ) -> Claim:
-    authority = cfg.authority
-    paths = cfg.paths
+    mutation = cfg.authority.mutation
+    worktree = cfg.where.paths.relative(cfg.where.worktree)
     refs = lineage_refs(
         issue_id,
         cfg.worker_id,
         repo_root=".",
-        issues_path=cfg.memory.recorded_issues(paths)[1],
-        worktree=paths.relative(cfg.worktree),
-        mutation_mode=authority.mode,
-        active_epoch=authority.active_epoch,
-        support_until=authority.support_until,
+        issues_path=cfg.authority.memory.recorded_issues(cfg.where.paths)[1],
+        worktree=worktree,
+        mutation_mode=mutation.mode,
+        active_epoch=mutation.active_epoch,
+        support_until=mutation.support_until,
     )
     audit = policy_ref(
-        mode=authority.mode,
-        reason=authority.reason,
-        active_epoch=authority.active_epoch,
-        support_until=authority.support_until,
+        mode=mutation.mode,
+        reason=mutation.reason,
+        active_epoch=mutation.active_epoch,
+        support_until=mutation.support_until,
         worker_id=cfg.worker_id,
         issue_id=issue_id,
         step_index=index,
     )
-    summary = (
-        f"worker={cfg.worker_id} claimed={issue_id} worktree={paths.relative(cfg.worktree)} "
-        f"{authority.describe()}"
-    )
+    summary = f"worker={cfg.worker_id} claimed={issue_id} worktree={worktree} {mutation.describe()}"
     issue = claimed_issue(cfg, issue_id, now)
     return Claim(
         issue_id=issue_id,
@@ -253,7 +251,7 @@ def _claim(
         started_at=format_seconds_z(now),
         summary=summary,
         issue=issue,
-        verify_cmd=verify_command(cfg, issue),
+        verify_cmd=verify_command(cfg.commands, issue),
     )
 
 
@@ -264,8 +262,10 @@ def claim_next_issue(cfg: WorkerConfig, step_index: int, clock: Clock) -> Claim 
     lock, another may have closed a blocker, and a start stamped before that close would put the
     dependent's step before its blocker's end.
     """
-    presence_of(cfg.presence).phase("claiming")
-    claimed = cfg.memory.claim_next(cfg.worker_id, ttl_s=cfg.lease_ttl_s, now=clock.now())
+    presence_of(cfg.authority.presence).phase("claiming")
+    claimed = cfg.authority.memory.claim_next(
+        cfg.worker_id, ttl_s=cfg.limits.lease_ttl_s, now=clock.now()
+    )
     if claimed is None:
         return None
     return _claim(cfg, claimed.issue_id, claimed.lease_id, step_index, clock.now())
@@ -273,7 +273,7 @@ def claim_next_issue(cfg: WorkerConfig, step_index: int, clock: Clock) -> Claim 
 
 def claim_for_agent(cfg: WorkerConfig, step_index: int, clock: Clock) -> dict[str, Any]:
     """`harness claim`: claim the next ready issue and begin its step; the agent works next."""
-    require_store(cfg.memory, cfg.paths)
+    require_store(cfg.authority.memory, cfg.where.paths)
     claim = claim_next_issue(cfg, step_index, clock)
     document: dict[str, Any] = {"action": "harness.claim", "claimed": claim is not None}
     if claim is None:
@@ -285,7 +285,7 @@ def claim_for_agent(cfg: WorkerConfig, step_index: int, clock: Clock) -> dict[st
         stepId=claim.step_id,
         lineageRefs=list(claim.lineage_refs),
         policyRef=claim.policy_ref,
-        sessionPath=cfg.paths.session,
+        sessionPath=cfg.where.paths.session,
         issue=claim.issue,
         verifyCmd=claim.verify_cmd,
         nextStep=f"do the work on {claim.issue_id}, then: premath harness complete "
@@ -296,13 +296,13 @@ def claim_for_agent(cfg: WorkerConfig, step_index: int, clock: Clock) -> dict[st
 
 def held_claim(cfg: WorkerConfig, issue_id: str, step_index: int, now: datetime) -> Claim:
     """The claim this worker already holds on `issue_id` (for `harness complete`)."""
-    lease_id = cfg.memory.holder_lease(issue_id, cfg.worker_id, now)
+    lease_id = cfg.authority.memory.holder_lease(issue_id, cfg.worker_id, now)
     return _claim(cfg, issue_id, lease_id, step_index, now)
 
 
 def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
     """Session `active` and feature `in_progress` for the claimed issue."""
-    paths = cfg.paths
+    paths = cfg.where.paths
     if os.path.exists(paths.ledger):
         ledger = load_ledger(paths.ledger, read_prefix(paths.ledger))
         for row in ledger["features"]:
@@ -323,19 +323,20 @@ def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
                 summary=f"interrupted step superseded by worker={cfg.worker_id} "
                 f"claimed={claim.issue_id}",
                 now=now,
-                lock_timeout_s=cfg.lock_timeout_s,
+                lock_timeout_s=cfg.limits.lock_timeout_s,
             )
+    issues_path, recorded_issues_path = cfg.authority.memory.recorded_issues(paths)
     write_session(
         paths.session,
         now=now,
-        lock_timeout_s=cfg.lock_timeout_s,
+        lock_timeout_s=cfg.limits.lock_timeout_s,
         state="active",
         issue_id=claim.issue_id,
         summary=claim.summary,
         next_step=NEXT_STEP_ACTIVE,
         lineage_refs=claim.lineage_refs,
-        issues_path=cfg.memory.recorded_issues(cfg.paths)[0],
-        recorded_issues_path=cfg.memory.recorded_issues(cfg.paths)[1],
+        issues_path=issues_path,
+        recorded_issues_path=recorded_issues_path,
     )
     write_feature(
         paths.ledger,
@@ -345,13 +346,13 @@ def begin_step(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
         summary=claim.summary,
         session_ref=paths.relative(paths.session),
         now=now,
-        lock_timeout_s=cfg.lock_timeout_s,
+        lock_timeout_s=cfg.limits.lock_timeout_s,
     )
 
 
-def step_dir(cfg: WorkerConfig, claim: Claim) -> str:
+def step_dir(paths: LoopPaths, claim: Claim) -> str:
     """`<steps dir>/<step id>`, the id made a safe single folder name (issue ids are free text)."""
-    return os.path.join(cfg.paths.steps_dir, step_folder_name(claim.step_id))
+    return os.path.join(paths.steps_dir, step_folder_name(claim.step_id))
 
 
 def _run_commands(
@@ -360,11 +361,11 @@ def _run_commands(
     """Work (a command or a program, harness/work.py) then verify, the lease kept alive
     meanwhile (a third of the TTL between renewals); each phase reported to the authority
     (`max_attempts`: the retry rule's, once a failure chose one)."""
-    presence = presence_of(cfg.presence)
-    log_dir = os.path.join(step_dir(cfg, claim), f"attempt-{attempt}")
+    presence = presence_of(cfg.authority.presence)
+    log_dir = os.path.join(step_dir(cfg.where.paths, claim), f"attempt-{attempt}")
     env = _command_env(cfg, claim, attempt)
-    work = cfg.work
-    with lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.lease_ttl_s / 3):
+    work = cfg.commands.work
+    with lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.limits.renew_every_s):
         runs: list[StepRun] = []
         if work is not None:
             presence.phase("working", claim.issue_id, attempt, max_attempts)
@@ -374,10 +375,10 @@ def _run_commands(
             run_command(
                 "verify",
                 claim.verify_cmd,
-                cwd=cfg.worktree,
+                cwd=cfg.where.worktree,
                 env=env,
-                timeout_s=cfg.command_timeout_s,
-                output_cap=cfg.output_cap,
+                timeout_s=cfg.limits.command_timeout_s,
+                output_cap=cfg.limits.output_cap,
                 log_dir=log_dir,
             )
         )
@@ -393,10 +394,10 @@ def _command_env(cfg: WorkerConfig, claim: Claim, attempt: int) -> dict[str, str
         "PREMATH_LEASE_ID": claim.lease_id or "",
         "PREMATH_STEP_ID": claim.step_id,
         "PREMATH_ATTEMPT": str(attempt),
-        "PREMATH_ISSUES_PATH": cfg.paths.issues,
-        "PREMATH_REPO_ROOT": cfg.paths.repo_root,
+        "PREMATH_ISSUES_PATH": cfg.where.paths.issues,
+        "PREMATH_REPO_ROOT": cfg.where.paths.repo_root,
     }
-    return command_env(context, cfg.pass_env)
+    return command_env(context, cfg.commands.pass_env)
 
 
 def _work_context(
@@ -407,6 +408,7 @@ def _work_context(
     env: dict[str, str],
     clock: Clock,
 ) -> WorkContext:
+    paths = cfg.where.paths
     return WorkContext(
         worker_id=cfg.worker_id,
         issue_id=claim.issue_id,
@@ -414,41 +416,41 @@ def _work_context(
         step_id=claim.step_id,
         attempt=attempt,
         lineage_refs=claim.lineage_refs,
-        worktree=cfg.worktree,
-        repo_root=cfg.paths.repo_root,
-        issues_path=cfg.paths.issues,
-        session_path=cfg.paths.session,
-        ledger_path=cfg.paths.ledger,
-        trajectory_path=cfg.paths.trajectory,
+        worktree=cfg.where.worktree,
+        repo_root=paths.repo_root,
+        issues_path=paths.issues,
+        session_path=paths.session,
+        ledger_path=paths.ledger,
+        trajectory_path=paths.trajectory,
         log_dir=log_dir,
         env=env,
-        timeout_s=cfg.command_timeout_s,
-        output_cap=cfg.output_cap,
-        lock_timeout_s=cfg.lock_timeout_s,
+        timeout_s=cfg.limits.command_timeout_s,
+        output_cap=cfg.limits.output_cap,
+        lock_timeout_s=cfg.limits.lock_timeout_s,
         now=clock.now,
     )
 
 
-def _witness_signature(cfg: WorkerConfig) -> tuple[int, int, int] | None:
+def _witness_signature(witness: str | None) -> tuple[int, int, int] | None:
     """Identity of the verify witness file before an attempt (None when absent or unset)."""
-    if cfg.verify_witness is None:
+    if witness is None:
         return None
     try:
-        info = os.stat(os.path.join(cfg.worktree, cfg.verify_witness))
+        info = os.stat(witness)
     except OSError:
         return None
     return info.st_ino, info.st_size, info.st_mtime_ns
 
 
 def _verify_witness_classes(
-    cfg: WorkerConfig, before: tuple[int, int, int] | None
+    witness: str | None, before: tuple[int, int, int] | None
 ) -> tuple[str, ...]:
     """The witness's classes; one left over from an earlier attempt counts as missing."""
-    if cfg.verify_witness is None:
+    if witness is None:
         return ()
-    if before is not None and _witness_signature(cfg) == before:
+    if before is not None and _witness_signature(witness) == before:
         return ("pipeline_missing_witness",)
-    return failure_classes_from_witness_path(os.path.join(cfg.worktree, cfg.verify_witness))
+    return failure_classes_from_witness_path(witness)
 
 
 def _gate(
@@ -459,14 +461,17 @@ def _gate(
     witness_before: tuple[int, int, int] | None = None,
 ) -> Attempt:
     """Evaluate the attempt's join check, persist its witness, decide MutationReady."""
+    paths, policy = cfg.where.paths, cfg.authority.policy
     typed = []
     classes: list[str] = []
     for run in runs:
         witness_classes = (
-            _verify_witness_classes(cfg, witness_before) if run.name == "verify" else ()
+            _verify_witness_classes(cfg.verify_witness_path, witness_before)
+            if run.name == "verify"
+            else ()
         )
-        run_classes = run_failure_classes(run, cfg.policy, witness_classes)
-        rule = cfg.policy.rule_for(run_classes[0]) if run_classes else None
+        run_classes = run_failure_classes(run, policy, witness_classes)
+        rule = policy.rule_for(run_classes[0]) if run_classes else None
         typed.append((run, run_classes, rule is not None and rule.max_attempts > 1))
         classes.extend(c for c in run_classes if c not in classes)
     join_input = join_check_input(
@@ -474,14 +479,14 @@ def _gate(
         worker_id=cfg.worker_id,
         runs=typed,
         mutation_policy_digest=claim.policy_ref,
-        governance_policy_digest=cfg.policy.policy_digest,
-        session_refs=[cfg.paths.relative(cfg.paths.session)],
-        trajectory_refs=[cfg.paths.relative(cfg.paths.trajectory)],
+        governance_policy_digest=policy.policy_digest,
+        session_refs=[paths.relative(paths.session)],
+        trajectory_refs=[paths.relative(paths.trajectory)],
     )
     result = evaluate_join_check(join_input)
-    witness_path = write_join_witness(join_witness_path(result, cfg.paths.join_witness_dir), result)
+    witness_path = write_join_witness(join_witness_path(result, paths.join_witness_dir), result)
     ready, ready_classes = mutation_ready(result, claim.policy_ref, witness_ref=witness_path)
-    witness_path = cfg.paths.relative(witness_path)
+    witness_path = paths.relative(witness_path)
     return Attempt(
         number=number,
         runs=runs,
@@ -502,13 +507,13 @@ def _renew(
     if claim.lease_id is None:
         return False
     try:
-        cfg.memory.renew(
+        cfg.authority.memory.renew(
             claim.issue_id,
             cfg.worker_id,
             claim.lease_id,
-            ttl_s=cfg.lease_ttl_s,
+            ttl_s=cfg.limits.lease_ttl_s,
             now=now,
-            patience_s=cfg.lease_ttl_s / 3,
+            patience_s=cfg.limits.renew_every_s,
             queue_state=queue_state,
         )
     except Interrupted:
@@ -518,13 +523,13 @@ def _renew(
     return True
 
 
-def unrecognised_verification(cfg: WorkerConfig, claim: Claim) -> str | None:
+def unrecognised_verification(commands: StepCommands, claim: Claim) -> str | None:
     """The claimed issue wrote a verification line the loop does not recognise, so it runs
     without it (its other commands, or the default): which line, the words that are
     recognised, how to wrap it."""
     from premath.issues.check import unrecognised_advice, unrecognised_verification_lines
 
-    if cfg.verify_cmd is not None:
+    if commands.verify_cmd is not None:
         return None
     lines = unrecognised_verification_lines(claim.issue.get("description", ""))
     if not lines:
@@ -536,31 +541,31 @@ def unrecognised_verification(cfg: WorkerConfig, claim: Claim) -> str | None:
     )
 
 
-def step_advice(cfg: WorkerConfig, claim: Claim) -> list[str]:
+def step_advice(commands: StepCommands, worktree: str, claim: Claim) -> list[str]:
     """What the user must fix before this step can pass, said before its first attempt."""
-    advice = missing_programs(cfg, claim)
-    unrecognised = unrecognised_verification(cfg, claim)
+    advice = missing_programs(commands, worktree, claim)
+    unrecognised = unrecognised_verification(commands, claim)
     if unrecognised is not None and not any(unrecognised in line for line in advice):
         advice.append(unrecognised)
     return advice
 
 
-def missing_programs(cfg: WorkerConfig, claim: Claim) -> list[str]:
+def missing_programs(commands: StepCommands, worktree: str, claim: Claim) -> list[str]:
     """What the user must do about step commands whose program is not installed (D25-5): said
     before the first attempt, and the failed step's next step. `mise` missing for an issue
     without a Verification command is the usual case."""
-    path = command_env({}, cfg.pass_env).get("PATH", "")
+    path = command_env({}, commands.pass_env).get("PATH", "")
     advice = []
-    for name, command in (("work", cfg.work_cmd), ("verify", claim.verify_cmd)):
-        program = None if command is None else missing_program(command, path, cfg.worktree)
+    for name, command in (("work", commands.work_cmd), ("verify", claim.verify_cmd)):
+        program = None if command is None else missing_program(command, path, worktree)
         if program is None:
             continue
         if name == "work":
             fix = "fix --work-cmd"
-        elif cfg.verify_cmd is not None:
+        elif commands.verify_cmd is not None:
             fix = "fix --verify-cmd"
         elif command == DEFAULT_VERIFY_CMD:
-            fix = unrecognised_verification(cfg, claim) or (
+            fix = unrecognised_verification(commands, claim) or (
                 "add a Verification command to the issue or pass --verify-cmd"
             )
         else:
@@ -578,13 +583,15 @@ def run_attempts(
     report: Report = lambda _line: None,
 ) -> list[Attempt]:
     """Attempts until success, a refused gate, a lost lease, or the policy says escalate."""
-    for advice in step_advice(cfg, claim):
+    for advice in step_advice(cfg.commands, cfg.where.worktree, claim):
         report(f"[worker:{cfg.worker_id}] {advice}")
     attempts: list[Attempt] = []
     while True:
         number = len(attempts) + 1
         # With `complete` the agent wrote its witness before: only the loop's own runs must.
-        before = _witness_signature(cfg) if cfg.work is not None else None
+        before = (
+            _witness_signature(cfg.verify_witness_path) if cfg.commands.work is not None else None
+        )
         decided = attempts[-1].decision if attempts else None
         runs = _run_commands(
             cfg, claim, number, clock, None if decided is None else decided.max_attempts
@@ -593,11 +600,13 @@ def run_attempts(
         attempts.append(attempt)
         if attempt.succeeded or not attempt.mutation_ready:
             return attempts
-        attempt.decision = resolve_retry_decision(cfg.policy, attempt.failure_classes, number)
+        attempt.decision = resolve_retry_decision(
+            cfg.authority.policy, attempt.failure_classes, number
+        )
         if not attempt.decision.retry:
             return attempts
         attempt.backoff_s = backoff_delay_s(
-            attempt.decision.backoff_class, number, cfg.backoff_scale
+            attempt.decision.backoff_class, number, cfg.limits.backoff_scale
         )
         report(
             f"[worker:{cfg.worker_id}] retry {number}/{attempt.decision.max_attempts} for "
@@ -642,7 +651,7 @@ def _failure_next_step(
 
 
 def _release(cfg: WorkerConfig, claim: Claim, now: datetime) -> None:
-    cfg.memory.release(claim.issue_id, cfg.worker_id, claim.lease_id, now=now)
+    cfg.authority.memory.release(claim.issue_id, cfg.worker_id, claim.lease_id, now=now)
 
 
 def _release_after_stop(cfg: WorkerConfig, claim: Claim, now: datetime) -> EscalationResult:
@@ -665,11 +674,11 @@ def _escalate(
     if decision.escalation_action == "stop":
         return _release_after_stop(cfg, claim, now)
     return escalate_held(
-        cfg.memory,
+        cfg.authority.memory,
         issue_id=claim.issue_id,
         holder=(cfg.worker_id, claim.lease_id),
         scope="worker-loop",
-        policy=cfg.policy,
+        policy=cfg.authority.policy,
         decision=decision,
         witness_ref=witness,
         now=now,
@@ -686,7 +695,7 @@ def finish_step(
 ) -> StepReport:
     """Close or escalate, then write the trajectory row, the feature row and the session."""
     last = attempts[-1] if attempts else None
-    presence_of(cfg.presence).phase("closing", claim.issue_id, len(attempts) or None)
+    presence_of(cfg.authority.presence).phase("closing", claim.issue_id, len(attempts) or None)
     if last is not None and last.succeeded:
         delivered = _deliver(cfg, claim, last, clock)
         if delivered is not None and not delivered.ok:
@@ -716,11 +725,13 @@ def finish_step(
 def _deliver(cfg: WorkerConfig, claim: Claim, last: Attempt, clock: Clock) -> Delivered | None:
     """A remote worker's commit on `premath/<issue>` (None without a clone); a runtime error
     (an interrupt mid-push) gives the lease back before it propagates."""
-    if cfg.delivery is None:
+    if cfg.authority.delivery is None:
         return None
     title = str(claim.issue.get("title") or "")
     with _lease_given_back_on_error(cfg, claim, clock):
-        return cfg.delivery.deliver(claim.issue_id, title, claim.step_id, last.join_witness_ref)
+        return cfg.authority.delivery.deliver(
+            claim.issue_id, title, claim.step_id, last.join_witness_ref
+        )
 
 
 def _land(
@@ -733,10 +744,10 @@ def _land(
 ) -> Landing | None:
     """The delivered branch through the merge queue, the lease kept alive meanwhile (None
     without a queue); a runtime error gives the lease back before it propagates."""
-    queue = None if cfg.delivery is None else cfg.delivery.queue
+    queue = None if cfg.authority.delivery is None else cfg.authority.delivery.queue
     if queue is None or delivered is None or delivered.commit is None:
         return None
-    log_dir = os.path.join(step_dir(cfg, claim), "merge-queue")
+    log_dir = os.path.join(step_dir(cfg.where.paths, claim), "merge-queue")
     env = _command_env(cfg, claim, attempt)
 
     def verify(cwd: str) -> CommandRun:
@@ -745,8 +756,8 @@ def _land(
             claim.verify_cmd,
             cwd=cwd,
             env=env,
-            timeout_s=cfg.command_timeout_s,
-            output_cap=cfg.output_cap,
+            timeout_s=cfg.limits.command_timeout_s,
+            output_cap=cfg.limits.output_cap,
             log_dir=log_dir,
         )
 
@@ -761,7 +772,7 @@ def _land(
 
     with (
         _lease_given_back_on_error(cfg, claim, clock),
-        lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.lease_ttl_s / 3),
+        lease_heartbeat(lambda: _renew(cfg, claim, clock.now()), cfg.limits.renew_every_s),
     ):
         return queue.submit(delivered.branch, delivered.commit, verify, say, mark)
 
@@ -780,7 +791,7 @@ def _close_held(
     notes = [] if delivered is None else [delivered.note(cfg.worker_id, claim.step_id)]
     if landing is not None:
         notes.append(landing.note(cfg.worker_id, claim.step_id))
-    finished = cfg.memory.finish(
+    finished = cfg.authority.memory.finish(
         claim.issue_id,
         cfg.worker_id,
         claim.lease_id,
@@ -792,7 +803,7 @@ def _close_held(
     )
     if not finished.applied:
         return "lease_lost"
-    snapshot = cfg.memory.snapshot(claim.issue_id, clock.now())
+    snapshot = cfg.authority.memory.snapshot(claim.issue_id, clock.now())
     handoff = success_handoff(snapshot, cfg.worker_id, claim.lease_id)
     return "failed_lease_invariant" if handoff is None else handoff
 
@@ -822,7 +833,7 @@ def _finish_unlanded(
     from the new integration head), another escalation blocks it with the note."""
     assert landing.failure is not None
     classes = (landing.failure,)
-    decision = resolve_retry_decision(cfg.policy, classes, 1)
+    decision = resolve_retry_decision(cfg.authority.policy, classes, 1)
     status: FinishStatus = (
         "open" if decision.retry or decision.escalation_action == "stop" else "blocked"
     )
@@ -845,7 +856,7 @@ def _finish_not_closed(
     notes = [delivered.note(cfg.worker_id, claim.step_id)]
     if landing is not None:
         notes.append(landing.note(cfg.worker_id, claim.step_id))
-    finished = cfg.memory.finish(
+    finished = cfg.authority.memory.finish(
         claim.issue_id,
         cfg.worker_id,
         claim.lease_id,
@@ -855,7 +866,7 @@ def _finish_not_closed(
     )
     if not finished.applied:
         return _finish_failed(cfg, claim, attempts, clock, clock.now(), classes, delivered, landing)
-    snapshot = cfg.memory.snapshot(claim.issue_id, clock.now())
+    snapshot = cfg.authority.memory.snapshot(claim.issue_id, clock.now())
     handoff = (
         undelivered_handoff(snapshot, cfg.worker_id, claim.lease_id, status, delivered)
         if landing is None
@@ -886,8 +897,8 @@ def _finish_failed(
     landing: Landing | None = None,
 ) -> StepReport:
     """Hand off by the lease state found now; escalate while this worker still holds it."""
-    last = attempts[-1] if attempts else None
-    snapshot = cfg.memory.snapshot(claim.issue_id, clock.now())
+    last, memory = (attempts[-1] if attempts else None), cfg.authority.memory
+    snapshot = memory.snapshot(claim.issue_id, clock.now())
     if snapshot.lease_state == "active" and snapshot.lease_owner != cfg.worker_id:
         # Self-consistent for its new holder, contended from this worker's side: lost.
         snapshot = replace(snapshot, lease_state="contended")
@@ -898,18 +909,18 @@ def _finish_failed(
         and snapshot.lease_state in ("active", "stale")
         and _still_held(cfg, claim, snapshot)
     ):
-        escalation = _escalate(cfg, claim, last, _step_witness_path(cfg, claim), now)
+        escalation = _escalate(cfg, claim, last, _step_witness_path(cfg.where.paths, claim), now)
         if escalation is not None and escalation.outcome == "applied":
             handoff = escalated_handoff(snapshot, cfg.worker_id, claim.lease_id, escalation.action)
     transport_refs: tuple[str, ...] = ()
-    if cfg.host_action_transport == "mcp" and not _applied(escalation):
+    if cfg.authority.host_action_transport == "mcp" and not _applied(escalation):
         recovery = recover_through_transport(
             handoff,
             snapshot,
             worker_id=cfg.worker_id,
             claimed_lease_id=claim.lease_id,
-            lease_ttl_s=cfg.lease_ttl_s,
-            dispatch=lambda action, payload: cfg.memory.dispatch(action, payload, now=clock.now()),
+            lease_ttl_s=cfg.limits.lease_ttl_s,
+            dispatch=lambda action, payload: memory.dispatch(action, payload, now=clock.now()),
         )
         if recovery is not None:
             handoff, transport_refs = recovery.handoff, recovery.refs
@@ -928,9 +939,9 @@ def _finish_failed(
     )
 
 
-def _step_witness_path(cfg: WorkerConfig, claim: Claim) -> str:
+def _step_witness_path(paths: LoopPaths, claim: Claim) -> str:
     """The step witness as artifacts name it: relative to the repository root (D16-7)."""
-    return cfg.paths.relative(os.path.join(step_dir(cfg, claim), "step.json"))
+    return paths.relative(os.path.join(step_dir(paths, claim), "step.json"))
 
 
 def _finish(
@@ -960,19 +971,21 @@ def _finish(
         attempts=list(attempts),
         escalation=escalation,
         next_step=_failure_next_step(handoff, escalation, last) if failed else handoff.next_step,
-        step_witness_ref=_step_witness_path(cfg, claim) if failed else None,
+        step_witness_ref=_step_witness_path(cfg.where.paths, claim) if failed else None,
         transport_refs=transport_refs,
         delivered=delivered,
         landing=landing,
     )
     if {COMMAND_NOT_FOUND, COMMAND_NOT_EXECUTABLE} & set(classes):
-        report.next_step = "; ".join(step_advice(cfg, claim)) or (
+        report.next_step = "; ".join(step_advice(cfg.commands, cfg.where.worktree, claim)) or (
             "a command's program is not installed or not executable: see the step witness"
         )
-    elif failed and (unrecognised := unrecognised_verification(cfg, claim)) is not None:
+    elif failed and (unrecognised := unrecognised_verification(cfg.commands, claim)) is not None:
         report.next_step = f"{unrecognised}; {report.next_step}"
     if report.step_witness_ref is not None:
-        _write_step_witness(report, os.path.join(cfg.paths.repo_root, report.step_witness_ref))
+        _write_step_witness(
+            report, os.path.join(cfg.where.paths.repo_root, report.step_witness_ref)
+        )
     _record(cfg, report, clock.now())
     return report
 
@@ -1012,10 +1025,13 @@ def host_effect_refs(attempts: Sequence[Attempt]) -> list[str]:
 
 
 def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
-    claim, handoff = report.claim, report.handoff
+    claim, handoff, paths = report.claim, report.handoff, cfg.where.paths
     completed = report.outcome == "completed"
     outcome_ref = witness_ref(
-        cfg.witness_prefix, cfg.worker_id, claim.issue_id, "completed" if completed else "failed"
+        cfg.commands.witness_prefix,
+        cfg.worker_id,
+        claim.issue_id,
+        "completed" if completed else "failed",
     )
     last = report.attempts[-1] if report.attempts else None
     evidence = [
@@ -1037,7 +1053,7 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
     report.trajectory_row = record_step(
         cfg,
         lease_id=claim.lease_id,
-        step_folder=cfg.paths.relative(step_dir(cfg, claim)),
+        step_folder=paths.relative(step_dir(paths, claim)),
         step_id=claim.step_id,
         issue_id=claim.issue_id,
         action=STEP_ACTION,
@@ -1064,12 +1080,12 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
         )
         feature_summary = f"{session_summary}; {handoff.summary}"
     write_feature(
-        cfg.paths.ledger,
+        paths.ledger,
         feature_id=claim.issue_id,
         status=feature_status,
         issue_id=claim.issue_id,
         summary=feature_summary,
-        session_ref=cfg.paths.relative(cfg.paths.session),
+        session_ref=paths.relative(paths.session),
         verification_refs=(
             outcome_ref,
             handoff.lease_ref,
@@ -1077,20 +1093,21 @@ def _record(cfg: WorkerConfig, report: StepReport, now: datetime) -> None:
             *report.delivery_refs,
         ),
         now=now,
-        lock_timeout_s=cfg.lock_timeout_s,
+        lock_timeout_s=cfg.limits.lock_timeout_s,
     )
+    issues_path, recorded_issues_path = cfg.authority.memory.recorded_issues(paths)
     write_session(
-        cfg.paths.session,
+        paths.session,
         now=now,
-        lock_timeout_s=cfg.lock_timeout_s,
+        lock_timeout_s=cfg.limits.lock_timeout_s,
         state="stopped",
         issue_id=claim.issue_id,
         summary=session_summary,
         next_step=report.next_step,
         witness_refs=step_refs,
         lineage_refs=claim.lineage_refs,
-        issues_path=cfg.memory.recorded_issues(cfg.paths)[0],
-        recorded_issues_path=cfg.memory.recorded_issues(cfg.paths)[1],
+        issues_path=issues_path,
+        recorded_issues_path=recorded_issues_path,
     )
 
 
@@ -1120,8 +1137,8 @@ def execute_claim(
 ) -> StepReport:
     """Everything after the claim; a runtime error gives the lease back before it propagates."""
     with _lease_given_back_on_error(cfg, claim, clock):
-        if cfg.delivery is not None:
-            cfg.delivery.reset()
+        if cfg.authority.delivery is not None:
+            cfg.authority.delivery.reset()
         begin_step(cfg, claim, clock.now())
         attempts = run_attempts(cfg, claim, clock, sleep=sleep, report=report)
     return finish_step(cfg, claim, attempts, clock, report)
@@ -1150,12 +1167,11 @@ def complete_claim(
     report: Report = lambda _line: None,
 ) -> StepReport:
     """Verify, gate and record the issue this worker claimed and worked on itself."""
-    if issue_id is None and os.path.exists(cfg.paths.session):
-        issue_id = load_session(cfg.paths.session).get("issueId")
+    session = cfg.where.paths.session
+    if issue_id is None and os.path.exists(session):
+        issue_id = load_session(session).get("issueId")
     if not issue_id:
-        raise NotFound(
-            f"no issue to complete: pass --issue-id or claim first (session {cfg.paths.session})"
-        )
+        raise NotFound(f"no issue to complete: pass --issue-id or claim first (session {session})")
     claim = held_claim(cfg, issue_id, step_index, clock.now())
     attempts = run_attempts(cfg, claim, clock, sleep=sleep, report=report)
     return finish_step(cfg, claim, attempts, clock, report)

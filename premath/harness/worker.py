@@ -103,9 +103,9 @@ def run_worker(
     from premath.harness.outbox import delivering
     from premath.store.gitignore import ensure_gitignore
 
-    require_store(cfg.memory, cfg.paths)  # refused before anything is written
-    ensure_gitignore(os.path.dirname(cfg.paths.steps_dir))
-    presence = presence_of(cfg.presence)
+    require_store(cfg.authority.memory, cfg.where.paths)  # refused before anything is written
+    ensure_gitignore(os.path.dirname(cfg.where.paths.steps_dir))
+    presence = presence_of(cfg.authority.presence)
     # A remote worker's rows go to the authority through its outbox (harness/outbox.py).
     with interrupts_as_errors(), delivering(cfg, report) as shipped_up_to:
         presence.start()
@@ -172,7 +172,7 @@ def _steps(
             record_runtime_error(cfg, step_index, error, clock)
             raise
         if step is None and held and drain_poll_s is not None:
-            presence_of(cfg.presence).phase("idle")
+            presence_of(cfg.authority.presence).phase("idle")
             if not waiting:
                 report(
                     f"[worker:{cfg.worker_id}] nothing ready; waiting while {len(held)} issue(s) "
@@ -188,7 +188,7 @@ def _steps(
             return outcome
         step_index += 1
         outcome.steps.append(step)
-        presence_of(cfg.presence).phase("idle")
+        presence_of(cfg.authority.presence).phase("idle")
         if step.outcome == "completed":
             report(f"[worker:{cfg.worker_id}] closed issue {step.claim.issue_id}")
             continue
@@ -208,4 +208,8 @@ def _steps(
 def _held(cfg: WorkerConfig, clock: Clock) -> list[str]:
     """Issues other workers hold under active leases (which may still go stale and come back
     to us); a stale lease nobody could reclaim just now is not worth waiting for."""
-    return [held.issue_id for held in cfg.memory.held_leases(clock.now()) if held.state == "active"]
+    return [
+        held.issue_id
+        for held in cfg.authority.memory.held_leases(clock.now())
+        if held.state == "active"
+    ]

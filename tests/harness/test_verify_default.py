@@ -51,11 +51,11 @@ def test_the_issue_s_own_command_decides(tmp_path):
 def test_an_issue_without_commands_falls_back_to_mise_ci_check(tmp_path):
     # Resolution only: running `mise run ci-check` here would run this suite again.
     own = worker_config(tmp_path, verify_cmd=None)
-    assert verify_command(own, {"description": "Acceptance:\n- x"}) == "mise run ci-check"
+    assert verify_command(own.commands, {"description": "Acceptance:\n- x"}) == "mise run ci-check"
     both = "Verification commands:\n- `sh -c a`\n- `sh -c b`"
-    assert verify_command(own, {"description": both}) == "sh -c a && sh -c b"
+    assert verify_command(own.commands, {"description": both}) == "sh -c a && sh -c b"
     given = worker_config(tmp_path, verify_cmd="make test")
-    assert verify_command(given, {"description": both}) == "make test"
+    assert verify_command(given.commands, {"description": both}) == "make test"
 
 
 def _path_with_only_sh(tmp_path, monkeypatch) -> None:
