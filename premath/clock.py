@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime, timedelta
+
+from premath.lean import UTC, datetime, timedelta
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

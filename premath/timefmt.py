@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from operator import itemgetter
 
+from premath.lean import UTC, datetime
 from premath.text import RUST_WHITE_SPACE
 
 TYPE_CHECKING = False

@@ -12,6 +12,7 @@ modules they replace.
 from __future__ import annotations
 
 import ast
+import datetime
 import os
 import signal
 import site
@@ -36,11 +37,12 @@ from tests.support.import_closure import (
 from tests.support.stores import write_open_store
 
 BANNED = (
-    "typing", "re", "enum", "json", "signal", "threading", "pathlib",
+    "typing", "re", "enum", "json", "signal", "threading", "pathlib", "datetime",
     "click", "orjson", "pydantic", "yaml",
 )  # fmt: skip
-"""Together about 9 ms of a 20 ms call (docs/architecture.md "The CLI fast path"); click and
-orjson load only when the fast path hands over or the input is large."""
+"""Together about 10 ms of a 20 ms call (docs/architecture.md "The CLI fast path"); click and
+orjson load only when the fast path hands over or the input is large; `datetime`'s classes
+come from `_datetime` (premath/lean.py)."""
 
 HOT_COMMANDS = [
     ["harness-session", "read", "--json"],
@@ -175,6 +177,15 @@ def test_the_named_tuple_stand_in_is_typings():
     assert ours.__qualname__.endswith("Lease")
     assert repr(ours("w1")) == repr(theirs("w1"))
     assert list(ours.__annotations__) == list(theirs.__annotations__)
+
+
+def test_the_datetime_stand_ins_are_datetimes():
+    assert (lean.datetime, lean.timedelta, lean.UTC) == (
+        datetime.datetime,
+        datetime.timedelta,
+        datetime.UTC,
+    )
+    assert lean.datetime is datetime.datetime
 
 
 def test_the_signal_stand_ins_are_signals():

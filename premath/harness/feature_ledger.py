@@ -7,10 +7,10 @@ check rejects).
 from __future__ import annotations
 
 import os
-from datetime import datetime
 
 from premath.errors import InputInvalid
 from premath.harness.artifact_io import load_artifact, save_artifact
+from premath.lean import datetime
 from premath.models.feature_ledger import (
     CHECK_KIND,
     FEATURE_STATUSES,

@@ -6,9 +6,9 @@ Behaviour follows specs/harness-session.md; divergences are named where they app
 from __future__ import annotations
 
 import os
-from datetime import datetime
 
 from premath.harness.artifact_io import load_artifact, save_artifact
+from premath.lean import datetime
 from premath.models.session import (
     BOOTSTRAP_KIND,
     SESSION_KIND,

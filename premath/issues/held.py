@@ -17,12 +17,11 @@ ends with `discoveredIssue: <id>`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 
 from premath.errors import InputInvalid
 from premath.issues.holder import holder_mismatch
 from premath.issues.lifecycle import NewIssue, new_issue, put_field, set_status, set_text
-from premath.lean import NamedTuple
+from premath.lean import NamedTuple, datetime
 from premath.models.issue_row import sort_metadata
 from premath.models.merge_queue import QUEUE_STATE_KEY
 from premath.store.issues_file import Changes, IssueMap, WarmStores, mutate_store

@@ -12,13 +12,12 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Mapping
-from datetime import datetime
 
 from premath.errors import InputInvalid, IoFailure, NotFound
 from premath.issues import dependencies, graph, leases, lifecycle
 from premath.issues.graph import BlockedIssue, Integrity
 from premath.issues.leases import LeaseChange, LeaseProjection
-from premath.lean import NamedTuple
+from premath.lean import NamedTuple, datetime
 from premath.store.issues_file import (
     Changes,
     IssueMap,

@@ -3,12 +3,11 @@ claimed. The store gives the row; this renders it with its blockers' and its lea
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from premath.errors import NotFound
 from premath.issues.documents import issue_summary, lease_view
 from premath.issues.held import merged_refs
 from premath.issues.leases import lease_state
+from premath.lean import datetime
 from premath.store.issues_file import IssueMap
 from premath.timefmt import epoch_nanos
 

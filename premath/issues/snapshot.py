@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from datetime import datetime
 
 from premath.clock import SystemClock
+from premath.lean import datetime
 from premath.store.issues_file import IssueMap, canonical_line, load_issues
 
 SNAPSHOT_PREFIX = "iss1_"

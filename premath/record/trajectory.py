@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 
 from premath.errors import InputInvalid, InvalidUsage, IoFailure
+from premath.lean import datetime
 from premath.models.trajectory import (
     PROJECTION_KIND,
     PROJECTION_MODE,

@@ -22,10 +22,9 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime
 
 from premath.errors import ArtifactInvalid, InputInvalid, IoFailure, NotFound, PremathError
-from premath.lean import NamedTuple
+from premath.lean import NamedTuple, datetime
 from premath.models.issue_row import (
     TEXT_STORED,
     TEXT_STORED_BUT_TIMES,
