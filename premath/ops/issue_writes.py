@@ -8,11 +8,15 @@ from typing import Any
 
 from premath.issues import documents, leases
 from premath.issues import memory as issue_memory
-from premath.models.issue_row import DEPENDENCY_TYPES, IssueRow
+from premath.models.issue_row import DEPENDENCY_TYPES
 from premath.ops.operation import CliFace, Document, Faces, Operation, Run, WriteTerms
 from premath.ops.params import ArgumentRefused, Param, param
 from premath.text import rust_trim
 from premath.timefmt import epoch_nanos
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from premath.models.issue_row import IssueRow  # a type only (models/issue_row.py)
 
 MCP_ONLY = frozenset({"mcp"})
 ISSUES = param("issuesPath", path=True)
