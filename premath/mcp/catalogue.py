@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from premath.models.params import ENUM_VALUES, Param
+from premath.models.params import param as _f
 from premath.ops import catalogue as ops
 from premath.ops.operation import Operation
-from premath.ops.params import ENUM_VALUES, Param
-from premath.ops.params import param as _f
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -28,6 +28,7 @@ from premath.issues.check import check_issues
 from premath.mcp.caller import current_caller
 from premath.mcp.ready_view import ReadyView, render_ready
 from premath.mcp.worker_tools import WorkerTools
+from premath.models.params import ArgumentRefused
 from premath.observe.surface import SurfaceUnavailable
 from premath.observe.views import (
     ObservationNotFound,
@@ -37,7 +38,6 @@ from premath.observe.views import (
 )
 from premath.ops import catalogue as ops
 from premath.ops.operation import Operation, WriteTerms
-from premath.ops.params import ArgumentRefused
 from premath.ops.witnessed import Witnessing, witnessed_write
 from premath.store.confine import PathKind, PathRoots, confine
 from premath.store.files import STORE_CAP, read_bounded

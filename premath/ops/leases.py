@@ -5,22 +5,29 @@ here (premath/mcp/remote.py).
 
 Their service is the transport's lease actions (transport/lease_actions.py), which the MCP
 tools run through `transport/dispatch.py` with the write witness attached under the lock;
-`issue_lease_finish` runs issues/held.py. Where the faces differ the difference is data: the
-transport reads its payload with the reference's struct names and no snake_case aliases
-(`TRANSPORT_READINGS`); its release is lenient (anyone may release, a given assignee or lease
-id must match; D3-3, D12-2) while the CLI's `issue lease-release` is the holder's; the
-lease-holder refusal's words are each face's (issues/holder.py `WORDS`).
+`issue_lease_finish` runs issues/held.py. The parameters a transport payload takes are
+declared with its struct (transport/payloads.py, below this floor, which reads them with the
+one checker); an operation adds the MCP tool's own (`instructionId`, `mergeQueue`). Where the
+faces differ the difference is data: the transport reads its payload with the reference's
+struct names and no snake_case aliases (its `Reading`); its release is lenient (anyone may
+release, a given assignee or lease id must match; D3-3, D12-2) while the CLI's `issue
+lease-release` is the holder's; the lease-holder refusal's words are each face's
+(issues/holder.py `WORDS`).
 """
 
 from __future__ import annotations
 
-from premath.ops.issue_writes import INSTRUCTION, ISSUES, MCP_ONLY
+from premath.models.params import param
+from premath.ops.issue_writes import INSTRUCTION, MCP_ONLY
 from premath.ops.operation import Faces, Operation
-from premath.ops.params import param
+from premath.transport.payloads import (
+    CLAIM_FIELDS,
+    CLAIM_NEXT_FIELDS,
+    ISSUES_PATH,
+    RELEASE_FIELDS,
+    RENEW_FIELDS,
+)
 
-_ISSUE = param("id", required=True)
-_ASSIGNEE = param("assignee", required=True)
-_LEASE_TIME = (param("leaseTtlSeconds", "i64"), param("leaseExpiresAt"))
 _REMOTE = "premath.mcp.remote:McpAuthority."
 _INPUT_FAILURES = ("lease_invalid_payload", "lease_invalid_assignee")
 _TIME_FAILURES = ("lease_invalid_ttl", "lease_invalid_expires_at", "lease_binding_ambiguous")
@@ -30,7 +37,7 @@ _HOLDER_FAILURES = ("lease_not_found", "lease_missing", "lease_owner_mismatch", 
 ISSUE_CLAIM = Operation(
     action="issue.claim",
     summary="Atomically claim an issue for work (sets assignee + in_progress)",
-    params=(_ISSUE, _ASSIGNEE, param("leaseId"), *_LEASE_TIME, INSTRUCTION, ISSUES),
+    params=(*CLAIM_FIELDS, INSTRUCTION, ISSUES_PATH),
     faces=Faces(mcp="issue_claim", transport="issue.claim"),
     mutates=True,
     gate="issue.claim",
@@ -49,14 +56,7 @@ ISSUE_CLAIM_NEXT = Operation(
     action="issue.claim_next",
     summary="Claim the best ready issue for an assignee with a lease (priority, then id order); "
     "escalation issues are left to people unless includeEscalations",
-    params=(
-        _ASSIGNEE,
-        param("leaseId"),
-        param("leaseTtlSeconds", "i64"),
-        param("includeEscalations", "bool"),
-        INSTRUCTION,
-        ISSUES,
-    ),
+    params=(*CLAIM_NEXT_FIELDS, INSTRUCTION, ISSUES_PATH),
     faces=Faces(
         mcp="issue_claim_next",
         transport="issue.claim_next",
@@ -71,12 +71,9 @@ ISSUE_LEASE_RENEW = Operation(
     action="issue.lease_renew",
     summary="Renew an active issue lease by id/assignee/lease_id",
     params=(
-        _ISSUE,
-        _ASSIGNEE,
-        param("leaseId", required=True),
-        *_LEASE_TIME,
+        *RENEW_FIELDS,
         INSTRUCTION,
-        ISSUES,
+        ISSUES_PATH,
         param("mergeQueue", "strings", faces=MCP_ONLY),
     ),
     faces=Faces(mcp="issue_lease_renew", transport="issue.lease_renew", remote=f"{_REMOTE}renew"),
@@ -96,7 +93,7 @@ ISSUE_LEASE_RENEW = Operation(
 ISSUE_LEASE_RELEASE = Operation(
     action="issue.lease_release",
     summary="Release an issue lease by id (optionally validating assignee/lease_id)",
-    params=(_ISSUE, param("assignee"), param("leaseId"), INSTRUCTION, ISSUES),
+    params=(*RELEASE_FIELDS, INSTRUCTION, ISSUES_PATH),
     faces=Faces(
         mcp="issue_lease_release", transport="issue.lease_release", remote=f"{_REMOTE}release"
     ),
@@ -111,8 +108,8 @@ ISSUE_LEASE_FINISH = Operation(
     summary="Close, block or give back (status closed|blocked|open) an issue the caller holds "
     "under its lease, with a note, witness refs and, when blocking, a discovered follow-up issue",
     params=(
-        _ISSUE,
-        _ASSIGNEE,
+        param("id", required=True),
+        param("assignee", required=True),
         param("leaseId", required=True),
         param("status", "finish", required=True),
         param("notes"),
@@ -120,7 +117,7 @@ ISSUE_LEASE_FINISH = Operation(
         param("discoverTitle"),
         param("discoverDescription"),
         INSTRUCTION,
-        ISSUES,
+        ISSUES_PATH,
     ),
     faces=Faces(mcp="issue_lease_finish", remote=f"{_REMOTE}finish"),
     mutates=True,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from premath.ops.params import Param
+from premath.models.params import Param
 
 Document = dict[str, Any]
 FACES = ("mcp", "host", "cli", "transport", "remote")

@@ -19,11 +19,12 @@ from premath.harness.host.program import Bindings
 from premath.mcp.catalogue import TOOLS_BY_NAME
 from premath.mcp.server import call_tool
 from premath.mcp.tools import ServerConfig, ToolService
+from premath.models.params import ENUM_VALUES, Param
 from premath.ops import catalogue
 from premath.ops.catalogue import OPERATIONS
 from premath.ops.operation import Operation
-from premath.ops.params import ENUM_VALUES, Param
-from premath.transport.dispatch import dispatch
+from premath.transport.dispatch import _LEASE_PAYLOADS, dispatch
+from premath.transport.payloads import LEASE_STRUCTS
 from premath.transport.registry import ROUTES_BY_ACTION
 from tests.harness.loop_support import make_issues
 from tests.instruction.host_support import (
@@ -205,3 +206,5 @@ def test_each_face_it_names_offers_it(operation):
         assert by_name or any(f"ops.{name}" in inspect.getsource(called) for name in constants)
     if faces.transport is not None:
         assert ROUTES_BY_ACTION[faces.transport].action == operation.action
+        kind = _LEASE_PAYLOADS[faces.transport][0]
+        assert LEASE_STRUCTS[kind][1] == operation.params_at("transport")
