@@ -19,7 +19,7 @@ from premath.harness.host.program import Bindings
 from premath.mcp.catalogue import TOOLS_BY_NAME
 from premath.mcp.server import call_tool
 from premath.mcp.tools import ServerConfig, ToolService
-from premath.models.params import ENUM_VALUES, Param
+from premath.models.params import ENUM_VALUES, Param, Reading, check_arguments
 from premath.ops import catalogue
 from premath.ops.catalogue import OPERATIONS
 from premath.ops.operation import Operation
@@ -208,3 +208,15 @@ def test_each_face_it_names_offers_it(operation):
         assert ROUTES_BY_ACTION[faces.transport].action == operation.action
         kind = _LEASE_PAYLOADS[faces.transport][0]
         assert LEASE_STRUCTS[kind][1] == operation.params_at("transport")
+
+
+def test_the_transport_reads_no_snake_case_alias():
+    """The reference's transport structs have no aliases: `lease_id` is an unknown key there,
+    ignored, while the MCP tool reads it as `leaseId` (the `Reading` of each face)."""
+    payload = {"id": "bd-1", "assignee": "w", "lease_id": "lease-1"}
+    envelope = dispatch("issue.lease_renew", payload, now=NOW, timeout_s=1.0)
+    assert envelope["diagnostic"] == "invalid renew payload: missing field `leaseId`"
+    params = catalogue.ISSUE_LEASE_RENEW.params_at("mcp")
+    assert check_arguments(params, payload, Reading("struct issue_lease_renew"))["leaseId"] == (
+        "lease-1"
+    )
