@@ -33,11 +33,19 @@ from premath.timefmt import epoch_nanos, format_autosi_z
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, NotRequired, TypedDict, Unpack
 
     from premath.issues.check import CheckReport
     from premath.models.issue_row import DependencyRow, IssueRow
     from premath.models.vocabulary import GraphScope, LeaseState
+
+    class StoreWrite(TypedDict):
+        """What every writer takes besides its own arguments (`ops.WriteTerms.store_terms`)."""
+
+        now: datetime
+        timeout_s: float
+        on_row: NotRequired[RowHook | None]
+        warm: NotRequired[WarmStores | None]
 
 
 def _now(now: datetime) -> tuple[int, str]:
@@ -203,8 +211,8 @@ def dep_diagnostics(path: str, *, now: datetime, scope: GraphScope) -> Integrity
 
 
 # --- issue writers -----------------------------------------------------------------------------
-# A writer that edits one existing row reports its id to `mutate_store`, which then re-encodes that
-# row only; adding a row reports `True` (the whole store is encoded).
+# Each writer is its own arguments, the `StoreWrite` terms and one change under the lock, run by
+# `_write_row`, which reports the row's id to `mutate_store` so that only that row is encoded.
 
 
 RowHook = Callable[["IssueRow"], None]
@@ -212,59 +220,26 @@ RowHook = Callable[["IssueRow"], None]
 witness is attached this way)."""
 
 
-def _edit_row(
-    path: str,
-    edit: Callable[[IssueMap], IssueRow | None],
-    *,
-    now: datetime,
-    timeout_s: float,
-    on_row: RowHook | None = None,
-    warm: WarmStores | None = None,
-) -> IssueRow | None:
-    """Run `edit` under the store lock: it changes at most one existing row in place and
-    returns it (None: nothing changed)."""
-
-    def mutate(issues: IssueMap) -> tuple[IssueRow | None, Changes]:
-        row = edit(issues)
-        if row is not None and on_row is not None:
-            on_row(row)
-        return row, () if row is None else (row["id"],)
-
-    return mutate_store(path, mutate, now=now, timeout_s=timeout_s, warm=warm)
-
-
-def _edit_existing_row(
-    path: str,
-    edit: Callable[[IssueMap], IssueRow],
-    *,
-    now: datetime,
-    timeout_s: float,
-    on_row: RowHook | None = None,
-    warm: WarmStores | None = None,
+def _write_row(
+    path: str, change: Callable[[IssueMap], IssueRow], store: StoreWrite, *, must_exist: bool = True
 ) -> IssueRow:
-    """`_edit_row` on a store that must exist (checked before taking the lock)."""
-    require_store_file(path)
-    row = _edit_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row, warm=warm)
-    assert row is not None  # `edit` returns the row or raises
-    return row
+    """The one wrapper around every writer: under the store lock `change` adds a row or edits
+    one existing row in place and returns it (or raises, leaving the file as it was); `on_row`
+    sees it there before the save, and only that row is encoded again. `must_exist`: a
+    missing file is refused before the lock is taken (D25-4)."""
+    if must_exist:
+        require_store_file(path)
+    on_row = store.get("on_row")
 
-
-def _add_row(
-    path: str,
-    add: Callable[[IssueMap], IssueRow],
-    *,
-    now: datetime,
-    timeout_s: float,
-    on_row: RowHook | None = None,
-    warm: WarmStores | None = None,
-) -> IssueRow:
     def mutate(issues: IssueMap) -> tuple[IssueRow, Changes]:
-        row = add(issues)
+        row = change(issues)
         if on_row is not None:
             on_row(row)
         return row, (row["id"],)
 
-    return mutate_store(path, mutate, now=now, timeout_s=timeout_s, warm=warm)
+    return mutate_store(
+        path, mutate, now=store["now"], timeout_s=store["timeout_s"], warm=store.get("warm")
+    )
 
 
 def add_issue(
@@ -281,13 +256,9 @@ def add_issue(
     new = lifecycle.NewIssue(title=title, **fields)
     _, now_text = _now(now)
     lifecycle.checked_issue_type(new.issue_type)
-    return _add_row(
-        path,
-        lambda issues: lifecycle.new_issue(issues, new, now_text),
-        now=now,
-        timeout_s=timeout_s,
-        on_row=on_row,
-        warm=warm,
+    store: StoreWrite = {"now": now, "timeout_s": timeout_s, "on_row": on_row, "warm": warm}
+    return _write_row(
+        path, lambda issues: lifecycle.new_issue(issues, new, now_text), store, must_exist=False
     )
 
 
@@ -295,8 +266,6 @@ def update_issue(
     path: str,
     issue_id: str,
     *,
-    now: datetime,
-    timeout_s: float,
     title: str | None = None,
     description: str | None = None,
     notes: str | None = None,
@@ -304,9 +273,8 @@ def update_issue(
     priority: int | None = None,
     assignee: str | None = None,
     owner: str | None = None,
-    on_row: RowHook | None = None,
     before: RowHook | None = None,
-    warm: WarmStores | None = None,
+    **store: Unpack[StoreWrite],
 ) -> IssueRow:
     """`issue update`: given fields only; a status change goes through set_status, so closing
     releases the lease (the assignee stays). `before` sees the row under the lock before any
@@ -314,7 +282,7 @@ def update_issue(
     texts = {"description": description, "notes": notes, "assignee": assignee, "owner": owner}
     nothing = title is None and status is None and priority is None
     nothing = nothing and all(value is None for value in texts.values())
-    _, now_text = _now(now)
+    _, now_text = _now(store["now"])
 
     def edit(issues: IssueMap) -> IssueRow:
         row = issues.get(issue_id)
@@ -336,7 +304,7 @@ def update_issue(
         row["updated_at"] = now_text
         return row
 
-    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row, warm=warm)
+    return _write_row(path, edit, store)
 
 
 def discover_issue(
@@ -353,7 +321,7 @@ def discover_issue(
     """`issue discover`: a new open issue with a `discovered-from` edge to its parent.
     `fields`: `NewIssue`'s but `status`."""
     new = lifecycle.NewIssue(title=title, **fields)
-    require_store_file(path)
+    require_store_file(path)  # before the type check
     _, now_text = _now(now)
     lifecycle.checked_issue_type(new.issue_type)
 
@@ -365,7 +333,8 @@ def discover_issue(
         lifecycle.put_field(row, "dependencies", [edge])
         return row
 
-    return _add_row(path, add, now=now, timeout_s=timeout_s, on_row=on_row, warm=warm)
+    store: StoreWrite = {"now": now, "timeout_s": timeout_s, "on_row": on_row, "warm": warm}
+    return _write_row(path, add, store, must_exist=False)
 
 
 # --- leases ------------------------------------------------------------------------------------
@@ -380,17 +349,17 @@ def _required_owner(assignee: str) -> str:
     return owner
 
 
-def claim(path: str, issue_id: str, assignee: str, *, now: datetime, timeout_s: float) -> IssueRow:
+def claim(path: str, issue_id: str, assignee: str, **store: Unpack[StoreWrite]) -> IssueRow:
     """`issue claim`: default lease (TTL 3600 s); a missing file is refused before the lock
     (D25-4: the reference reported `issue not found` and left the lock's folder behind)."""
     owner = _required_owner(assignee)
-    now_ns, _ = _now(now)
+    now_ns, _ = _now(store["now"])
     expiry_ns = leases.lease_expiry(now_ns, None, None)
 
     def edit(issues: IssueMap) -> IssueRow:
         return leases.claim_issue(issues, issue_id, owner, now_ns=now_ns, expiry_ns=expiry_ns)
 
-    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s)
+    return _write_row(path, edit, store)
 
 
 def claim_next(
@@ -437,16 +406,14 @@ def renew_lease(
     assignee: str,
     lease_id: str,
     *,
-    now: datetime,
-    timeout_s: float,
     ttl_seconds: int | None = None,
     expires_at: str | None = None,
-    on_row: RowHook | None = None,
+    **store: Unpack[StoreWrite],
 ) -> LeaseChange:
     """`issue lease-renew`: the holder extends its active lease (the `issue.lease_renew` action);
     `on_row` edits the renewed row in the same write (the merge queue's transient state)."""
     owner = leases.required_assignee(assignee)
-    now_ns, _ = _now(now)
+    now_ns, _ = _now(store["now"])
     expiry_ns = leases.lease_expiry(now_ns, ttl_seconds, expires_at)
 
     def edit(issues: IssueMap) -> IssueRow:
@@ -454,8 +421,7 @@ def renew_lease(
             issues, issue_id, owner, lease_id, now_ns=now_ns, expiry_ns=expiry_ns
         )
 
-    row = _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row)
-    return LeaseChange(row, now_ns)
+    return LeaseChange(_write_row(path, edit, store), now_ns)
 
 
 def release_lease(
@@ -463,18 +429,16 @@ def release_lease(
     issue_id: str,
     assignee: str,
     lease_id: str | None = None,
-    *,
-    now: datetime,
-    timeout_s: float,
+    **store: Unpack[StoreWrite],
 ) -> LeaseChange:
     """`issue lease-release`: the holder gives its active lease up; the issue is open again."""
     owner = leases.required_assignee(assignee)
-    now_ns, _ = _now(now)
+    now_ns, _ = _now(store["now"])
 
     def edit(issues: IssueMap) -> IssueRow:
         return leases.release_lease(issues, issue_id, owner, lease_id, now_ns=now_ns)
 
-    return LeaseChange(_edit_existing_row(path, edit, now=now, timeout_s=timeout_s), now_ns)
+    return LeaseChange(_write_row(path, edit, store), now_ns)
 
 
 # --- dependency writers ------------------------------------------------------------------------
@@ -487,38 +451,27 @@ def dep_add(
     *,
     kind: str,
     created_by: str,
-    now: datetime,
-    timeout_s: float,
-    on_row: RowHook | None = None,
-    warm: WarmStores | None = None,
+    **store: Unpack[StoreWrite],
 ) -> IssueRow:
     """`dep add`: the edge's issue after the change."""
-    _, now_text = _now(now)
+    _, now_text = _now(store["now"])
 
     def edit(issues: IssueMap) -> IssueRow:
         return dependencies.add_dependency(issues, issue_id, target, kind, created_by, now_text)
 
-    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row, warm=warm)
+    return _write_row(path, edit, store)
 
 
 def dep_remove(
-    path: str,
-    issue_id: str,
-    target: str,
-    *,
-    kind: str,
-    now: datetime,
-    timeout_s: float,
-    on_row: RowHook | None = None,
-    warm: WarmStores | None = None,
+    path: str, issue_id: str, target: str, *, kind: str, **store: Unpack[StoreWrite]
 ) -> IssueRow:
     """`dep remove`: the edge's issue after the change."""
-    _, now_text = _now(now)
+    _, now_text = _now(store["now"])
 
     def edit(issues: IssueMap) -> IssueRow:
         return dependencies.remove_dependency(issues, issue_id, target, kind, now_text)
 
-    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row, warm=warm)
+    return _write_row(path, edit, store)
 
 
 def dep_replace(
@@ -529,17 +482,14 @@ def dep_replace(
     from_kind: str,
     to_kind: str,
     created_by: str,
-    now: datetime,
-    timeout_s: float,
-    on_row: RowHook | None = None,
-    warm: WarmStores | None = None,
+    **store: Unpack[StoreWrite],
 ) -> IssueRow:
     """`dep replace`: the edge's issue after the change."""
-    _, now_text = _now(now)
+    _, now_text = _now(store["now"])
 
     def edit(issues: IssueMap) -> IssueRow:
         return dependencies.replace_dependency(
             issues, issue_id, target, from_kind, to_kind, created_by, now_text
         )
 
-    return _edit_existing_row(path, edit, now=now, timeout_s=timeout_s, on_row=on_row, warm=warm)
+    return _write_row(path, edit, store)

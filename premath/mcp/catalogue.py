@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from premath.models.params import ENUM_VALUES, Param
+from premath.models.params import param as _f
 from premath.ops import catalogue as ops
 from premath.ops.operation import Operation
-from premath.ops.params import ENUM_VALUES, Param
-from premath.ops.params import param as _f
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -92,7 +92,6 @@ _ISSUE_DETAILS = (
     INSTRUCTION,
     ISSUES,
 )
-_LEASE_TIME = (_f("leaseTtlSeconds", "i64"), _f("leaseExpiresAt"))
 
 TOOLS: tuple[Tool, ...] = (
     Tool(
@@ -127,39 +126,9 @@ TOOLS: tuple[Tool, ...] = (
         (ISSUES,),
     ),
     Tool.of(ops.ISSUE_ADD),
-    Tool(
-        "issue_claim",
-        "Atomically claim an issue for work (sets assignee + in_progress)",
-        False,
-        (
-            _f("id", required=True),
-            _f("assignee", required=True),
-            _f("leaseId"),
-            *_LEASE_TIME,
-            INSTRUCTION,
-            ISSUES,
-        ),
-    ),
-    Tool(
-        "issue_lease_renew",
-        "Renew an active issue lease by id/assignee/lease_id",
-        False,
-        (
-            _f("id", required=True),
-            _f("assignee", required=True),
-            _f("leaseId", required=True),
-            *_LEASE_TIME,
-            INSTRUCTION,
-            ISSUES,
-            _f("mergeQueue", "strings"),
-        ),
-    ),
-    Tool(
-        "issue_lease_release",
-        "Release an issue lease by id (optionally validating assignee/lease_id)",
-        False,
-        (_f("id", required=True), _f("assignee"), _f("leaseId"), INSTRUCTION, ISSUES),
-    ),
+    Tool.of(ops.ISSUE_CLAIM),
+    Tool.of(ops.ISSUE_LEASE_RENEW),
+    Tool.of(ops.ISSUE_LEASE_RELEASE),
     Tool.of(ops.ISSUE_DISCOVER),
     Tool.of(ops.ISSUE_UPDATE),
     Tool.of(ops.DEP_ADD),
@@ -219,44 +188,14 @@ TOOLS: tuple[Tool, ...] = (
             INSTRUCTION,  # gated like a mutation (D22-4)
         ),
     ),
-    Tool(
-        "issue_claim_next",
-        "Claim the best ready issue for an assignee with a lease (priority, then id order); "
-        "escalation issues are left to people unless includeEscalations",
-        False,
-        (
-            _f("assignee", required=True),
-            _f("leaseId"),
-            _f("leaseTtlSeconds", "i64"),
-            _f("includeEscalations", "bool"),
-            INSTRUCTION,
-            ISSUES,
-        ),
-    ),
+    Tool.of(ops.ISSUE_CLAIM_NEXT),
     Tool(
         "issue_show",
         "Show one issue whole: texts, dependencies with their states, lease with its state",
         True,
         (_f("id", required=True), ISSUES),
     ),
-    Tool(
-        "issue_lease_finish",
-        "Close, block or give back (status closed|blocked|open) an issue the caller holds under "
-        "its lease, with a note, witness refs and, when blocking, a discovered follow-up issue",
-        False,
-        (
-            _f("id", required=True),
-            _f("assignee", required=True),
-            _f("leaseId", required=True),
-            _f("status", "finish", required=True),
-            _f("notes"),
-            _f("witnessRefs", "strings"),
-            _f("discoverTitle"),
-            _f("discoverDescription"),
-            INSTRUCTION,
-            ISSUES,
-        ),
-    ),
+    Tool.of(ops.ISSUE_LEASE_FINISH),
 )
 WORKER_TOOLS = tuple(Tool.of(operation) for operation in ops.WORKER_OPERATIONS)
 """The fleet's worker registry (specs/remote-workers.md "Workers"), after the catalogue."""

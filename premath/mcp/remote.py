@@ -46,17 +46,22 @@ from premath.harness.handoff import LeaseSnapshot
 from premath.harness.loop_paths import LoopPaths
 from premath.issues.held import Discovery, Finished, holder_problem
 from premath.mcp.rpc_client import HttpAnswer, McpHttpClient, RpcError
+from premath.ops import catalogue as ops
 from premath.text import id_token
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from premath.issues.held import FinishStatus
     from premath.models.issue_row import IssueRow
+    from premath.ops.operation import Operation
 
 DEFAULT_RETRY_S = 120.0
 CALL_TIMEOUT_S = 90.0
 """An HTTP request's own deadline: above the server's `--call-timeout` (30 s by default)."""
-REQUIRED_TOOLS = ("issue_claim_next", "issue_show", "issue_lease_finish")
+REQUIRED_TOOLS = tuple(
+    str(name)
+    for name in (ops.ISSUE_CLAIM_NEXT.faces.mcp, "issue_show", ops.ISSUE_LEASE_FINISH.faces.mcp)
+)
 _BACKOFF_FIRST_S, _BACKOFF_MAX_S = 0.2, 5.0
 _GATE_LEADS = (
     "mutation policy `instruction-linked`",
@@ -72,10 +77,10 @@ _TRANSIENT_LEADS = (
     "issue-memory lock busy",
     "[failureClass=tool.deadline_exceeded]",
 )
-_LEASE_TOOLS = {
-    "issue.lease_renew": "issue_lease_renew",
-    "issue.lease_release": "issue_lease_release",
+_LEASE_RECOVERY = {
+    op.faces.transport: op for op in (ops.ISSUE_LEASE_RENEW, ops.ISSUE_LEASE_RELEASE)
 }
+"""The transport actions a lease recovery dispatches, run by their operations' MCP tools."""
 Report = Callable[[str], None]
 
 
@@ -270,6 +275,22 @@ class McpAuthority:
     def _gated(self, args: dict[str, Any]) -> dict[str, Any]:
         return {**args, "instructionId": self.instruction_id} if self.instruction_id else args
 
+    def _run(
+        self,
+        operation: Operation,
+        args: dict[str, Any],
+        *,
+        patience_s: float | None = None,
+        landed: Callable[[], dict[str, Any] | None] | None = None,
+    ) -> dict[str, Any]:
+        """A gated operation of the catalogue (premath/ops/) through its MCP tool, by the name
+        and with the parameters it declares there."""
+        tool = operation.faces.mcp
+        declared = {p.name for p in operation.params_at("mcp")}
+        assert tool is not None, operation.action
+        assert declared.issuperset(args), (tool, sorted(args))
+        return self._call(tool, self._gated(args), patience_s=patience_s, landed=landed)
+
     def call_within(
         self, tool: str, args: dict[str, Any], *, patience_s: float
     ) -> dict[str, Any] | None:
@@ -320,9 +341,9 @@ class McpAuthority:
 
         args = {"assignee": worker_id, "leaseId": lease_id, "leaseTtlSeconds": ttl_s}
         try:
-            document = self._call("issue_claim_next", self._gated(args), landed=landed)
+            document = self._run(ops.ISSUE_CLAIM_NEXT, args, landed=landed)
         except ToolError as error:
-            raise InputInvalid(f"issue_claim_next: {error.text}") from None
+            raise InputInvalid(f"{ops.ISSUE_CLAIM_NEXT.faces.mcp}: {error.text}") from None
         issue = document.get("issue")
         if not issue:
             return None
@@ -373,15 +394,14 @@ class McpAuthority:
 
             args["mergeQueue"] = queue_state_lines(queue_state)
         try:
-            self._call(
-                "issue_lease_renew",
-                self._gated({**args, "leaseTtlSeconds": ttl_s}),
-                patience_s=patience_s,
+            self._run(
+                ops.ISSUE_LEASE_RENEW, {**args, "leaseTtlSeconds": ttl_s}, patience_s=patience_s
             )
         except _Down:
             return  # out of patience, not given up: the next beat tries again
         except ToolError as error:
-            raise LeaseRefused(f"issue_lease_renew {issue_id}: {error.text}") from None
+            tool = ops.ISSUE_LEASE_RENEW.faces.mcp
+            raise LeaseRefused(f"{tool} {issue_id}: {error.text}") from None
 
     def release(
         self, issue_id: str, worker_id: str, lease_id: str | None, *, now: datetime
@@ -390,11 +410,12 @@ class McpAuthority:
         if lease_id:
             args["leaseId"] = lease_id
         try:
-            self._call("issue_lease_release", self._gated(args))
+            self._run(ops.ISSUE_LEASE_RELEASE, args)
         except ToolError as error:
             if error.maybe_applied and not self._holds(issue_id, worker_id, lease_id):
                 return  # our first attempt released it; its answer was lost
-            raise LeaseRefused(f"issue_lease_release {issue_id}: {error.text}") from None
+            tool = ops.ISSUE_LEASE_RELEASE.faces.mcp
+            raise LeaseRefused(f"{tool} {issue_id}: {error.text}") from None
 
     def _holds(self, issue_id: str, worker_id: str, lease_id: str | None) -> bool:
         shown = self._show(issue_id)
@@ -434,7 +455,7 @@ class McpAuthority:
             return {"createdIssueId": _discovered(shown["issue"].get("notes", ""))}
 
         try:
-            document = self._call("issue_lease_finish", self._gated(args), landed=landed)
+            document = self._run(ops.ISSUE_LEASE_FINISH, args, landed=landed)
         except ToolError as error:
             if error.maybe_applied and (found := landed()) is not None:
                 return Finished(True, "", found["createdIssueId"])
@@ -450,7 +471,7 @@ class McpAuthority:
         digest = dispatch_digest(route.action, route.action_id)
         envelope: dict[str, Any] = {"action": action, "semanticDigest": digest}
         try:
-            self._call(_LEASE_TOOLS[action], self._gated(payload))
+            self._run(_LEASE_RECOVERY[action], payload)
         except ToolError as error:
             klass = error.text[len("[failureClass=") :].split("]", 1)[0]
             known = error.text.startswith("[failureClass=")
@@ -481,7 +502,7 @@ class McpAuthority:
     def release_for(self, issue_id: str, owner: str, lease_id: str, *, now: datetime) -> bool:
         args = {"id": issue_id, "assignee": owner, "leaseId": lease_id}
         try:
-            self._call("issue_lease_release", self._gated(args))
+            self._run(ops.ISSUE_LEASE_RELEASE, args)
         except ToolError:
             return False
         return True
@@ -507,9 +528,7 @@ class McpAuthority:
         if files:
             args["stepFiles"] = [{"path": path, "text": text} for path, text in files]
         try:
-            document = self._call(
-                "harness_trajectory_append", self._gated(args), patience_s=patience_s
-            )
+            document = self._run(ops.HARNESS_TRAJECTORY_APPEND, args, patience_s=patience_s)
         except _Down as down:
             raise ShipPostponed(f"the MCP server at {self.url} did not answer: {down}") from None
         except ToolError as error:

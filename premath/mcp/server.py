@@ -36,9 +36,9 @@ from premath.mcp.tools import (
     ToolService,
     call_deadline,
 )
+from premath.models.params import Reading, check_arguments
 from premath.models.serde import SchemaViolation
 from premath.ops.catalogue import by_face
-from premath.ops.params import Reading, check_arguments
 from premath.store.canonical import stdout_bytes
 
 WORKER_THREADS = 64

@@ -28,6 +28,7 @@ from premath.issues.check import check_issues
 from premath.mcp.caller import current_caller
 from premath.mcp.ready_view import ReadyView, render_ready
 from premath.mcp.worker_tools import WorkerTools
+from premath.models.params import ArgumentRefused
 from premath.observe.surface import SurfaceUnavailable
 from premath.observe.views import (
     ObservationNotFound,
@@ -35,8 +36,8 @@ from premath.observe.views import (
     ProjectionMatch,
     observe_result,
 )
+from premath.ops import catalogue as ops
 from premath.ops.operation import Operation, WriteTerms
-from premath.ops.params import ArgumentRefused
 from premath.ops.witnessed import Witnessing, witnessed_write
 from premath.store.confine import PathKind, PathRoots, confine
 from premath.store.files import STORE_CAP, read_bounded
@@ -382,17 +383,20 @@ class ToolService(WorkerTools):
 
     def _lease(
         self,
-        action: str,
+        operation: Operation,
         args: Document,
-        payload: Document,
         edit: Callable[[IssueRow], None] | None = None,
     ) -> Document:
-        """Claim, claim-next, renew or release through the transport. A witness scoped to
-        issues authorises these on its issues only; claim-next chooses among them (D22-5).
-        `edit` changes the row in the same write (a renewal's merge queue state)."""
+        """Claim, claim-next, renew or release (premath/ops/leases.py) through its transport
+        action, with the parameters the transport takes. A witness scoped to issues authorises
+        these on its issues only; claim-next chooses among them (D22-5). `edit` changes the
+        row in the same write (a renewal's merge queue state)."""
+        action = operation.action
         link = self._gate(action, args, *([args["id"]] if "id" in args else []))
         path = self._issues_path(args)
-        payload = {**payload, "issuesPath": path}
+        taken = operation.params_at("transport")
+        payload = {p.name: args[p.name] for p in taken if p.name in args and not p.path}
+        payload["issuesPath"] = path
         jj = jj_snapshot(self.config.repo_root)
         written: dict[str, Any] = {}
 
@@ -407,7 +411,7 @@ class ToolService(WorkerTools):
                 )
 
         envelope = dispatch(
-            action,
+            str(operation.faces.transport),
             payload,
             now=self.clock.now(),
             timeout_s=self._timeout(),
@@ -434,20 +438,11 @@ class ToolService(WorkerTools):
             result["issue"] = envelope["issue"]
         return result
 
-    def _lease_payload(self, args: Document, *names: str) -> Document:
-        return {name: args[name] for name in names if name in args}
-
     def issue_claim(self, args: Document) -> Document:
-        payload = self._lease_payload(
-            args, "id", "assignee", "leaseId", "leaseTtlSeconds", "leaseExpiresAt"
-        )
-        return self._lease("issue.claim", args, payload)
+        return self._lease(ops.ISSUE_CLAIM, args)
 
     def issue_claim_next(self, args: Document) -> Document:
-        payload = self._lease_payload(
-            args, "assignee", "leaseId", "leaseTtlSeconds", "includeEscalations"
-        )
-        return self._lease("issue.claim_next", args, payload)
+        return self._lease(ops.ISSUE_CLAIM_NEXT, args)
 
     def issue_lease_renew(self, args: Document) -> Document:
         """The reference's renewal; `mergeQueue` (ours) records the merge queue's transient
@@ -455,22 +450,16 @@ class ToolService(WorkerTools):
         from premath.issues.held import put_queue_state
         from premath.models.merge_queue import parse_queue_state
 
-        payload = self._lease_payload(
-            args, "id", "assignee", "leaseId", "leaseTtlSeconds", "leaseExpiresAt"
-        )
         if args.get("mergeQueue") is None:
-            return self._lease("issue.lease_renew", args, payload)
+            return self._lease(ops.ISSUE_LEASE_RENEW, args)
         try:
             record = parse_queue_state(args["mergeQueue"])
         except PremathError as exc:
             raise ToolRefused(exc.message) from None
-        return self._lease(
-            "issue.lease_renew", args, payload, lambda row: put_queue_state(row, record)
-        )
+        return self._lease(ops.ISSUE_LEASE_RENEW, args, lambda row: put_queue_state(row, record))
 
     def issue_lease_release(self, args: Document) -> Document:
-        payload = self._lease_payload(args, "id", "assignee", "leaseId")
-        return self._lease("issue.lease_release", args, payload)
+        return self._lease(ops.ISSUE_LEASE_RELEASE, args)
 
     # --- what a remote worker needs besides the reference's tools (D23-2) ----------------------
 
@@ -510,7 +499,7 @@ class ToolService(WorkerTools):
         path = self._issues_path(args)
         if not os.path.exists(path):
             raise ToolRefused(f"issues file not found: {path}")
-        action = "issue.lease_finish"
+        action = ops.ISSUE_LEASE_FINISH.action
         link = self._gate(action, args, issue_id)
         jj = jj_snapshot(self.config.repo_root)
         written: list[Document] = []
@@ -755,7 +744,7 @@ class ToolService(WorkerTools):
         }
 
 
-_CLAIMS = frozenset({"issue.claim", "issue.claim_next"})
+_CLAIMS = frozenset({ops.ISSUE_CLAIM.action, ops.ISSUE_CLAIM_NEXT.action})
 
 
 def _step_file(item: Any) -> Any:

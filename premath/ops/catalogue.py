@@ -1,8 +1,9 @@
 """Every operation the catalogue declares, and each face's lookup by its own name.
 
 Migrated so far: the dependency edges, `issue update`, `issue discover` and `issue add` (MCP
-tools and host actions; the CLI builds the `dep` commands from here), and the fleet record's
-tools (MCP). The other operations are still declared at their faces (mcp/catalogue.py,
+tools and host actions; the CLI builds the `dep` commands from here), the lease family (MCP
+tools, transport actions, the remote client), and the fleet record's tools (MCP). The other
+operations are still declared at their faces (mcp/catalogue.py,
 harness/host/extension_actions.py) until their family moves here.
 """
 
@@ -17,6 +18,14 @@ from premath.ops.issue_writes import (
     ISSUE_DISCOVER,
     ISSUE_UPDATE,
 )
+from premath.ops.leases import (
+    ISSUE_CLAIM,
+    ISSUE_CLAIM_NEXT,
+    ISSUE_LEASE_FINISH,
+    ISSUE_LEASE_RELEASE,
+    ISSUE_LEASE_RENEW,
+    LEASE_OPERATIONS,
+)
 from premath.ops.operation import Operation
 
 __all__ = [
@@ -25,8 +34,14 @@ __all__ = [
     "DEP_REPLACE",
     "HARNESS_TRAJECTORY_APPEND",
     "ISSUE_ADD",
+    "ISSUE_CLAIM",
+    "ISSUE_CLAIM_NEXT",
     "ISSUE_DISCOVER",
+    "ISSUE_LEASE_FINISH",
+    "ISSUE_LEASE_RELEASE",
+    "ISSUE_LEASE_RENEW",
     "ISSUE_UPDATE",
+    "LEASE_OPERATIONS",
     "OPERATIONS",
     "WORKER_OPERATIONS",
     "by_face",
@@ -39,6 +54,7 @@ OPERATIONS: tuple[Operation, ...] = (
     ISSUE_UPDATE,
     ISSUE_DISCOVER,
     ISSUE_ADD,
+    *LEASE_OPERATIONS,
     *FLEET_OPERATIONS,
 )
 

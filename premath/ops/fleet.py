@@ -6,8 +6,8 @@ workers reach them through the client methods named here."""
 
 from __future__ import annotations
 
+from premath.models.params import param
 from premath.ops.operation import Faces, Operation
-from premath.ops.params import param
 
 WORKER_ID = param("workerId", required=True)
 IDENTITY_REFUSED = "worker.identity_refused"

@@ -7,8 +7,8 @@ from __future__ import annotations
 from premath.issues import documents, leases
 from premath.issues import memory as issue_memory
 from premath.models.issue_row import DEPENDENCY_TYPES
+from premath.models.params import ArgumentRefused, Param, param
 from premath.ops.operation import CliFace, Document, Faces, Operation, Run, WriteTerms
-from premath.ops.params import ArgumentRefused, Param, param
 from premath.text import rust_trim
 from premath.timefmt import epoch_nanos
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from premath.ops.params import Param
+from premath.models.params import Param
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -4,7 +4,11 @@ the reference also reads a positional array).
 
 Optional strings are trimmed and a blank one is absent, as the reference's `non_empty` reads
 every optional payload string (`leaseExpiresAt: "  "` beside `leaseTtlSeconds` is a TTL claim,
-not an ambiguous binding); specs/instructions.md "Blank optional strings"."""
+not an ambiguous binding); specs/instructions.md "Blank optional strings".
+
+The lease actions' payloads are the lease operations' parameters (premath/ops/leases.py adds
+what the MCP tools take besides), read by the one checker (premath/models/params.py) with the
+transport's `Reading`: the reference's struct names, no snake_case aliases."""
 
 from __future__ import annotations
 
@@ -12,9 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
+from premath.models.params import Param, Reading, check_arguments, param
 from premath.models.serde import (
     SchemaViolation,
-    describe,
     optional_string,
     string,
     string_list,
@@ -29,17 +33,6 @@ if TYPE_CHECKING:
     from premath.models.serde import FieldCheck
 
 T = TypeVar("T")
-I64_MIN, I64_MAX = -(2**63), 2**63 - 1
-
-
-def optional_i64(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SchemaViolation(f"invalid type: {describe(value)}, expected i64")
-    if not I64_MIN <= value <= I64_MAX:
-        raise SchemaViolation(f"invalid value: {describe(value)}, expected i64")
-    return value
 
 
 def blank_to_none(value: str | None) -> str | None:
@@ -113,15 +106,6 @@ class FiberCancelRequest:
     reason: str | None = None
 
 
-def optional_bool(value: Any) -> bool:
-    """An optional boolean: `null` or absent is false."""
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        raise SchemaViolation(f"invalid type: {describe(value)}, expected a boolean")
-    return value
-
-
 def optional_text(value: Any) -> str | None:
     """An optional string: type-checked, trimmed, blank = absent."""
     return blank_to_none(optional_string(value))
@@ -129,57 +113,34 @@ def optional_text(value: Any) -> str | None:
 
 _STRING: FieldCheck = string
 _OPTIONAL: FieldCheck = optional_text
-_I64: FieldCheck = optional_i64
+
+ISSUES_PATH = param("issuesPath", path=True)
+_ISSUE = param("id", required=True)
+_ASSIGNEE = param("assignee", required=True)
+_LEASE_TIME = (param("leaseTtlSeconds", "i64"), param("leaseExpiresAt"))
+CLAIM_FIELDS = (_ISSUE, _ASSIGNEE, param("leaseId"), *_LEASE_TIME)
+CLAIM_NEXT_FIELDS = (
+    _ASSIGNEE,
+    param("leaseId"),
+    param("leaseTtlSeconds", "i64"),
+    param("includeEscalations", "bool"),
+)
+RENEW_FIELDS = (_ISSUE, _ASSIGNEE, param("leaseId", required=True), *_LEASE_TIME)
+RELEASE_FIELDS = (_ISSUE, param("assignee"), param("leaseId"))
+"""Each lease action's fields but `issuesPath`, which every one takes last."""
+
+LEASE_STRUCTS: dict[type, tuple[str, tuple[Param, ...]]] = {
+    ClaimRequest: ("IssueClaimRequest", (*CLAIM_FIELDS, ISSUES_PATH)),
+    ClaimNextRequest: ("IssueClaimNextRequest", (*CLAIM_NEXT_FIELDS, ISSUES_PATH)),
+    RenewRequest: ("IssueLeaseRenewRequest", (*RENEW_FIELDS, ISSUES_PATH)),
+    ReleaseRequest: ("IssueLeaseReleaseRequest", (*RELEASE_FIELDS, ISSUES_PATH)),
+}
+"""serde's struct name and the parameters of each lease action's payload."""
 
 Struct = tuple[str, Mapping[str, tuple[str, "FieldCheck"]], tuple[str, ...]]
 """serde's struct name, wire key -> (attribute, check) in declaration order, required keys."""
 
 _STRUCTS: dict[type, Struct] = {
-    ClaimRequest: (
-        "IssueClaimRequest",
-        {
-            "id": ("id", _STRING),
-            "assignee": ("assignee", _STRING),
-            "leaseId": ("lease_id", _OPTIONAL),
-            "leaseTtlSeconds": ("lease_ttl_seconds", _I64),
-            "leaseExpiresAt": ("lease_expires_at", _OPTIONAL),
-            "issuesPath": ("issues_path", _OPTIONAL),
-        },
-        ("id", "assignee"),
-    ),
-    ClaimNextRequest: (
-        "IssueClaimNextRequest",
-        {
-            "assignee": ("assignee", _STRING),
-            "leaseId": ("lease_id", _OPTIONAL),
-            "leaseTtlSeconds": ("lease_ttl_seconds", _I64),
-            "issuesPath": ("issues_path", _OPTIONAL),
-            "includeEscalations": ("include_escalations", optional_bool),
-        },
-        ("assignee",),
-    ),
-    RenewRequest: (
-        "IssueLeaseRenewRequest",
-        {
-            "id": ("id", _STRING),
-            "assignee": ("assignee", _STRING),
-            "leaseId": ("lease_id", _STRING),
-            "leaseTtlSeconds": ("lease_ttl_seconds", _I64),
-            "leaseExpiresAt": ("lease_expires_at", _OPTIONAL),
-            "issuesPath": ("issues_path", _OPTIONAL),
-        },
-        ("id", "assignee", "leaseId"),
-    ),
-    ReleaseRequest: (
-        "IssueLeaseReleaseRequest",
-        {
-            "id": ("id", _STRING),
-            "assignee": ("assignee", _OPTIONAL),
-            "leaseId": ("lease_id", _OPTIONAL),
-            "issuesPath": ("issues_path", _OPTIONAL),
-        },
-        ("id",),
-    ),
     FiberSpawnRequest: (
         "FiberSpawnRequest",
         {
@@ -209,6 +170,12 @@ _STRUCTS: dict[type, Struct] = {
 
 def parse_payload(kind: type[T], payload: Any) -> T:
     """The request `kind` from a decoded payload, or SchemaViolation with serde's text."""
+    if kind in LEASE_STRUCTS:
+        name, params = LEASE_STRUCTS[kind]
+        reading = Reading(f"struct {name}", blanks_absent=True, aliases=False)
+        found = check_arguments(params, payload, reading)
+        spelled = {p.name: p.alias or p.name for p in params}
+        return kind(**{spelled[key]: value for key, value in found.items()})
     struct, fields, required = _STRUCTS[kind]
     checks = {key: check for key, (_, check) in fields.items()}
     found = typed_fields(payload, f"struct {struct}", checks, required)

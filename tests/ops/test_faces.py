@@ -1,10 +1,11 @@
 """Every operation of the catalogue is reachable from every face it names, with the same checks:
 one bad input gets one refusal class at each face (an MCP tool error, the host action's
-`scheme_eval.invalid_program`, the CLI's usage error), in the same words where the wire shares
-them, and nothing is written. Table-driven over premath/ops/catalogue.py: a new operation is
-covered by declaring it."""
+`scheme_eval.invalid_program`, the transport's `lease_invalid_payload`, the CLI's usage error),
+in the same words where the wire shares them, and nothing is written. Table-driven over
+premath/ops/catalogue.py: a new operation is covered by declaring it."""
 
 import importlib
+import inspect
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +19,13 @@ from premath.harness.host.program import Bindings
 from premath.mcp.catalogue import TOOLS_BY_NAME
 from premath.mcp.server import call_tool
 from premath.mcp.tools import ServerConfig, ToolService
+from premath.models.params import ENUM_VALUES, Param, Reading, check_arguments
+from premath.ops import catalogue
 from premath.ops.catalogue import OPERATIONS
 from premath.ops.operation import Operation
-from premath.ops.params import ENUM_VALUES, Param
+from premath.transport.dispatch import _LEASE_PAYLOADS, dispatch
+from premath.transport.payloads import LEASE_STRUCTS
+from premath.transport.registry import ROUTES_BY_ACTION
 from tests.harness.loop_support import make_issues
 from tests.instruction.host_support import (
     ALL_CLAIMS,
@@ -126,6 +131,15 @@ def _host(root: Path, operation: Operation, args: dict[str, Any]) -> tuple[str, 
     return effect["resultClass"], effect["payload"]["diagnostic"]
 
 
+def _transport(operation: Operation, args: dict[str, Any]) -> str:
+    envelope = dispatch(str(operation.faces.transport), args, now=NOW, timeout_s=1.0)
+    assert (envelope["result"], envelope["failureClasses"]) == (
+        "rejected",
+        ["lease_invalid_payload"],
+    ), envelope
+    return re.sub(r"^invalid [a-z-]+ payload: ", "", envelope["diagnostic"])
+
+
 def _argv(operation: Operation, args: dict[str, Any]) -> list[str] | None:
     """The CLI spelling of `args`, None where the command line cannot say it (a JSON type)."""
     cli = operation.faces.cli
@@ -154,6 +168,8 @@ def test_a_bad_input_is_refused_alike_at_every_face(repo, operation, bad):
         failure_class, diagnostic = _host(repo, operation, bad.args)
         assert failure_class == INVALID, diagnostic
         said["host"] = diagnostic.removeprefix(f"invalid {operation.faces.host} args: ")
+    if operation.faces.transport is not None and _at("transport", bad, operation):
+        said["transport"] = _transport(operation, bad.args)
     spelled = bad.kind != "type" or bad.param.kind in _INTEGERS  # the shell has no JSON types
     if operation.faces.cli is not None and spelled:
         argv = _argv(operation, bad.args)
@@ -184,6 +200,23 @@ def test_each_face_it_names_offers_it(operation):
         module, _, attribute = faces.remote.partition(":")
         owner, _, method = attribute.partition(".")
         loaded = importlib.import_module(module)
-        assert callable(getattr(getattr(loaded, owner), method))
-        assert f'"{faces.mcp}"' in Path(str(loaded.__file__)).read_text(encoding="utf-8")
-    assert faces.transport is None, "no transport action is declared through the catalogue yet"
+        called = getattr(getattr(loaded, owner), method)
+        by_name = f'"{faces.mcp}"' in Path(str(loaded.__file__)).read_text(encoding="utf-8")
+        constants = [name for name, value in vars(catalogue).items() if value is operation]
+        assert by_name or any(f"ops.{name}" in inspect.getsource(called) for name in constants)
+    if faces.transport is not None:
+        assert ROUTES_BY_ACTION[faces.transport].action == operation.action
+        kind = _LEASE_PAYLOADS[faces.transport][0]
+        assert LEASE_STRUCTS[kind][1] == operation.params_at("transport")
+
+
+def test_the_transport_reads_no_snake_case_alias():
+    """The reference's transport structs have no aliases: `lease_id` is an unknown key there,
+    ignored, while the MCP tool reads it as `leaseId` (the `Reading` of each face)."""
+    payload = {"id": "bd-1", "assignee": "w", "lease_id": "lease-1"}
+    envelope = dispatch("issue.lease_renew", payload, now=NOW, timeout_s=1.0)
+    assert envelope["diagnostic"] == "invalid renew payload: missing field `leaseId`"
+    params = catalogue.ISSUE_LEASE_RENEW.params_at("mcp")
+    assert check_arguments(params, payload, Reading("struct issue_lease_renew"))["leaseId"] == (
+        "lease-1"
+    )

@@ -9,8 +9,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from premath.mcp.catalogue import TOOLS
+from premath.models.params import Reading, check_arguments
 from premath.models.serde import SchemaViolation
-from premath.ops.params import Reading, check_arguments
 from premath.store.witness_mac import ensure_keyring, new_run_id, sidecar_bytes
 from premath.transport.instruction_link import (
     ALLOWED_POLICY_DIGESTS,

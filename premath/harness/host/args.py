@@ -1,4 +1,4 @@
-"""A host action's `args` read by the catalogue's one checker (premath/ops/params.py) as the
+"""A host action's `args` read by the catalogue's one checker (premath/models/params.py) as the
 host face reads them: blank optional strings are absent and the others trimmed, as the
 reference's `non_empty` treats them (specs/instructions.md "Blank optional strings"), except
 the parameters an action keeps verbatim (issue texts, where a blank value is a real edit);
@@ -8,8 +8,8 @@ a refusal is `scheme_eval.invalid_program`, `invalid <action> args: <serde's tex
 from __future__ import annotations
 
 from premath.errors import RuleRefused
+from premath.models.params import Param, Reading, check_arguments
 from premath.models.serde import SchemaViolation
-from premath.ops.params import Param, Reading, check_arguments
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -29,8 +29,8 @@ from premath.harness.host.args import HostActionFailed, parse_args
 from premath.harness.host.context import HostContext
 from premath.harness.host.extension import Effect
 from premath.harness.host.paths import confined_path
+from premath.models.params import Kind, Param, param
 from premath.ops.catalogue import by_face
-from premath.ops.params import Kind, Param, param
 from premath.text import rust_trim
 
 TYPE_CHECKING = False

@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 from premath.harness.host.action_run import ActionRun, Document, arg_path
 from premath.harness.host.args import HostActionFailed
+from premath.models.params import ArgumentRefused
 from premath.ops.operation import Operation
-from premath.ops.params import ArgumentRefused
 from premath.ops.witnessed import Witnessing, witnessed_write
 
 TYPE_CHECKING = False

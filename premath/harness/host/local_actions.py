@@ -10,7 +10,7 @@ from premath.harness.host.context import HostContext
 from premath.harness.host.paths import confined_path
 from premath.issues import documents, graph, leases, memory
 from premath.issues.check import check_issues
-from premath.ops.params import Param, param
+from premath.models.params import Param, param
 from premath.timefmt import epoch_nanos
 
 TYPE_CHECKING = False

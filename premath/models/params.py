@@ -4,7 +4,12 @@ snake_case alias, unknown keys ignored, `null` for any optional field, serde's e
 
 Where the faces differ the difference is a `Reading` (data), not a second checker: host
 actions treat blank optional strings as absent and trim the rest (the reference's `non_empty`,
-specs/instructions.md "Blank optional strings"); MCP tools keep strings as given.
+specs/instructions.md "Blank optional strings"); MCP tools keep strings as given; transport
+payloads are read as host args are, without the snake_case aliases (the reference's transport
+structs have none).
+
+It sits with the wire schemas, below the faces and the transport, since the transport's lease
+payloads are the lease operations' own parameters (premath/ops/leases.py).
 """
 
 from __future__ import annotations
@@ -82,10 +87,12 @@ def param(
 @dataclass(frozen=True)
 class Reading:
     """How one face reads its arguments: what serde names the struct in a wrong-type error,
-    and whether blank optional strings are absent (and the others trimmed)."""
+    whether blank optional strings are absent (and the others trimmed), and whether the
+    snake_case aliases are read."""
 
     struct: str
     blanks_absent: bool = False
+    aliases: bool = True
 
 
 class ArgumentRefused(InputInvalid):
@@ -133,7 +140,9 @@ def check_arguments(params: tuple[Param, ...], value: Any, reading: Reading) -> 
     missing field); raises SchemaViolation with serde's text."""
     if not isinstance(value, dict):
         raise SchemaViolation(f"invalid type: {describe(value)}, expected {reading.struct}")
-    by_key = {key: p for p in params for key in (p.name, p.alias) if key is not None}
+    by_key = {p.name: p for p in params}
+    if reading.aliases:
+        by_key.update((p.alias, p) for p in params if p.alias is not None)
     seen: set[str] = set()
     found: dict[str, Any] = {}
     for key, raw in value.items():
