@@ -9,17 +9,19 @@ specs/instructions.md "Blank optional strings"); MCP tools keep strings as given
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
-
 from premath.errors import InputInvalid
+from premath.lean import NamedTuple
 from premath.models.serde import SchemaViolation, describe
 from premath.text import rust_trim
 
-Kind = Literal[
-    "string", "u32", "i32", "i64", "u64", "bool", "scope", "match", "finish", "strings",
-    "phase", "object", "objects",
-]  # fmt: skip
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Kind = Literal[
+        "string", "u32", "i32", "i64", "u64", "bool", "scope", "match", "finish", "strings",
+        "phase", "object", "objects",
+    ]  # fmt: skip
 
 ENUM_VALUES: dict[str, list[str]] = {
     "scope": ["active", "full"],
@@ -27,7 +29,7 @@ ENUM_VALUES: dict[str, list[str]] = {
     "finish": ["closed", "blocked", "open"],
     "phase": ["claiming", "working", "verifying", "closing", "idle"],
 }
-_RANGES = {
+INTEGER_RANGES = {
     "u32": (0, 2**32 - 1),
     "i32": (-(2**31), 2**31 - 1),
     "i64": (-(2**63), 2**63 - 1),
@@ -37,8 +39,7 @@ _EXPECTED = {"string": "a string", "bool": "a boolean", "strings": "a sequence"}
 """serde's words for a required field's type (else the kind's own name, `i32`, `finish`)."""
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(NamedTuple):
     """One input: its camelCase name, the snake_case alias accepted beside it, its type."""
 
     name: str
@@ -58,6 +59,11 @@ class Param:
     type); the published schema leaves the field open, as the reference's does."""
 
 
+def snake_case(name: str) -> str:
+    """A parameter's snake_case spelling (`issueId`: `issue_id`): its alias, its CLI keyword."""
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+
+
 def param(
     name: str,
     kind: Kind = "string",
@@ -70,13 +76,12 @@ def param(
     choices: tuple[str, ...] = (),
 ) -> Param:
     """A parameter whose alias is its snake_case spelling (when that differs)."""
-    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+    snake = snake_case(name)
     spelled = snake if alias and snake != name else None
     return Param(name, kind, required, spelled, verbatim, path, faces, choices)
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(NamedTuple):
     """How one face reads its arguments: what serde names the struct in a wrong-type error,
     and whether blank optional strings are absent (and the others trimmed)."""
 
@@ -91,10 +96,10 @@ class ArgumentRefused(InputInvalid):
 
 def _checked(param: Param, value: Any) -> Any:
     kind = param.kind
-    if kind in _RANGES:
+    if kind in INTEGER_RANGES:
         if isinstance(value, bool) or not isinstance(value, int):
             raise SchemaViolation(f"invalid type: {describe(value)}, expected {kind}")
-        low, high = _RANGES[kind]
+        low, high = INTEGER_RANGES[kind]
         if not low <= value <= high:
             raise SchemaViolation(f"invalid value: {describe(value)}, expected {kind}")
         return value

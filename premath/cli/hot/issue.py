@@ -1,6 +1,7 @@
 """`issue ready|list|show|claim-next|update`: declarations, bodies and text.
 
-`cli/issue.py` builds their click commands from these declarations."""
+`cli/issue.py` builds their click commands from these declarations; `issue update`'s is the
+operation catalogue's (premath/ops/issue_writes.py), with the command line's own body here."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import io
 import os
 import sys
 
-from premath.cli._declaration import FLAG, INT, ISSUES, JSON, PRIORITY, argument, command, option
+from premath.cli._declaration import FLAG, INT, ISSUES, JSON, argument, command, option
+from premath.cli._operations import operation_command
 from premath.cli._reply import AppContext, Reply, usage_error
 from premath.cli._text import lines_text
 from premath.errors import IoFailure
+from premath.ops.issue_writes import ISSUE_UPDATE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -159,43 +162,19 @@ def issue_show(app: AppContext, issue_id: str, issues: str) -> Reply:
     return Reply(show_document(issues, read_store(issues, now), issue_id, now), text=show_text)
 
 
-@command(
-    "issue update",
-    argument("issue_id", metavar="ID"),
-    option("--title", help="New title"),
-    option("--description", help="New description"),
-    option("--notes", help="New notes"),
-    option("--notes-file", help="Read new notes from a file (`-` for stdin)"),
-    option("--status", help="New status (closing releases the lease)"),
-    option("--priority", kind=PRIORITY, help="New priority: a whole number, lower is more urgent"),
-    option("--assignee", help="New assignee"),
-    option("--owner", help="New owner"),
-    ISSUES,
-    JSON,
-    app=True,
-    hot=True,
-)
-def issue_update(
-    app: AppContext,
-    /,
-    issue_id: str,
-    notes: str | None,
-    notes_file: str | None,
-    issues: str,
-    **fields: Any,
-) -> Reply:
-    """Update fields of an issue.
-
-    \b
-    premath issue update bd-1 --status closed --json
-    """
+# `issue update`'s declaration and help are the operation's; its body is the command line's
+# part: `--notes-file`, the input warnings, the holder's warning to the loop's worker. The
+# fields go to the store as given (a blank status is stored, as the reference's CLI does).
+@operation_command(ISSUE_UPDATE)
+def issue_update(app: AppContext, /, notes_file: str | None, issues: str, **fields: Any) -> Reply:
     from premath.issues.documents import issue_document
     from premath.issues.memory import update_issue
 
-    if notes is not None and notes_file is not None:
+    issue_id = fields.pop("id")
+    if fields["notes"] is not None and notes_file is not None:
         usage_error("the argument '--notes' cannot be used with '--notes-file'")
     if notes_file is not None:
-        notes = read_notes_file(notes_file)
+        fields["notes"] = read_notes_file(notes_file)
     from premath.issues.leases import holder_warning
     from premath.issues.lifecycle import input_warnings
     from premath.timefmt import epoch_nanos
@@ -210,13 +189,7 @@ def issue_update(
         held.extend([said] if said else [])
 
     row = update_issue(
-        issues,
-        issue_id,
-        now=now,
-        timeout_s=app.lock_timeout(),
-        notes=notes,
-        before=before,
-        **fields,
+        issues, issue_id, now=now, timeout_s=app.lock_timeout(), before=before, **fields
     )
     warnings = [*input_warnings(title=fields["title"], status=fields["status"]), *held]
     return Reply(issue_document("issue.update", issues, row), text=updated_text, warnings=warnings)

@@ -30,12 +30,14 @@ from premath.harness.host.context import HostContext
 from premath.harness.host.extension import Effect
 from premath.harness.host.paths import confined_path
 from premath.ops.catalogue import by_face
-from premath.ops.params import Kind, Param, param
+from premath.ops.params import Param, param
 from premath.text import rust_trim
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from premath.ops.params import Kind
 
 EXECUTION_ERROR = "scheme_eval.host_action_execution_error"
 INVALID = "scheme_eval.invalid_program"
