@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from premath.cli._declaration import CHOICE, FLAG, INT, ISSUES, JSON, STR, CliCommand, CliParam
 from premath.cli._reply import Reply
-from premath.ops.operation import WriteTerms
 from premath.ops.params import INTEGER_RANGES, snake_case
 
 TYPE_CHECKING = False
@@ -119,6 +118,8 @@ def _operation_body(
         raise ValueError(f"{operation.action} has no run to call")
 
     def body(app: AppContext, /, **given: Any) -> Reply:
+        from premath.ops.operation import WriteTerms
+
         args = {names[name]: value for name, value in given.items()}
         path = args["issuesPath"]
         terms = WriteTerms(path, app.clock.now(), app.lock_timeout())

@@ -10,7 +10,6 @@ from __future__ import annotations
 from premath.models.issue_row import DEPENDENCY_TYPES
 from premath.ops.operation import CliFace, Faces, Operation
 from premath.ops.params import ArgumentRefused, param
-from premath.text import rust_trim
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,6 +33,8 @@ MCP tools answer each as a tool error)."""
 
 
 def _blank_none(args: Document, name: str) -> str | None:
+    from premath.text import rust_trim
+
     value = args.get(name)
     return value if value is not None and rust_trim(value) else None
 

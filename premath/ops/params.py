@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from premath.errors import InputInvalid
 from premath.lean import NamedTuple
-from premath.models.serde import SchemaViolation, describe
-from premath.text import rust_trim
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -95,6 +93,8 @@ class ArgumentRefused(InputInvalid):
 
 
 def _checked(param: Param, value: Any) -> Any:
+    from premath.models.serde import SchemaViolation, describe
+
     kind = param.kind
     if kind in INTEGER_RANGES:
         if isinstance(value, bool) or not isinstance(value, int):
@@ -132,6 +132,9 @@ def check_arguments(params: tuple[Param, ...], value: Any, reading: Reading) -> 
 
     Keys are read in the order given, as serde reads a map (a wrong type is reported before a
     missing field); raises SchemaViolation with serde's text."""
+    from premath.models.serde import SchemaViolation, describe
+    from premath.text import rust_trim
+
     if not isinstance(value, dict):
         raise SchemaViolation(f"invalid type: {describe(value)}, expected {reading.struct}")
     by_key = {key: p for p in params for key in (p.name, p.alias) if key is not None}
