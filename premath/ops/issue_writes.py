@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from premath.models.issue_row import DEPENDENCY_TYPES
 from premath.ops.operation import CliFace, Faces, Operation
-from premath.ops.params import ArgumentRefused, param
+from premath.ops.params import ArgumentRefused, param, snake_case
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -125,10 +125,11 @@ UPDATE_HELP = {
 
 
 def _update_flags() -> dict[str, str]:
-    """`--<field>` for each field in order, `--notes-file` after `--notes`, then `--issues`."""
+    """`--<field>` (kebab-case) for each field in order, `--notes-file` after `--notes`, then
+    `--issues`."""
     flags: dict[str, str] = {}
     for name in UPDATE_FIELDS:
-        flags[name] = f"--{name}"
+        flags[name] = "--" + snake_case(name).replace("_", "-")
         if name == "notes":
             flags["notesFile"] = "--notes-file"
     return {**flags, **_ISSUES_FLAG}
@@ -152,7 +153,7 @@ def _issue_update(args: Document, terms: WriteTerms) -> Document:
         )
         held.extend([said] if said else [])
 
-    edits: dict[str, Any] = {name: args.get(name) for name in UPDATE_FIELDS}
+    edits: dict[str, Any] = {snake_case(name): args.get(name) for name in UPDATE_FIELDS}
     row = issue_memory.update_issue(
         terms.path,
         args["id"],
