@@ -25,7 +25,7 @@ COMMAND_GROUPS: dict[str, LazyGroup] = {
     "harness-session": LazyGroup(
         "premath.cli.harness_session:harness_session",
         "Read and write the session handoff.",
-        "premath.cli.hot.harness_session",
+        ("premath.cli.hot.harness_session",),
     ),
     "harness-feature": LazyGroup(
         "premath.cli.harness_feature:harness_feature",
@@ -34,12 +34,12 @@ COMMAND_GROUPS: dict[str, LazyGroup] = {
     "harness-trajectory": LazyGroup(
         "premath.cli.harness_trajectory:harness_trajectory",
         "Append to and query the step trajectory.",
-        "premath.cli.hot.harness_trajectory",
+        ("premath.cli.hot.harness_trajectory",),
     ),
     "harness-join-check": LazyGroup(
         "premath.cli.harness_join_check:harness_join_check",
         "Check that every tool call of a turn got its result.",
-        "premath.cli.hot.harness_join_check",
+        ("premath.cli.hot.harness_join_check",),
     ),
     "demo": LazyGroup(
         "premath.cli.demo:demo",
@@ -48,7 +48,7 @@ COMMAND_GROUPS: dict[str, LazyGroup] = {
     "issue": LazyGroup(
         "premath.cli.issue:issue",
         "Issue memory: add, list, claim and close issues.",
-        "premath.cli.hot.issue",
+        ("premath.cli.hot.issue", "premath.cli.hot.issue_update"),
     ),
     "dep": LazyGroup(
         "premath.cli.dep:dep",

@@ -130,14 +130,12 @@ def parse(declared: CliCommand, args: list[str]) -> dict[str, Any]:
 
 
 def declared_command(argv: list[str], groups: dict[str, LazyGroup]) -> CliCommand | None:
-    """The declaration `argv` starts with, from its group's declarations module, if any."""
+    """The declaration `argv` starts with, from its group's declarations modules, if any."""
     group = groups.get(argv[0])
-    if group is None or group.declarations is None:
-        return None
-    module = importlib.import_module(group.declarations)
-    for value in vars(module).values():
-        if type(value) is CliCommand and list(value.path) == argv[: len(value.path)]:
-            return value
+    for name in () if group is None else group.declarations:
+        for value in vars(importlib.import_module(name)).values():
+            if type(value) is CliCommand and list(value.path) == argv[: len(value.path)]:
+                return value
     return None
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import click
 
 from premath.cli._issues import issues_option, lines_text
-from premath.cli._operations import operation_command
-from premath.cli._options import json_option
+from premath.cli._operations import cli_command
+from premath.cli._options import click_command, json_option
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
-from premath.models.issue_row import DEPENDENCY_TYPES
 from premath.models.vocabulary import EDGE_VIEWS, GRAPH_SCOPES
 from premath.ops.catalogue import DEP_ADD, DEP_REMOVE, DEP_REPLACE
 
@@ -17,10 +16,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from premath.models.vocabulary import EdgeView, GraphScope
-
-dependency_type = click.Choice(DEPENDENCY_TYPES)
-TYPES_HELP = f"one of {', '.join(DEPENDENCY_TYPES)}"
-"""The types in the option's help: as a metavar their list would be one line of 130 columns."""
 
 
 def _integrity_text(integrity: dict[str, Any]) -> str:
@@ -69,17 +64,6 @@ def diagnostics_text(document: dict[str, Any]) -> str:
     )
 
 
-edge_type_option = click.option(
-    "--type",
-    "kind",
-    type=dependency_type,
-    metavar="TYPE",
-    default="blocks",
-    show_default=True,
-    help=f"Dependency type: {TYPES_HELP}",
-)
-
-
 @click.group("dep", cls=StrictGroup)
 def dep() -> None:
     """Dependencies between issues: add, remove, diagnose.
@@ -88,62 +72,12 @@ def dep() -> None:
     """
 
 
-dep_add = operation_command(
-    dep,
-    DEP_ADD,
-    click.argument("issue_id", metavar="ISSUE"),
-    click.argument("target", metavar="DEPENDS_ON"),
-    edge_type_option,
-    click.option("--created-by", default="", help="Who added the edge"),
-    issues_option,
-    json_option,
-    help_text="""Make ISSUE depend on DEPENDS_ON. Self-loops, duplicates and cycles are refused.
-
-    \b
-    premath dep add bd-2 bd-1 --type blocks --json
-    """,
-    text=lambda d: edge_text("add", "Added", d),
+dep_add = click_command(cli_command(DEP_ADD, text=lambda d: edge_text("add", "Added", d)), dep)
+dep_remove = click_command(
+    cli_command(DEP_REMOVE, text=lambda d: edge_text("remove", "Removed", d)), dep
 )
-dep_remove = operation_command(
-    dep,
-    DEP_REMOVE,
-    click.argument("issue_id", metavar="ISSUE"),
-    click.argument("target", metavar="DEPENDS_ON"),
-    edge_type_option,
-    issues_option,
-    json_option,
-    help_text="""Remove the ISSUE -> DEPENDS_ON edge of one type.
-
-    \b
-    premath dep remove bd-2 bd-1 --type blocks --json
-    """,
-    text=lambda d: edge_text("remove", "Removed", d),
-)
-dep_replace = operation_command(
-    dep,
-    DEP_REPLACE,
-    click.argument("issue_id", metavar="ISSUE"),
-    click.argument("target", metavar="DEPENDS_ON"),
-    click.option(
-        "--from-type",
-        type=dependency_type,
-        metavar="TYPE",
-        default="blocks",
-        show_default=True,
-        help=f"The edge's current type: {TYPES_HELP}",
-    ),
-    click.option(
-        "--to-type", type=dependency_type, metavar="TYPE", required=True, help="The edge's new type"
-    ),
-    click.option("--created-by", default="", help="Who changed the edge (kept when blank)"),
-    issues_option,
-    json_option,
-    help_text="""Change the type of the ISSUE -> DEPENDS_ON edge in place.
-
-    \b
-    premath dep replace bd-2 bd-1 --from-type blocks --to-type related --json
-    """,
-    text=lambda d: edge_text("replace", "Replaced", d),
+dep_replace = click_command(
+    cli_command(DEP_REPLACE, text=lambda d: edge_text("replace", "Replaced", d)), dep
 )
 
 

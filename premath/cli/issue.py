@@ -1,7 +1,8 @@
 """`premath issue ...`: the issue memory (`.premath/issues.jsonl`), its leases and checks.
 
 The hot commands (ready, list, show, claim-next, update) are declared with their bodies in
-`cli/hot/issue.py`, free of click; their click commands are built here from the declarations.
+`cli/hot/issue.py` and `cli/hot/issue_update.py` (whose declaration is the operation
+catalogue's), free of click; their click commands are built here from the declarations.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from premath.cli._options import (
 )
 from premath.cli._root import AppContext, Reply, StrictGroup, pass_app
 from premath.cli.hot import issue as hot
+from premath.cli.hot import issue_update as hot_update
 from premath.cli.hot.issue import claimed_text
 
 TYPE_CHECKING = False
@@ -238,7 +240,7 @@ def issue_check(app: AppContext, note_warn_threshold: int, compactness: bool, is
 
 issue_show = click_command(hot.issue_show, issue)
 
-issue_update = click_command(hot.issue_update, issue)
+issue_update = click_command(hot_update.issue_update, issue)
 
 
 @issue.command("claim")

@@ -14,21 +14,17 @@ payloads are the lease operations' own parameters (premath/ops/leases.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 from premath.errors import InputInvalid
-from premath.models.serde import SchemaViolation, describe
-from premath.text import rust_trim
+from premath.lean import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Literal
 
-Kind = Literal[
-    "string", "u32", "i32", "i64", "u64", "bool", "scope", "match", "finish", "strings",
-    "phase", "object", "objects",
-]  # fmt: skip
+    Kind = Literal[
+        "string", "u32", "i32", "i64", "u64", "bool", "scope", "match", "finish", "strings",
+        "phase", "object", "objects",
+    ]  # fmt: skip
 
 ENUM_VALUES: dict[str, list[str]] = {
     "scope": ["active", "full"],
@@ -36,7 +32,7 @@ ENUM_VALUES: dict[str, list[str]] = {
     "finish": ["closed", "blocked", "open"],
     "phase": ["claiming", "working", "verifying", "closing", "idle"],
 }
-_RANGES = {
+INTEGER_RANGES = {
     "u32": (0, 2**32 - 1),
     "i32": (-(2**31), 2**31 - 1),
     "i64": (-(2**63), 2**63 - 1),
@@ -46,8 +42,7 @@ _EXPECTED = {"string": "a string", "bool": "a boolean", "strings": "a sequence"}
 """serde's words for a required field's type (else the kind's own name, `i32`, `finish`)."""
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(NamedTuple):
     """One input: its camelCase name, the snake_case alias accepted beside it, its type."""
 
     name: str
@@ -67,6 +62,11 @@ class Param:
     type); the published schema leaves the field open, as the reference's does."""
 
 
+def snake_case(name: str) -> str:
+    """A parameter's snake_case spelling (`issueId`: `issue_id`): its alias, its CLI keyword."""
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+
+
 def param(
     name: str,
     kind: Kind = "string",
@@ -79,13 +79,12 @@ def param(
     choices: tuple[str, ...] = (),
 ) -> Param:
     """A parameter whose alias is its snake_case spelling (when that differs)."""
-    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+    snake = snake_case(name)
     spelled = snake if alias and snake != name else None
     return Param(name, kind, required, spelled, verbatim, path, faces, choices)
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(NamedTuple):
     """How one face reads its arguments: what serde names the struct in a wrong-type error,
     whether blank optional strings are absent (and the others trimmed), and whether the
     snake_case aliases are read."""
@@ -101,11 +100,13 @@ class ArgumentRefused(InputInvalid):
 
 
 def _checked(param: Param, value: Any) -> Any:
+    from premath.models.serde import SchemaViolation, describe
+
     kind = param.kind
-    if kind in _RANGES:
+    if kind in INTEGER_RANGES:
         if isinstance(value, bool) or not isinstance(value, int):
             raise SchemaViolation(f"invalid type: {describe(value)}, expected {kind}")
-        low, high = _RANGES[kind]
+        low, high = INTEGER_RANGES[kind]
         if not low <= value <= high:
             raise SchemaViolation(f"invalid value: {describe(value)}, expected {kind}")
         return value
@@ -138,6 +139,9 @@ def check_arguments(params: tuple[Param, ...], value: Any, reading: Reading) -> 
 
     Keys are read in the order given, as serde reads a map (a wrong type is reported before a
     missing field); raises SchemaViolation with serde's text."""
+    from premath.models.serde import SchemaViolation, describe
+    from premath.text import rust_trim
+
     if not isinstance(value, dict):
         raise SchemaViolation(f"invalid type: {describe(value)}, expected {reading.struct}")
     by_key = {p.name: p for p in params}

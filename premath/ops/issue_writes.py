@@ -1,16 +1,23 @@
 """Issue and dependency mutations (specs/issue-memory.md): `dep.add|remove|replace`,
 `issue.update` and `issue.discover`, each declared once for the MCP tools, the host actions and
-the CLI."""
+the CLI (its command, help texts included, is built from the declaration: cli/_operations.py).
+
+`issue update` is a hot command, so this module is on the fast path: it holds the data, and
+each run imports the issue memory when it runs."""
 
 from __future__ import annotations
 
-from premath.issues import documents, leases
-from premath.issues import memory as issue_memory
 from premath.models.issue_row import DEPENDENCY_TYPES
-from premath.models.params import ArgumentRefused, Param, param
-from premath.ops.operation import CliFace, Document, Faces, Operation, Run, WriteTerms
-from premath.text import rust_trim
-from premath.timefmt import epoch_nanos
+from premath.models.params import ArgumentRefused, param, snake_case
+from premath.ops.operation import CliFace, Faces, Operation
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from premath.models.issue_row import IssueRow
+    from premath.models.params import Param
+    from premath.ops.operation import Document, Run, WriteTerms
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -32,6 +39,8 @@ MCP tools answer each as a tool error)."""
 
 
 def _blank_none(args: Document, name: str) -> str | None:
+    from premath.text import rust_trim
+
     value = args.get(name)
     return value if value is not None and rust_trim(value) else None
 
@@ -53,6 +62,8 @@ def _dep_checked(args: Document) -> Document:
 
 
 def _dep_add(args: Document, terms: WriteTerms) -> Document:
+    from premath.issues import memory as issue_memory
+
     issue_id, target = args["issueId"], args["dependsOnId"]
     kind, created_by = args["depType"], args["createdBy"]
     issue_memory.dep_add(
@@ -63,12 +74,16 @@ def _dep_add(args: Document, terms: WriteTerms) -> Document:
 
 
 def _dep_remove(args: Document, terms: WriteTerms) -> Document:
+    from premath.issues import memory as issue_memory
+
     issue_id, target, kind = args["issueId"], args["dependsOnId"], args["depType"]
     issue_memory.dep_remove(terms.path, issue_id, target, kind=kind, **terms.store_terms())
     return {"dependency": {"issueId": issue_id, "dependsOnId": target, "type": kind}}
 
 
 def _dep_replace(args: Document, terms: WriteTerms) -> Document:
+    from premath.issues import memory as issue_memory
+
     issue_id, target = args["issueId"], args["dependsOnId"]
     from_kind, to_kind = args["fromDepType"], args["toDepType"]
     issue_memory.dep_replace(
@@ -99,9 +114,31 @@ UPDATE_PARAMS = (
     param("assignee", verbatim=True),
     param("owner", verbatim=True),
 )
-"""`issue update`'s fields, for every face: a new field is one parameter here (and its
-keyword in issues/memory.py's `update_issue`; the CLI's option in cli/issue.py)."""
+"""`issue update`'s fields, for every face: a new field is one parameter here, its help line
+in `UPDATE_HELP`, and its keyword in issues/memory.py's `update_issue`."""
 UPDATE_FIELDS = tuple(spec.name for spec in UPDATE_PARAMS)
+UPDATE_HELP = {
+    "title": "New title",
+    "description": "New description",
+    "notes": "New notes",
+    "notesFile": "Read new notes from a file (`-` for stdin)",
+    "status": "New status (closing releases the lease)",
+    "priority": "New priority: a whole number, lower is more urgent",
+    "assignee": "New assignee",
+    "owner": "New owner",
+}
+"""The command line's help for each field; `notesFile` (`--notes-file`) is its own."""
+
+
+def _update_flags() -> dict[str, str]:
+    """`--<field>` (kebab-case) for each field in order, `--notes-file` after `--notes`, then
+    `--issues`."""
+    flags: dict[str, str] = {}
+    for name in UPDATE_FIELDS:
+        flags[name] = "--" + snake_case(name).replace("_", "-")
+        if name == "notes":
+            flags["notesFile"] = "--notes-file"
+    return {**flags, **_ISSUES_FLAG}
 
 
 def _update_checked(args: Document) -> Document:
@@ -109,6 +146,10 @@ def _update_checked(args: Document) -> Document:
 
 
 def _issue_update(args: Document, terms: WriteTerms) -> Document:
+    from premath.issues import documents, leases
+    from premath.issues import memory as issue_memory
+    from premath.timefmt import epoch_nanos
+
     held: list[str] = []
 
     def before(row: IssueRow) -> None:
@@ -118,7 +159,7 @@ def _issue_update(args: Document, terms: WriteTerms) -> Document:
         )
         held.extend([said] if said else [])
 
-    edits: dict[str, Any] = {name: args.get(name) for name in UPDATE_FIELDS}
+    edits: dict[str, Any] = {snake_case(name): args.get(name) for name in UPDATE_FIELDS}
     row = issue_memory.update_issue(
         terms.path,
         args["id"],
@@ -155,6 +196,8 @@ def _dep(
     run: Run,
     *,
     options: dict[str, str],
+    help_text: str,
+    presented: dict[str, dict[str, Any]],
     omits: dict[str, tuple[str, ...]] | None = None,
     replace: bool = False,
     created_by: bool = True,
@@ -166,7 +209,18 @@ def _dep(
         faces=Faces(
             mcp=f"dep_{verb}",
             host=f"dep.{verb}",
-            cli=CliFace(("dep", verb), ("issueId", "dependsOnId"), options, omits or {}),
+            cli=CliFace(
+                ("dep", verb),
+                ("issueId", "dependsOnId"),
+                options,
+                omits or {},
+                help=help_text,
+                presented={
+                    "issueId": {"metavar": "ISSUE"},
+                    "dependsOnId": {"metavar": "DEPENDS_ON"},
+                    **presented,
+                },
+            ),
         ),
         run=run,
         check=_dep_checked,
@@ -179,11 +233,23 @@ def _dep(
 
 
 _ISSUES_FLAG = {"issuesPath": "--issues"}
+_TYPES_HELP = f"one of {', '.join(DEPENDENCY_TYPES)}"
+"""The types in the option's help: as a metavar their list would be one line of 130 columns."""
+_EDGE_TYPE = {"metavar": "TYPE", "default": "blocks", "show_default": True}
 DEP_ADD = _dep(
     "add",
     "Add a dependency edge between issues",
     _dep_add,
     options={"depType": "--type", "createdBy": "--created-by", **_ISSUES_FLAG},
+    help_text="""Make ISSUE depend on DEPENDS_ON. Self-loops, duplicates and cycles are refused.
+
+    \b
+    premath dep add bd-2 bd-1 --type blocks --json
+    """,
+    presented={
+        "depType": {**_EDGE_TYPE, "help": f"Dependency type: {_TYPES_HELP}"},
+        "createdBy": {"default": "", "help": "Who added the edge"},
+    },
     omits={"dependency": ("createdBy",)},
 )
 DEP_REMOVE = _dep(
@@ -191,6 +257,12 @@ DEP_REMOVE = _dep(
     "Remove a dependency edge between issues",
     _dep_remove,
     options={"depType": "--type", **_ISSUES_FLAG},
+    help_text="""Remove the ISSUE -> DEPENDS_ON edge of one type.
+
+    \b
+    premath dep remove bd-2 bd-1 --type blocks --json
+    """,
+    presented={"depType": {**_EDGE_TYPE, "help": f"Dependency type: {_TYPES_HELP}"}},
     created_by=False,
 )
 DEP_REPLACE = _dep(
@@ -202,6 +274,16 @@ DEP_REPLACE = _dep(
         "toDepType": "--to-type",
         "createdBy": "--created-by",
         **_ISSUES_FLAG,
+    },
+    help_text="""Change the type of the ISSUE -> DEPENDS_ON edge in place.
+
+    \b
+    premath dep replace bd-2 bd-1 --from-type blocks --to-type related --json
+    """,
+    presented={
+        "fromDepType": {**_EDGE_TYPE, "help": f"The edge's current type: {_TYPES_HELP}"},
+        "toDepType": {"metavar": "TYPE", "help": "The edge's new type"},
+        "createdBy": {"default": "", "help": "Who changed the edge (kept when blank)"},
     },
     replace=True,
 )
@@ -215,9 +297,16 @@ ISSUE_UPDATE = Operation(
         cli=CliFace(
             ("issue", "update"),
             ("id",),
-            {
-                **{name: f"--{name}" for name in UPDATE_FIELDS},
-                **_ISSUES_FLAG,
+            _update_flags(),
+            help="""Update fields of an issue.
+
+    \b
+    premath issue update bd-1 --status closed --json
+    """,
+            presented={
+                "id": {"metavar": "ID"},
+                **{name: {"help": text} for name, text in UPDATE_HELP.items()},
+                "priority": {"kind": "priority", "help": UPDATE_HELP["priority"]},
             },
         ),
     ),
@@ -274,6 +363,10 @@ def _new_issue_fields(args: Document) -> Document:
 
 
 def _issue_add(args: Document, terms: WriteTerms) -> Document:
+    from premath.issues import documents
+    from premath.issues import memory as issue_memory
+    from premath.timefmt import epoch_nanos
+
     row = issue_memory.add_issue(
         terms.path, args["title"], **_new_issue_fields(args), **terms.store_terms()
     )
@@ -281,6 +374,10 @@ def _issue_add(args: Document, terms: WriteTerms) -> Document:
 
 
 def _issue_discover(args: Document, terms: WriteTerms) -> Document:
+    from premath.issues import documents
+    from premath.issues import memory as issue_memory
+    from premath.timefmt import epoch_nanos
+
     parent = args["parentIssueId"]
     row = issue_memory.discover_issue(
         terms.path, parent, args["title"], **_new_issue_fields(args), **terms.store_terms()

@@ -10,35 +10,48 @@ fields here, never a second implementation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
-from premath.models.params import Param
+from premath.lean import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from datetime import datetime
     from typing import Any
+
+    from premath.models.params import Param
 
 Document = dict[str, "Any"]
 FACES = ("mcp", "host", "cli", "transport", "remote")
+NOTHING: Mapping[str, Any] = MappingProxyType({})
 
 
-@dataclass(frozen=True)
-class CliFace:
+class CliFace(NamedTuple):
     """The command path (`("dep", "add")`) and how it spells each parameter: positional
-    arguments in order, then `--flag` options by parameter name."""
+    arguments in order, then `--flag` options by parameter name, in help order. An option
+    whose name the operation does not take is the command line's own (`issue update
+    --notes-file`), handled by the command's body.
+
+    The CLI's command is built from this (`cli/_operations.cli_command`): kinds, choices and
+    requiredness from the parameters, the rest (help texts, metavars, defaults) from
+    `help` and `presented`."""
 
     path: tuple[str, ...]
     arguments: tuple[str, ...] = ()
-    options: dict[str, str] = field(default_factory=dict)
-    omits: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    options: Mapping[str, str] = NOTHING
+    omits: Mapping[str, tuple[str, ...]] = NOTHING
     """Result fields the CLI's document leaves out where the reference's CLI does (its
     `dep add` edge has no `createdBy`; the MCP tool's has)."""
+    help: str = ""
+    """The command's help text (click's: its first line is the short help)."""
+    presented: Mapping[str, Mapping[str, Any]] = NOTHING
+    """How the command line presents a parameter, by name: `cli/_declaration.CliParam`'s
+    settings (`help`, `metavar`, `default`, `show_default`, a CLI `kind` such as
+    `priority`)."""
 
 
-@dataclass(frozen=True)
-class Faces:
+class Faces(NamedTuple):
     """The operation's name at each face that offers it (None: not offered there)."""
 
     mcp: str | None = None
@@ -49,8 +62,7 @@ class Faces:
     """The remote client's method that calls it, `module:Class.method`."""
 
 
-@dataclass(frozen=True)
-class WriteTerms:
+class WriteTerms(NamedTuple):
     """What a face hands an issue mutation: the store, the call's clock and lock budget, the
     hook that attaches the write witness under the lock, the face's warm stores."""
 
@@ -82,8 +94,7 @@ def _unchecked(args: Document) -> Document:
     return args
 
 
-@dataclass(frozen=True)
-class Operation:
+class Operation(NamedTuple):
     """One operation, declared once.
 
     `action` is its wire name (the gate's action claim, the write witness's action, the
@@ -118,4 +129,4 @@ class Operation:
         taken = tuple(p for p in self.params if p.faces is None or face in p.faces)
         if face != "host" or self.issue_param is None:
             return taken
-        return tuple(replace(p, required=False) if p.name == self.issue_param else p for p in taken)
+        return tuple(p._replace(required=False) if p.name == self.issue_param else p for p in taken)

@@ -34,8 +34,8 @@ def hot_commands() -> dict[str, CliCommand]:
     """Every command declared hot, by its path (`"issue ready"`), from its group's declarations."""
     found: dict[str, CliCommand] = {}
     for group in COMMAND_GROUPS.values():
-        if group.declarations is not None:
-            module = importlib.import_module(group.declarations)
+        for name in group.declarations:
+            module = importlib.import_module(name)
             for value in vars(module).values():
                 if isinstance(value, CliCommand) and value.hot:
                     found[" ".join(value.path)] = value

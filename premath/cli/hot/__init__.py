@@ -5,7 +5,8 @@ Agents call these commands hundreds of times, so the fast path (`cli/_fast.py`) 
 from their declarations without importing click; the groups' modules (`cli/issue.py`, ...)
 build their click commands from the same declarations (help taken from the body's docstring).
 Making a command hot is `hot=True` on its declaration, in a module its group names
-(`LazyGroup.declarations` in `cli/__init__.py`).
+(`LazyGroup.declarations` in `cli/__init__.py`); a catalogued operation's command
+(`issue_update.py`) is declared by the operation, and hot by its `hot=True`.
 """
 
 from __future__ import annotations

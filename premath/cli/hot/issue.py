@@ -1,17 +1,13 @@
-"""`issue ready|list|show|claim-next|update`: declarations, bodies and text.
+"""`issue ready|list|show|claim-next`: declarations, bodies and text.
 
-`cli/issue.py` builds their click commands from these declarations."""
+`cli/issue.py` builds their click commands from these declarations (`issue update`'s is the
+operation catalogue's: `cli/hot/issue_update.py`)."""
 
 from __future__ import annotations
 
-import io
-import os
-import sys
-
-from premath.cli._declaration import FLAG, INT, ISSUES, JSON, PRIORITY, argument, command, option
-from premath.cli._reply import AppContext, Reply, usage_error
+from premath.cli._declaration import FLAG, INT, ISSUES, JSON, argument, command, option
+from premath.cli._reply import AppContext, Reply
 from premath.cli._text import lines_text
-from premath.errors import IoFailure
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,14 +31,6 @@ def ready_text(document: dict[str, Any]) -> str:
             + ("  (escalation: for a person; claim-next skips it)" if i.get("escalation") else "")
             for i in document["items"]
         ],
-    )
-
-
-def updated_text(document: dict[str, Any]) -> str:
-    issue = document["issue"]
-    return lines_text(
-        "premath issue update",
-        [("Updated", f"{issue['id']} [{issue['status']}]"), ("Path", document["issuesPath"])],
     )
 
 
@@ -88,23 +76,6 @@ def show_text(document: dict[str, Any]) -> str:
         if issue[key]:
             text += f"\n{label}:\n{issue[key].rstrip()}"
     return text
-
-
-def read_notes_file(source: str) -> str:
-    """`--notes-file`: `-` reads stdin, anything else a UTF-8 file (line ends read as `\n`)."""
-    try:
-        if source == "-":
-            stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
-            try:
-                return stdin.read()
-            finally:
-                stdin.detach()
-        from premath.store.files import read_bounded_text
-
-        return read_bounded_text(source)
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "stream did not contain valid UTF-8"
-        raise IoFailure(f"failed to read notes file `{source}`: {reason or exc}") from None
 
 
 @command(
@@ -157,69 +128,6 @@ def issue_show(app: AppContext, issue_id: str, issues: str) -> Reply:
 
     now = app.clock.now()
     return Reply(show_document(issues, read_store(issues, now), issue_id, now), text=show_text)
-
-
-@command(
-    "issue update",
-    argument("issue_id", metavar="ID"),
-    option("--title", help="New title"),
-    option("--description", help="New description"),
-    option("--notes", help="New notes"),
-    option("--notes-file", help="Read new notes from a file (`-` for stdin)"),
-    option("--status", help="New status (closing releases the lease)"),
-    option("--priority", kind=PRIORITY, help="New priority: a whole number, lower is more urgent"),
-    option("--assignee", help="New assignee"),
-    option("--owner", help="New owner"),
-    ISSUES,
-    JSON,
-    app=True,
-    hot=True,
-)
-def issue_update(
-    app: AppContext,
-    /,
-    issue_id: str,
-    notes: str | None,
-    notes_file: str | None,
-    issues: str,
-    **fields: Any,
-) -> Reply:
-    """Update fields of an issue.
-
-    \b
-    premath issue update bd-1 --status closed --json
-    """
-    from premath.issues.documents import issue_document
-    from premath.issues.memory import update_issue
-
-    if notes is not None and notes_file is not None:
-        usage_error("the argument '--notes' cannot be used with '--notes-file'")
-    if notes_file is not None:
-        notes = read_notes_file(notes_file)
-    from premath.issues.leases import holder_warning
-    from premath.issues.lifecycle import input_warnings
-    from premath.timefmt import epoch_nanos
-
-    now = app.clock.now()
-    held: list[str] = []
-
-    def before(row: Any) -> None:
-        # the caller is the loop's worker id when it runs us, else nobody in particular
-        caller = os.environ.get("PREMATH_WORKER_ID")
-        said = holder_warning(issue_id, row.get("lease"), caller, epoch_nanos(now))
-        held.extend([said] if said else [])
-
-    row = update_issue(
-        issues,
-        issue_id,
-        now=now,
-        timeout_s=app.lock_timeout(),
-        notes=notes,
-        before=before,
-        **fields,
-    )
-    warnings = [*input_warnings(title=fields["title"], status=fields["status"]), *held]
-    return Reply(issue_document("issue.update", issues, row), text=updated_text, warnings=warnings)
 
 
 @command(

@@ -29,13 +29,15 @@ from premath.harness.host.args import HostActionFailed, parse_args
 from premath.harness.host.context import HostContext
 from premath.harness.host.extension import Effect
 from premath.harness.host.paths import confined_path
-from premath.models.params import Kind, Param, param
+from premath.models.params import Param, param
 from premath.ops.catalogue import by_face
 from premath.text import rust_trim
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from premath.models.params import Kind
 
 EXECUTION_ERROR = "scheme_eval.host_action_execution_error"
 INVALID = "scheme_eval.invalid_program"
