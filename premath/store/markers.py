@@ -81,9 +81,8 @@ class Claim:
         folder, name = os.path.split(marker)
         self.text = marker_text(this_process(), format_seconds_z(SystemClock().now())).encode()
         self.private: str | None = os.path.join(folder, f".{name}.{os.getpid()}.{epoch_ns()}.claim")
-        self._write_private()
 
-    def _write_private(self) -> None:
+    def write_private(self) -> None:
         assert self.private is not None
         fd = os.open(self.private, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         try:
@@ -103,7 +102,7 @@ class Claim:
             except FileExistsError:
                 return False
             except FileNotFoundError:  # swept by another process: write it again, retry
-                self._write_private()
+                self.write_private()
                 return self.publish(name)
             except OSError as exc:
                 if exc.errno not in _NO_LINKS:
@@ -133,9 +132,12 @@ _NO_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.E
 
 @contextlib.contextmanager
 def claim(marker: str) -> Iterator[Claim]:
-    """A `Claim` on `marker` whose private file is removed when the block ends."""
+    """A `Claim` on `marker` whose private file is removed when the block ends, however it ends:
+    the file is written inside the block, so Ctrl-C or SIGTERM while it is being created still
+    removes it (its name is known before it exists)."""
     held = Claim(marker)
     try:
+        held.write_private()
         yield held
     finally:
         held.close()

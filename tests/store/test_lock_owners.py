@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from premath.errors import InvalidUsage
+from premath.store import markers
 from premath.store.locks import LOCK_TIMEOUT_ENV, lock_timeout_from_env
 from premath.store.markers import marker_owner
 from premath.store.owners import owner_state, this_process
@@ -150,3 +151,17 @@ def test_a_bad_lock_timeout_is_a_usage_error_at_the_cli(tmp_path):
     assert out.returncode == 2
     assert orjson.loads(out.stdout)["error"]["code"] == "usage_error"
     assert _ids(tmp_path) == ["bd-1"]
+
+
+def test_an_interrupt_while_the_claim_file_is_written_leaves_no_file(tmp_path, monkeypatch):
+    """Ctrl-C or SIGTERM (a KeyboardInterrupt) that lands while a claim's private file is being
+    written: the file is gone when the interrupt leaves `claim` (a loaded run once left
+    `.issues.jsonl.lock.<pid>.<ns>.claim` behind a SIGTERMed `issue update`)."""
+
+    def interrupted_write(fd: int, data: bytes) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(markers, "write_all", interrupted_write)
+    with pytest.raises(KeyboardInterrupt), markers.claim(str(tmp_path / "issues.jsonl.lock")):
+        pass
+    assert list(tmp_path.iterdir()) == []
